@@ -1,0 +1,223 @@
+//! The error codes of SPEC §11: one tagged union, the same in Rust, in the CLI and in TypeScript.
+
+use serde::{Deserialize, Serialize};
+use specta::Type;
+
+/// Every way an engine call can fail. Serialises as `{ "code", "message", "details" }`.
+#[derive(Debug, Clone, PartialEq, thiserror::Error, Serialize, Deserialize, Type)]
+#[serde(tag = "code", rename_all = "snake_case")]
+pub enum Error {
+    /// A bad field; `details.field` names it.
+    #[error("{message}")]
+    InvalidInput {
+        message: String,
+        details: FieldDetails,
+    },
+    /// The key is taken by a job with another intent; `details.existing_job_id` names it.
+    #[error("{message}")]
+    IdempotencyConflict {
+        message: String,
+        details: ConflictDetails,
+    },
+    /// An open attempt exists; `details` names it and its state.
+    #[error("{message}")]
+    AttemptBlocked {
+        message: String,
+        details: BlockedDetails,
+    },
+    /// The requested move is not allowed from the current state.
+    #[error("{message}")]
+    InvalidTransition {
+        message: String,
+        details: TransitionDetails,
+    },
+    /// Unknown id, or one that belongs to another owner.
+    #[error("{message}")]
+    NotFound {
+        message: String,
+        details: NotFoundDetails,
+    },
+    /// Automatic failover to a provider that has not passed the contract check was refused.
+    #[error("{message}")]
+    FallbackNotValidated {
+        message: String,
+        details: FallbackDetails,
+    },
+    /// The database failed.
+    #[error("{message}")]
+    Storage {
+        message: String,
+        details: EmptyDetails,
+    },
+    /// A provider failed in a way that is not an attempt's outcome.
+    #[error("{message}")]
+    Provider {
+        message: String,
+        details: EmptyDetails,
+    },
+    /// A bug or an impossible state.
+    #[error("{message}")]
+    Internal {
+        message: String,
+        details: EmptyDetails,
+    },
+}
+
+/// Details of `invalid_input`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Type)]
+pub struct FieldDetails {
+    /// The offending field, as a dotted path (`intent.route.1`, `idempotency_key`).
+    pub field: String,
+}
+
+/// Details of `idempotency_conflict`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Type)]
+pub struct ConflictDetails {
+    pub existing_job_id: String,
+}
+
+/// Details of `attempt_blocked`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Type)]
+pub struct BlockedDetails {
+    pub job_id: String,
+    /// The open attempt that blocks a new one.
+    pub attempt_id: String,
+    pub state: String,
+}
+
+/// Details of `invalid_transition`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Type)]
+pub struct TransitionDetails {
+    /// `job` or `attempt`.
+    pub entity: String,
+    pub id: String,
+    pub from: String,
+    pub to: String,
+    /// True when the refused move still left a mark for a person: a late answer was
+    /// dropped and the job flagged for review.
+    pub flagged_for_review: bool,
+}
+
+/// Details of `not_found`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Type)]
+pub struct NotFoundDetails {
+    /// `job`, `attempt` or `provider`.
+    pub entity: String,
+    pub id: String,
+}
+
+/// Details of `fallback_not_validated`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Type)]
+pub struct FallbackDetails {
+    pub job_id: String,
+    pub provider: String,
+}
+
+/// Details of the codes that carry none.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, Type)]
+pub struct EmptyDetails {}
+
+/// Shorthand for engine results.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    /// `invalid_input` naming `field`.
+    pub fn invalid_input(field: impl Into<String>, message: impl Into<String>) -> Self {
+        let field = field.into();
+        let message = message.into();
+        Error::InvalidInput {
+            message: format!("{field}: {message}"),
+            details: FieldDetails { field },
+        }
+    }
+
+    /// `not_found` for an entity kind and id.
+    pub fn not_found(entity: &str, id: &str) -> Self {
+        Error::NotFound {
+            message: format!("no {entity} with id {id}"),
+            details: NotFoundDetails {
+                entity: entity.to_owned(),
+                id: id.to_owned(),
+            },
+        }
+    }
+
+    /// `invalid_transition` of an entity from one state to another.
+    pub fn invalid_transition(entity: &str, id: &str, from: &str, to: &str) -> Self {
+        Error::InvalidTransition {
+            message: format!("{entity} {id} cannot move from {from} to {to}"),
+            details: TransitionDetails {
+                entity: entity.to_owned(),
+                id: id.to_owned(),
+                from: from.to_owned(),
+                to: to.to_owned(),
+                flagged_for_review: false,
+            },
+        }
+    }
+
+    /// `internal`, for states the engine should never reach.
+    pub fn internal(message: impl Into<String>) -> Self {
+        Error::Internal {
+            message: message.into(),
+            details: EmptyDetails {},
+        }
+    }
+
+    /// The code as it appears on the wire.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Error::InvalidInput { .. } => "invalid_input",
+            Error::IdempotencyConflict { .. } => "idempotency_conflict",
+            Error::AttemptBlocked { .. } => "attempt_blocked",
+            Error::InvalidTransition { .. } => "invalid_transition",
+            Error::NotFound { .. } => "not_found",
+            Error::FallbackNotValidated { .. } => "fallback_not_validated",
+            Error::Storage { .. } => "storage",
+            Error::Provider { .. } => "provider",
+            Error::Internal { .. } => "internal",
+        }
+    }
+
+    /// The CLI exit code of SPEC §11.
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            Error::InvalidInput { .. } => 2,
+            Error::IdempotencyConflict { .. } => 3,
+            Error::AttemptBlocked { .. } | Error::InvalidTransition { .. } => 4,
+            Error::NotFound { .. } => 5,
+            Error::FallbackNotValidated { .. } => 6,
+            Error::Storage { .. } | Error::Provider { .. } | Error::Internal { .. } => 1,
+        }
+    }
+
+    /// The HTTP status of SPEC §11, for any face that speaks HTTP.
+    pub fn http_status(&self) -> u16 {
+        match self {
+            Error::InvalidInput { .. } => 400,
+            Error::IdempotencyConflict { .. } => 422,
+            Error::AttemptBlocked { .. } | Error::InvalidTransition { .. } => 409,
+            Error::NotFound { .. } => 404,
+            Error::FallbackNotValidated { .. } => 409,
+            Error::Storage { .. } | Error::Provider { .. } | Error::Internal { .. } => 500,
+        }
+    }
+}
+
+impl From<sqlx::Error> for Error {
+    fn from(e: sqlx::Error) -> Self {
+        Error::Storage {
+            message: format!("database: {e}"),
+            details: EmptyDetails {},
+        }
+    }
+}
+
+impl From<sqlx::migrate::MigrateError> for Error {
+    fn from(e: sqlx::migrate::MigrateError) -> Self {
+        Error::Storage {
+            message: format!("migration: {e}"),
+            details: EmptyDetails {},
+        }
+    }
+}

@@ -1,0 +1,111 @@
+//! The rules of SPEC §2–§5 and §9 as engine calls: each one transaction, each transition
+//! guarded by its expected state and recorded as an event in the same transaction.
+
+mod answers;
+mod attempts;
+mod person;
+mod providers;
+mod read;
+mod submit;
+
+use serde_json::Value;
+use sqlx::SqliteConnection;
+
+use crate::error::{BlockedDetails, Error, Result};
+use crate::intent::validate_owner;
+use crate::model::{Actor, Attempt, Job};
+use crate::store::{attempts as attempt_rows, events, jobs as job_rows};
+
+/// Loads a job for the executor, or `not_found`.
+async fn job_row(conn: &mut SqliteConnection, id: &str) -> Result<job_rows::JobRow> {
+    job_rows::by_id(conn, id)
+        .await?
+        .ok_or_else(|| Error::not_found("job", id))
+}
+
+/// Loads the owner's job, or `not_found` (also for another owner's).
+async fn owned_job_row(
+    conn: &mut SqliteConnection,
+    owner: &str,
+    id: &str,
+) -> Result<job_rows::JobRow> {
+    validate_owner(owner)?;
+    job_rows::owned(conn, owner, id)
+        .await?
+        .ok_or_else(|| Error::not_found("job", id))
+}
+
+/// Loads an attempt for the executor, or `not_found`.
+async fn attempt_row(conn: &mut SqliteConnection, id: &str) -> Result<attempt_rows::AttemptRow> {
+    attempt_rows::by_id(conn, id)
+        .await?
+        .ok_or_else(|| Error::not_found("attempt", id))
+}
+
+/// Loads an attempt whose job the owner holds, or `not_found`.
+async fn owned_attempt_row(
+    conn: &mut SqliteConnection,
+    owner: &str,
+    id: &str,
+) -> Result<attempt_rows::AttemptRow> {
+    validate_owner(owner)?;
+    attempt_rows::owned(conn, owner, id)
+        .await?
+        .ok_or_else(|| Error::not_found("attempt", id))
+}
+
+/// Re-reads a job and an attempt after a write.
+async fn reread(
+    conn: &mut SqliteConnection,
+    job_id: &str,
+    attempt_id: &str,
+) -> Result<(Job, Attempt)> {
+    let job = job_row(conn, job_id).await?.into_job()?;
+    let attempt = attempt_row(conn, attempt_id).await?.into_attempt()?;
+    Ok((job, attempt))
+}
+
+/// Appends one event.
+async fn event(
+    conn: &mut SqliteConnection,
+    job_id: &str,
+    attempt_id: Option<&str>,
+    kind: &str,
+    actor: Actor,
+    detail: Value,
+) -> Result<()> {
+    events::append(
+        conn,
+        events::NewEvent {
+            job_id,
+            attempt_id,
+            kind,
+            actor,
+            detail,
+        },
+    )
+    .await?;
+    Ok(())
+}
+
+/// `attempt_blocked` naming the job's open attempt, read after the index refused a new one.
+async fn blocked(conn: &mut SqliteConnection, job_id: &str) -> Result<Error> {
+    let open = attempt_rows::open_for_job(conn, job_id)
+        .await?
+        .ok_or_else(|| {
+            Error::internal(format!(
+                "job {job_id}: a new attempt was refused, yet none is open"
+            ))
+        })?;
+    Ok(Error::AttemptBlocked {
+        message: format!(
+            "job {job_id} has an open attempt {} ({}); resolve it before starting another",
+            open.id, open.state
+        ),
+        details: BlockedDetails {
+            job_id: job_id.to_owned(),
+            attempt_id: open.id,
+            state: open.state,
+        },
+    })
+}

@@ -1,0 +1,275 @@
+//! A person's decisions: resolve an attempt, cancel a job, retry a job (SPEC §3–§5, §12).
+
+use serde_json::{json, Map, Value};
+
+use crate::attempt::{AttemptState, Cause};
+use crate::error::{Error, Result};
+use crate::job::JobStatus;
+use crate::model::{Actor, AttemptError, Job, JobAttempt, JobError, Resolution, Verdict};
+use crate::store::{attempts as attempt_rows, jobs as job_rows};
+use crate::Engine;
+
+use super::answers::{settle, Via};
+use super::attempts::{move_attempt, requeue, start_attempt, Starter};
+use super::{event, job_row, owned_attempt_row, owned_job_row, reread};
+
+/// The longest note a person may attach.
+const MAX_NOTE: usize = 4000;
+
+impl Engine {
+    /// A person's verdict on an attempt. `succeeded` goes through the same compare-and-swap as
+    /// a provider's answer; `failed` and `abandoned` free the job for a new attempt, which
+    /// `retry_on` creates at once in the same transaction.
+    pub async fn resolve(
+        &self,
+        owner: &str,
+        attempt_id: &str,
+        verdict: Verdict,
+        resolution: Resolution,
+    ) -> Result<JobAttempt> {
+        check_resolution(verdict, &resolution)?;
+        let mut tx = self.begin().await?;
+        let row = owned_attempt_row(&mut tx, owner, attempt_id).await?;
+        let from = row.state()?;
+        let mut detail =
+            Map::from_iter([("as".into(), json!(verdict)), ("from".into(), json!(from))]);
+        if let Some(note) = &resolution.note {
+            detail.insert("note".into(), json!(note));
+        }
+        let mut refusal = None;
+        match verdict {
+            Verdict::Succeeded => {
+                // "It did not happen" followed by "it went through" is a change of mind, not
+                // a late answer: refuse it plainly.
+                from.check(AttemptState::Succeeded, Cause::Person, attempt_id)?;
+                let via = Via {
+                    cause: Cause::Person,
+                    actor: Actor::User,
+                    win_kind: "resolved_by_person",
+                    detail,
+                };
+                let answer = resolution.result.clone().unwrap_or(Value::Null);
+                if let Err(e) = settle(&mut tx, &row, &answer, via).await? {
+                    refusal = Some(e);
+                }
+            }
+            Verdict::Failed | Verdict::Abandoned => {
+                let to = if verdict == Verdict::Failed {
+                    AttemptState::Failed
+                } else {
+                    AttemptState::Abandoned
+                };
+                let why = AttemptError {
+                    kind: "resolved_by_person".to_owned(),
+                    message: resolution.note.clone().unwrap_or_else(|| match verdict {
+                        Verdict::Failed => "a person said it did not happen".to_owned(),
+                        _ => "a person stopped waiting for it".to_owned(),
+                    }),
+                };
+                let patch = attempt_rows::Patch {
+                    error: (verdict == Verdict::Failed).then_some(&why),
+                    finished: true,
+                    ..Default::default()
+                };
+                move_attempt(&mut tx, &row, to, Cause::Person, &patch).await?;
+                requeue(&mut tx, &row.job_id).await?;
+                event(
+                    &mut tx,
+                    &row.job_id,
+                    Some(attempt_id),
+                    "resolved_by_person",
+                    Actor::User,
+                    Value::Object(detail),
+                )
+                .await?;
+            }
+        }
+        let next_attempt = match &resolution.retry_on {
+            Some(provider) => {
+                let job = job_row(&mut tx, &row.job_id).await?.into_job()?;
+                let starter = Starter {
+                    actor: Actor::User,
+                    explicit: true,
+                };
+                let next = start_attempt(&mut tx, &job, provider, starter).await?;
+                Some(next.into_attempt()?)
+            }
+            None => None,
+        };
+        let (job, attempt) = reread(&mut tx, &row.job_id, attempt_id).await?;
+        tx.commit().await?;
+        if let Some(e) = refusal {
+            return Err(e);
+        }
+        self.wake_executor();
+        Ok(JobAttempt {
+            job,
+            attempt,
+            next_attempt,
+        })
+    }
+
+    /// Cancels a job: terminal, bumps the version so any later answer is dropped and flagged
+    /// for review. A `pending` attempt (never sent) is failed; one that may be out stays as it
+    /// is, for its answer to be seen.
+    pub async fn cancel(&self, owner: &str, job_id: &str) -> Result<Job> {
+        let mut tx = self.begin().await?;
+        let job = owned_job_row(&mut tx, owner, job_id).await?.into_job()?;
+        if job.status.is_terminal() {
+            return Err(Error::invalid_transition(
+                "job",
+                job_id,
+                job.status.as_str(),
+                "cancelled",
+            ));
+        }
+        if let Some(open) = attempt_rows::open_for_job(&mut tx, job_id).await? {
+            if open.state()? == AttemptState::Pending {
+                let why = AttemptError {
+                    kind: "cancelled".to_owned(),
+                    message: "the job was cancelled before this attempt was sent".to_owned(),
+                };
+                let patch = attempt_rows::Patch {
+                    error: Some(&why),
+                    finished: true,
+                    ..Default::default()
+                };
+                move_attempt(&mut tx, &open, AttemptState::Failed, Cause::Person, &patch).await?;
+                event(
+                    &mut tx,
+                    job_id,
+                    Some(&open.id),
+                    "attempt_failed",
+                    Actor::User,
+                    json!(why),
+                )
+                .await?;
+            }
+        }
+        let error = JobError {
+            code: "cancelled".to_owned(),
+            message: "cancelled by a person".to_owned(),
+        };
+        let from = [
+            JobStatus::Queued,
+            JobStatus::Running,
+            JobStatus::Unknown,
+            JobStatus::Failed,
+        ];
+        if !job_rows::decide(&mut tx, job_id, &from, JobStatus::Cancelled, Some(&error)).await? {
+            return Err(Error::internal(format!(
+                "job {job_id} changed inside its transaction"
+            )));
+        }
+        event(
+            &mut tx,
+            job_id,
+            None,
+            "job_cancelled",
+            Actor::User,
+            json!({ "from": job.status }),
+        )
+        .await?;
+        let job = job_row(&mut tx, job_id).await?.into_job()?;
+        tx.commit().await?;
+        Ok(job)
+    }
+
+    /// A person's retry: starts the next attempt now, at `provider` or else where the last
+    /// one ran (the route's primary if none has). A `failed` job is reopened first, which
+    /// bumps its version. Refused with `attempt_blocked` while an attempt is open, and with
+    /// `invalid_transition` on a `succeeded` or `cancelled` job.
+    pub async fn retry(
+        &self,
+        owner: &str,
+        job_id: &str,
+        provider: Option<&str>,
+    ) -> Result<JobAttempt> {
+        let mut tx = self.begin().await?;
+        let mut job = owned_job_row(&mut tx, owner, job_id).await?.into_job()?;
+        if job.status.is_terminal() {
+            return Err(Error::invalid_transition(
+                "job",
+                job_id,
+                job.status.as_str(),
+                "running",
+            ));
+        }
+        let provider = match provider {
+            Some(p) => p.to_owned(),
+            None => default_provider(&mut tx, &job).await?,
+        };
+        if job.status == JobStatus::Failed {
+            job_rows::decide(
+                &mut tx,
+                job_id,
+                &[JobStatus::Failed],
+                JobStatus::Queued,
+                None,
+            )
+            .await?;
+            event(
+                &mut tx,
+                job_id,
+                None,
+                "job_retried",
+                Actor::User,
+                json!({ "provider": provider }),
+            )
+            .await?;
+            job = job_row(&mut tx, job_id).await?.into_job()?;
+        }
+        let starter = Starter {
+            actor: Actor::User,
+            explicit: true,
+        };
+        let row = start_attempt(&mut tx, &job, &provider, starter).await?;
+        let (job, attempt) = reread(&mut tx, job_id, &row.id).await?;
+        tx.commit().await?;
+        self.wake_executor();
+        Ok(JobAttempt {
+            job,
+            attempt,
+            next_attempt: None,
+        })
+    }
+}
+
+async fn default_provider(conn: &mut sqlx::SqliteConnection, job: &Job) -> Result<String> {
+    if let Some(last) = attempt_rows::last_for_job(conn, &job.id).await? {
+        return Ok(last.provider);
+    }
+    job.intent
+        .get("route")
+        .and_then(|r| r.get(0))
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+        .ok_or_else(|| Error::internal(format!("job {} has no route", job.id)))
+}
+
+fn check_resolution(verdict: Verdict, resolution: &Resolution) -> Result<()> {
+    if resolution.result.is_some() && verdict != Verdict::Succeeded {
+        return Err(Error::invalid_input(
+            "result",
+            "a result is given only with --as succeeded",
+        ));
+    }
+    if resolution.retry_on.is_some() && verdict == Verdict::Succeeded {
+        return Err(Error::invalid_input(
+            "retry_on",
+            "a succeeded attempt needs no new one; use it with failed or abandoned",
+        ));
+    }
+    if let Some(note) = &resolution.note {
+        if note.chars().count() > MAX_NOTE {
+            return Err(Error::invalid_input(
+                "note",
+                format!("is longer than {MAX_NOTE} characters"),
+            ));
+        }
+    }
+    if let Some(result) = &resolution.result {
+        crate::intent::check_depth(&result.to_string(), "result")?;
+    }
+    Ok(())
+}

@@ -1,0 +1,62 @@
+//! Provider configuration calls: add (or replace), list, remove.
+
+use crate::error::{Error, Result};
+use crate::providers::{Provider, ProviderConfig};
+use crate::store::providers as provider_rows;
+use crate::Engine;
+
+impl Engine {
+    /// Adds a provider from its JSON configuration, replacing one of the same name.
+    /// Returns it and whether one was replaced.
+    pub async fn add_provider(&self, config_json: &str) -> Result<(Provider, bool)> {
+        let config = ProviderConfig::parse(config_json)?;
+        let stored = serde_json::to_string(&config).map_err(|e| Error::internal(e.to_string()))?;
+        let mut tx = self.begin().await?;
+        let replaced =
+            provider_rows::upsert(&mut tx, &config.name, config.kind.as_str(), &stored).await?;
+        let row = provider_rows::get(&mut tx, &config.name)
+            .await?
+            .ok_or_else(|| Error::internal("a provider vanished inside its transaction"))?;
+        tx.commit().await?;
+        Ok((into_provider(row)?, replaced))
+    }
+
+    /// All configured providers, by name.
+    pub async fn providers(&self) -> Result<Vec<Provider>> {
+        let mut conn = self.reader.acquire().await?;
+        provider_rows::list(&mut conn)
+            .await?
+            .into_iter()
+            .map(into_provider)
+            .collect()
+    }
+
+    /// One provider by name, or `not_found`.
+    pub async fn provider(&self, name: &str) -> Result<Provider> {
+        let mut conn = self.reader.acquire().await?;
+        let row = provider_rows::get(&mut conn, name)
+            .await?
+            .ok_or_else(|| Error::not_found("provider", name))?;
+        into_provider(row)
+    }
+
+    /// Removes a provider. Jobs that name it keep its name; attempts already made keep it too.
+    pub async fn remove_provider(&self, name: &str) -> Result<()> {
+        let mut tx = self.begin().await?;
+        if !provider_rows::delete(&mut tx, name).await? {
+            return Err(Error::not_found("provider", name));
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+}
+
+fn into_provider(row: provider_rows::ProviderRow) -> Result<Provider> {
+    let config: ProviderConfig = serde_json::from_str(&row.config)
+        .map_err(|e| Error::internal(format!("provider {} is stored unreadably: {e}", row.name)))?;
+    Ok(Provider {
+        config,
+        created_at: row.created_at,
+        updated_at: row.updated_at,
+    })
+}

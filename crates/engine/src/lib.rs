@@ -1,0 +1,161 @@
+//! onejob-engine: exactly one result per intent, on an embedded SQLite ledger.
+//!
+//! The engine owns every rule of SPEC.md; the desktop app and the CLI only call it.
+//! Person-facing calls take an owner and see only that owner's jobs; calls meant for the
+//! executor (claiming, sending, completing) act on ids alone.
+
+pub mod attempt;
+pub mod error;
+pub mod intent;
+pub mod job;
+mod ledger;
+pub mod model;
+pub mod providers;
+pub mod store;
+
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
+use sqlx::{Sqlite, SqlitePool, Transaction};
+use tokio::sync::Notify;
+
+pub use attempt::{AttemptState, Cause};
+pub use error::{Error, Result};
+pub use intent::Intent;
+pub use job::JobStatus;
+pub use model::*;
+pub use providers::{Provider, ProviderConfig, ProviderKind};
+
+/// The desktop app's identifier; its data directory is named after it.
+pub const APP_IDENTIFIER: &str = "dev.onejob.app";
+/// How long SQLite waits for another writer before giving up.
+pub const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
+/// The default page size of `jobs`, and the largest accepted.
+pub const DEFAULT_PAGE: u32 = 50;
+pub const MAX_PAGE: u32 = 1000;
+
+/// The database the desktop app uses, and the CLI's default: `<data dir>/dev.onejob.app/onejob.db`.
+pub fn default_db_path() -> PathBuf {
+    dirs::data_dir()
+        .unwrap_or_else(|| PathBuf::from("."))
+        .join(APP_IDENTIFIER)
+        .join("onejob.db")
+}
+
+/// A handle on one ledger file. Cheap to clone; every clone shares the pools.
+#[derive(Clone)]
+pub struct Engine {
+    /// One connection: writes in this process queue here instead of in SQLite's busy loop.
+    writer: SqlitePool,
+    reader: SqlitePool,
+    path: PathBuf,
+    work: Arc<Notify>,
+}
+
+/// A filter and a position for `jobs`.
+#[derive(Debug, Clone, Default)]
+pub struct JobsQuery {
+    pub status: Option<JobStatus>,
+    /// Return jobs after this cursor (the `next` of the previous page).
+    pub after: Option<String>,
+    pub limit: Option<u32>,
+}
+
+impl Engine {
+    /// Opens (creating if needed) the ledger at `path`, brings its schema up to date, and
+    /// turns `in_flight` attempts whose lease expired into `unknown` (SPEC §9).
+    pub async fn open(path: impl AsRef<Path>) -> Result<Engine> {
+        let path = path.as_ref().to_path_buf();
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|e| Error::Storage {
+                message: format!("cannot create {}: {e}", dir.display()),
+                details: error::EmptyDetails {},
+            })?;
+        }
+        let options = SqliteConnectOptions::from_str("sqlite:")?
+            .filename(&path)
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            .synchronous(SqliteSynchronous::Full)
+            .foreign_keys(true)
+            .busy_timeout(BUSY_TIMEOUT);
+        let writer = SqlitePoolOptions::new()
+            .max_connections(1)
+            .connect_with(options.clone())
+            .await?;
+        let reader = SqlitePoolOptions::new()
+            .max_connections(4)
+            .connect_with(options)
+            .await?;
+        let engine = Engine {
+            writer,
+            reader,
+            path,
+            work: Arc::new(Notify::new()),
+        };
+        engine.migrate().await?;
+        engine.recover_expired_leases().await?;
+        Ok(engine)
+    }
+
+    /// The ledger file this engine uses.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Resolves when there may be new work for the executor (a submit, a resolution).
+    pub async fn work_available(&self) {
+        self.work.notified().await;
+    }
+
+    fn wake_executor(&self) {
+        self.work.notify_waiters();
+        self.work.notify_one();
+    }
+
+    /// Closes both pools, waiting for running statements.
+    pub async fn close(&self) {
+        self.writer.close().await;
+        self.reader.close().await;
+    }
+
+    async fn migrate(&self) -> Result<()> {
+        // Several processes may open a new file at once; the loser of a migration race
+        // finds the schema applied on its next try.
+        let mut tries = 0;
+        loop {
+            match sqlx::migrate!("../../migrations").run(&self.writer).await {
+                Ok(()) => return Ok(()),
+                Err(_) if tries < 20 => {
+                    tries += 1;
+                    tokio::time::sleep(Duration::from_millis(25 * tries)).await;
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
+
+    /// Starts a write transaction holding SQLite's write lock from its first statement, so
+    /// what it reads stays true until it commits.
+    async fn begin(&self) -> Result<Transaction<'static, Sqlite>> {
+        Ok(self.writer.begin_with("BEGIN IMMEDIATE").await?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_default_database_lives_in_the_app_data_dir() {
+        let path = default_db_path();
+        assert!(
+            path.ends_with("dev.onejob.app/onejob.db"),
+            "{}",
+            path.display()
+        );
+    }
+}

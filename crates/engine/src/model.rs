@@ -1,0 +1,184 @@
+//! The records the engine hands to its faces: jobs, attempts, events, and the shapes of replies.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use specta::Type;
+
+use crate::attempt::AttemptState;
+use crate::job::JobStatus;
+
+/// One intent's durable record (SPEC §3).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Type)]
+pub struct Job {
+    /// UUIDv7; never changes.
+    pub id: String,
+    pub owner_id: String,
+    pub idempotency_key: String,
+    /// Hex SHA-256 of the intent's RFC 8785 canonical JSON.
+    pub fingerprint: String,
+    pub intent: Value,
+    pub status: JobStatus,
+    /// Rises by one with every write that decides the outcome.
+    pub version: u32,
+    /// The attempt whose answer won, once one has.
+    pub completed_by: Option<String>,
+    pub result: Option<Value>,
+    pub error: Option<JobError>,
+    /// A late answer or a contradiction that a person should look at.
+    pub flagged_for_review: bool,
+    pub created_at: String,
+    pub updated_at: String,
+    pub finished_at: Option<String>,
+}
+
+/// Why a job failed or was cancelled.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Type)]
+pub struct JobError {
+    pub code: String,
+    pub message: String,
+}
+
+/// One try at one provider (SPEC §4).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Type)]
+pub struct Attempt {
+    pub id: String,
+    pub job_id: String,
+    /// 1, 2, … within its job.
+    pub number: u32,
+    pub provider: String,
+    pub state: AttemptState,
+    /// The job's version when this attempt was created; its answer wins only against it.
+    pub job_version: u32,
+    /// The provider's request id, saved as soon as response headers arrive.
+    pub request_id: Option<String>,
+    pub http_status: Option<u16>,
+    pub error: Option<AttemptError>,
+    pub executor_id: Option<String>,
+    pub lease_expires_at: Option<String>,
+    pub flagged_for_review: bool,
+    pub created_at: String,
+    pub sent_at: Option<String>,
+    pub finished_at: Option<String>,
+}
+
+/// Why an attempt failed, or what made it unknown.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Type)]
+pub struct AttemptError {
+    pub kind: String,
+    pub message: String,
+}
+
+/// Who wrote an event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Type)]
+#[serde(rename_all = "snake_case")]
+pub enum Actor {
+    User,
+    Executor,
+    Provider,
+    System,
+}
+
+impl Actor {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Actor::User => "user",
+            Actor::Executor => "executor",
+            Actor::Provider => "provider",
+            Actor::System => "system",
+        }
+    }
+}
+
+/// One row of a job's append-only history (SPEC §10).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Type)]
+pub struct Event {
+    pub job_id: String,
+    pub attempt_id: Option<String>,
+    pub at: String,
+    pub kind: String,
+    pub actor: Actor,
+    pub detail: Value,
+}
+
+/// What `submit` returns: the job, and whether it already existed with the same intent.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Type)]
+pub struct Submitted {
+    pub job: Job,
+    pub replayed: bool,
+}
+
+/// A job with everything that happened to it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Type)]
+pub struct JobDetail {
+    pub job: Job,
+    pub attempts: Vec<Attempt>,
+    pub events: Vec<Event>,
+}
+
+/// One page of jobs, newest first; `next` continues after the last one.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Type)]
+pub struct JobPage {
+    pub jobs: Vec<Job>,
+    pub next: Option<String>,
+}
+
+/// A job and the attempt an action touched or created.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Type)]
+pub struct JobAttempt {
+    pub job: Job,
+    pub attempt: Attempt,
+    /// With `resolve --retry-on`: the attempt created in the same transaction.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_attempt: Option<Attempt>,
+}
+
+/// How an answer fared in the compare-and-swap.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Type)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// It claimed the job's result.
+    Won,
+    /// Another answer had already won; this payload was dropped.
+    Lost,
+    /// The job was cancelled, failed or retried since the attempt began; dropped and flagged.
+    Dropped,
+}
+
+/// What `complete` did with an answer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Type)]
+pub struct Completion {
+    pub outcome: Outcome,
+    pub job: Job,
+    pub attempt: Attempt,
+}
+
+/// A person's verdict on an attempt (SPEC §12 `resolve --as`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Type)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    /// "It went through": the (optional) result claims the job through the compare-and-swap.
+    Succeeded,
+    /// "It did not happen": the attempt is failed and the job may continue.
+    Failed,
+    /// "Abandon and allow a new attempt": stop waiting; a late answer may still win.
+    Abandoned,
+}
+
+/// A person's resolution of an attempt.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, Type)]
+pub struct Resolution {
+    /// With `succeeded`: the result to record (JSON `null` when not given).
+    pub result: Option<Value>,
+    pub note: Option<String>,
+    /// With `failed` or `abandoned`: start the next attempt on this provider at once.
+    pub retry_on: Option<String>,
+}
+
+/// What the executor decides after an attempt's definite failure.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AfterFailure {
+    /// The job goes back to `queued` for another attempt.
+    Requeue,
+    /// The job is `failed` with this error.
+    FailJob(JobError),
+}

@@ -1,0 +1,253 @@
+//! `jobs`: one row per intent; inserts arbitrated by `UNIQUE(owner_id, idempotency_key)`,
+//! outcome writes guarded by `version`.
+
+use sqlx::{FromRow, SqliteConnection};
+
+use super::{json_column, now};
+use crate::error::{Error, Result};
+use crate::job::JobStatus;
+use crate::model::{Job, JobError};
+
+const COLUMNS: &str =
+    "id, owner_id, idempotency_key, fingerprint, intent, status, version, completed_by, \
+     result, error, flagged_for_review, created_at, updated_at, finished_at";
+
+#[derive(FromRow)]
+pub struct JobRow {
+    id: String,
+    owner_id: String,
+    idempotency_key: String,
+    fingerprint: String,
+    intent: String,
+    status: String,
+    version: i64,
+    completed_by: Option<String>,
+    result: Option<String>,
+    error: Option<String>,
+    flagged_for_review: bool,
+    created_at: String,
+    updated_at: String,
+    finished_at: Option<String>,
+}
+
+impl JobRow {
+    /// The row as the engine's record.
+    pub fn into_job(self) -> Result<Job> {
+        let status = self.status.parse::<JobStatus>().map_err(|_| {
+            Error::internal(format!(
+                "job {} has unknown status {}",
+                self.id, self.status
+            ))
+        })?;
+        let error = self
+            .error
+            .as_deref()
+            .and_then(|e| serde_json::from_str::<JobError>(e).ok());
+        Ok(Job {
+            id: self.id,
+            owner_id: self.owner_id,
+            idempotency_key: self.idempotency_key,
+            fingerprint: self.fingerprint,
+            intent: json_column(&self.intent),
+            status,
+            version: u32::try_from(self.version).unwrap_or(u32::MAX),
+            completed_by: self.completed_by,
+            result: self.result.as_deref().map(json_column),
+            error,
+            flagged_for_review: self.flagged_for_review,
+            created_at: self.created_at,
+            updated_at: self.updated_at,
+            finished_at: self.finished_at,
+        })
+    }
+}
+
+/// A job to insert.
+pub struct NewJob<'a> {
+    pub id: &'a str,
+    pub owner_id: &'a str,
+    pub idempotency_key: &'a str,
+    pub fingerprint: &'a str,
+    pub intent: &'a str,
+}
+
+/// Inserts a `queued` job at version 0 unless the owner already used the key; `None` then.
+/// The unique constraint decides; nothing is read first.
+pub async fn insert_if_new(
+    conn: &mut SqliteConnection,
+    job: &NewJob<'_>,
+) -> sqlx::Result<Option<JobRow>> {
+    sqlx::query_as(&format!(
+        "INSERT INTO jobs (id, owner_id, idempotency_key, fingerprint, intent, status, version, created_at, updated_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, 'queued', 0, ?6, ?6)
+         ON CONFLICT (owner_id, idempotency_key) DO NOTHING
+         RETURNING {COLUMNS}"
+    ))
+    .bind(job.id)
+    .bind(job.owner_id)
+    .bind(job.idempotency_key)
+    .bind(job.fingerprint)
+    .bind(job.intent)
+    .bind(now())
+    .fetch_optional(conn)
+    .await
+}
+
+/// The owner's job holding `key`.
+pub async fn by_key(
+    conn: &mut SqliteConnection,
+    owner: &str,
+    key: &str,
+) -> sqlx::Result<Option<JobRow>> {
+    sqlx::query_as(&format!(
+        "SELECT {COLUMNS} FROM jobs WHERE owner_id = ? AND idempotency_key = ?"
+    ))
+    .bind(owner)
+    .bind(key)
+    .fetch_optional(conn)
+    .await
+}
+
+/// A job by id, whoever owns it (for the executor).
+pub async fn by_id(conn: &mut SqliteConnection, id: &str) -> sqlx::Result<Option<JobRow>> {
+    sqlx::query_as(&format!("SELECT {COLUMNS} FROM jobs WHERE id = ?"))
+        .bind(id)
+        .fetch_optional(conn)
+        .await
+}
+
+/// The owner's job by id; another owner's is indistinguishable from a missing one.
+pub async fn owned(
+    conn: &mut SqliteConnection,
+    owner: &str,
+    id: &str,
+) -> sqlx::Result<Option<JobRow>> {
+    sqlx::query_as(&format!(
+        "SELECT {COLUMNS} FROM jobs WHERE id = ? AND owner_id = ?"
+    ))
+    .bind(id)
+    .bind(owner)
+    .fetch_optional(conn)
+    .await
+}
+
+/// Up to `limit` of the owner's jobs, newest first, strictly older than `before` when given.
+pub async fn page(
+    conn: &mut SqliteConnection,
+    owner: &str,
+    status: Option<JobStatus>,
+    before: Option<&str>,
+    limit: u32,
+) -> sqlx::Result<Vec<JobRow>> {
+    // Four spellings so each uses its index without `OR ? IS NULL` defeating the planner.
+    let filter = match (status.is_some(), before.is_some()) {
+        (false, false) => "owner_id = ?1",
+        (false, true) => "owner_id = ?1 AND id < ?3",
+        (true, false) => "owner_id = ?1 AND status = ?2",
+        (true, true) => "owner_id = ?1 AND status = ?2 AND id < ?3",
+    };
+    sqlx::query_as(&format!(
+        "SELECT {COLUMNS} FROM jobs WHERE {filter} ORDER BY id DESC LIMIT ?4"
+    ))
+    .bind(owner)
+    .bind(status.map(JobStatus::as_str))
+    .bind(before)
+    .bind(i64::from(limit))
+    .fetch_all(conn)
+    .await
+}
+
+/// Moves a job between non-outcome statuses (queued ⇄ running ⇄ unknown) if it is in `from`.
+/// Such moves do not change `version`.
+pub async fn shift(
+    conn: &mut SqliteConnection,
+    id: &str,
+    from: &[JobStatus],
+    to: JobStatus,
+) -> sqlx::Result<bool> {
+    let from: Vec<&str> = from.iter().map(|s| s.as_str()).collect();
+    let done = sqlx::query(
+        "UPDATE jobs SET status = ?1, updated_at = ?2
+         WHERE id = ?3 AND status IN (SELECT value FROM json_each(?4))",
+    )
+    .bind(to.as_str())
+    .bind(now())
+    .bind(id)
+    .bind(serde_json::to_string(&from).unwrap_or_default())
+    .execute(conn)
+    .await?;
+    Ok(done.rows_affected() == 1)
+}
+
+/// The compare-and-swap of SPEC §5: claims the job's result for `attempt_id` only if the job
+/// is still at `version` and nobody has claimed it.
+pub async fn claim_result(
+    conn: &mut SqliteConnection,
+    id: &str,
+    version: i64,
+    attempt_id: &str,
+    result: &str,
+) -> sqlx::Result<bool> {
+    let at = now();
+    let done = sqlx::query(
+        "UPDATE jobs SET status = 'succeeded', result = ?1, completed_by = ?2, error = NULL,
+                version = version + 1, updated_at = ?3, finished_at = ?3
+         WHERE id = ?4 AND version = ?5 AND completed_by IS NULL",
+    )
+    .bind(result)
+    .bind(attempt_id)
+    .bind(&at)
+    .bind(id)
+    .bind(version)
+    .execute(conn)
+    .await?;
+    Ok(done.rows_affected() == 1)
+}
+
+/// Decides an outcome other than success (`failed`, `cancelled`) or reopens a failed job
+/// (`queued`, a person's retry): bumps `version`, guarded by the statuses it may leave.
+pub async fn decide(
+    conn: &mut SqliteConnection,
+    id: &str,
+    from: &[JobStatus],
+    to: JobStatus,
+    error: Option<&JobError>,
+) -> sqlx::Result<bool> {
+    let at = now();
+    let from: Vec<&str> = from.iter().map(|s| s.as_str()).collect();
+    let finished = matches!(to, JobStatus::Failed | JobStatus::Cancelled).then_some(at.as_str());
+    let done = sqlx::query(
+        "UPDATE jobs SET status = ?1, error = ?2, version = version + 1, updated_at = ?3, finished_at = ?4
+         WHERE id = ?5 AND status IN (SELECT value FROM json_each(?6))",
+    )
+    .bind(to.as_str())
+    .bind(error.and_then(|e| serde_json::to_string(e).ok()))
+    .bind(&at)
+    .bind(finished)
+    .bind(id)
+    .bind(serde_json::to_string(&from).unwrap_or_default())
+    .execute(conn)
+    .await?;
+    Ok(done.rows_affected() == 1)
+}
+
+/// Marks a job for a person's review (a late answer or a contradiction).
+pub async fn flag(conn: &mut SqliteConnection, id: &str) -> sqlx::Result<()> {
+    sqlx::query("UPDATE jobs SET flagged_for_review = 1, updated_at = ? WHERE id = ?")
+        .bind(now())
+        .bind(id)
+        .execute(conn)
+        .await?;
+    Ok(())
+}
+
+/// How many of the owner's jobs need a person: `unknown`, or flagged for review.
+pub async fn needing_attention(conn: &mut SqliteConnection, owner: &str) -> sqlx::Result<i64> {
+    let (n,): (i64,) = sqlx::query_as(
+        "SELECT count(*) FROM jobs WHERE owner_id = ? AND (status = 'unknown' OR flagged_for_review = 1)",
+    )
+    .bind(owner)
+    .fetch_one(conn)
+    .await?;
+    Ok(n)
+}
