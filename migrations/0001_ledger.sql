@@ -60,7 +60,7 @@ CREATE UNIQUE INDEX attempts_one_open_per_job ON attempts (job_id)
 CREATE INDEX attempts_in_flight_by_lease ON attempts (lease_expires_at) WHERE state = 'in_flight';
 
 CREATE TABLE job_events (
-    id          INTEGER PRIMARY KEY AUTOINCREMENT,
+    id          INTEGER PRIMARY KEY,  -- rowid order is append order: rows are never deleted
     job_id      TEXT NOT NULL REFERENCES jobs (id),
     attempt_id  TEXT REFERENCES attempts (id),
     at          TEXT NOT NULL,
@@ -70,6 +70,21 @@ CREATE TABLE job_events (
 );
 
 CREATE INDEX job_events_by_job ON job_events (job_id, id);
+
+-- A submit is one INSERT statement: the route check, the job and its first event commit
+-- together, in one round trip to the database.
+CREATE TRIGGER jobs_route_must_exist BEFORE INSERT ON jobs
+WHEN EXISTS (SELECT 1 FROM json_each(NEW.intent, '$.route') WHERE value NOT IN (SELECT name FROM providers))
+BEGIN
+    SELECT RAISE(ABORT, 'intent.route names a provider that is not configured');
+END;
+
+CREATE TRIGGER jobs_submitted_event AFTER INSERT ON jobs
+BEGIN
+    INSERT INTO job_events (job_id, attempt_id, at, kind, actor, detail)
+    VALUES (NEW.id, NULL, NEW.created_at, 'submitted', 'user',
+            json_object('idempotency_key', NEW.idempotency_key, 'fingerprint', NEW.fingerprint));
+END;
 
 -- History is append-only.
 CREATE TRIGGER job_events_no_update BEFORE UPDATE ON job_events

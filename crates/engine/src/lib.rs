@@ -82,11 +82,14 @@ impl Engine {
             .synchronous(SqliteSynchronous::Full)
             .foreign_keys(true)
             .busy_timeout(BUSY_TIMEOUT);
+        // A local file needs no liveness ping on every acquire.
         let writer = SqlitePoolOptions::new()
+            .test_before_acquire(false)
             .max_connections(1)
             .connect_with(options.clone())
             .await?;
         let reader = SqlitePoolOptions::new()
+            .test_before_acquire(false)
             .max_connections(4)
             .connect_with(options)
             .await?;

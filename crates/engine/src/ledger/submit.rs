@@ -1,14 +1,12 @@
 //! `submit` (SPEC §2): one job per (owner, key), decided by the database's unique constraint.
 
-use serde_json::json;
+use sqlx::SqliteConnection;
 
 use crate::error::{ConflictDetails, Error, Result};
 use crate::intent::{parse_intent, validate_intent, validate_key, validate_owner, ValidIntent};
-use crate::model::{Actor, Submitted};
+use crate::model::Submitted;
 use crate::store::{jobs as job_rows, providers as provider_rows};
 use crate::Engine;
-
-use super::event;
 
 impl Engine {
     /// Submits an intent given as JSON text. See [`Engine::submit_intent`].
@@ -36,24 +34,7 @@ impl Engine {
     }
 
     async fn submit_valid(&self, owner: &str, key: &str, intent: ValidIntent) -> Result<Submitted> {
-        {
-            let mut conn = self.reader.acquire().await?;
-            let missing = provider_rows::missing(&mut conn, &intent.intent.route).await?;
-            if let Some(name) = missing.first() {
-                let i = intent
-                    .intent
-                    .route
-                    .iter()
-                    .position(|n| n == name)
-                    .unwrap_or(0);
-                return Err(Error::invalid_input(
-                    format!("intent.route.{i}"),
-                    format!("no provider named {name} is configured"),
-                ));
-            }
-        }
         let id = uuid::Uuid::now_v7().to_string();
-        let mut tx = self.begin().await?;
         let new = job_rows::NewJob {
             id: &id,
             owner_id: owner,
@@ -61,28 +42,27 @@ impl Engine {
             fingerprint: &intent.fingerprint,
             intent: &intent.stored,
         };
-        if let Some(row) = job_rows::insert_if_new(&mut tx, &new).await? {
-            event(
-                &mut tx,
-                &id,
-                None,
-                "submitted",
-                Actor::User,
-                json!({ "idempotency_key": key, "fingerprint": intent.fingerprint }),
-            )
-            .await?;
-            tx.commit().await?;
-            self.wake_executor();
-            return Ok(Submitted {
-                job: row.into_job()?,
-                replayed: false,
-            });
+        let mut conn = self.writer.acquire().await?;
+        // One statement: its triggers check the route and write the `submitted` event.
+        match job_rows::insert_if_new(&mut conn, &new).await {
+            Ok(Some(row)) => {
+                drop(conn);
+                self.wake_executor();
+                return Ok(Submitted {
+                    job: row.into_job()?,
+                    replayed: false,
+                });
+            }
+            Ok(None) => {}
+            Err(sqlx::Error::Database(e)) if e.message().contains("intent.route") => {
+                return Err(missing_provider(&mut conn, &intent.intent.route).await)
+            }
+            Err(e) => return Err(e.into()),
         }
-        let existing = job_rows::by_key(&mut tx, owner, key)
+        let existing = job_rows::by_key(&mut conn, owner, key)
             .await?
             .ok_or_else(|| Error::internal("the key was taken, yet no job holds it"))?
             .into_job()?;
-        tx.commit().await?;
         if existing.fingerprint == intent.fingerprint {
             Ok(Submitted {
                 job: existing,
@@ -99,5 +79,17 @@ impl Engine {
                 },
             })
         }
+    }
+}
+
+/// Names the first provider of the route that is not configured.
+async fn missing_provider(conn: &mut SqliteConnection, route: &[String]) -> Error {
+    match provider_rows::first_missing(conn, route).await {
+        Ok(Some((i, name))) => Error::invalid_input(
+            format!("intent.route.{i}"),
+            format!("no provider named {name} is configured"),
+        ),
+        Ok(None) => Error::invalid_input("intent.route", "names a provider that is not configured"),
+        Err(e) => e.into(),
     }
 }

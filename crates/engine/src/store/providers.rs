@@ -58,17 +58,15 @@ pub async fn delete(conn: &mut SqliteConnection, name: &str) -> sqlx::Result<boo
     Ok(done.rows_affected() == 1)
 }
 
-/// The names among `names` that are not configured.
-pub async fn missing(conn: &mut SqliteConnection, names: &[String]) -> sqlx::Result<Vec<String>> {
-    let mut missing = Vec::new();
-    for name in names {
-        let found: Option<(i64,)> = sqlx::query_as("SELECT 1 FROM providers WHERE name = ?")
-            .bind(name)
-            .fetch_optional(&mut *conn)
-            .await?;
-        if found.is_none() {
-            missing.push(name.clone());
-        }
-    }
-    Ok(missing)
+/// The first of `names` that is not configured, with its position.
+pub async fn first_missing(
+    conn: &mut SqliteConnection,
+    names: &[String],
+) -> sqlx::Result<Option<(i64, String)>> {
+    sqlx::query_as(
+        "SELECT key, value FROM json_each(?) WHERE value NOT IN (SELECT name FROM providers) ORDER BY key LIMIT 1",
+    )
+    .bind(serde_json::to_string(names).unwrap_or_default())
+    .fetch_optional(conn)
+    .await
 }

@@ -1,0 +1,119 @@
+//! Shared scaffolding for the engine's tests: a real ledger file in a temporary folder.
+
+#![allow(dead_code)]
+
+use std::time::Duration;
+
+use onejob_engine::{AttemptError, Engine, JobAttempt, Resolution, Submitted, Verdict};
+use serde_json::{json, Value};
+
+pub const OWNER: &str = "local";
+
+/// A ledger on a fresh file, with providers `primary` and `fallback` configured.
+pub struct Ledger {
+    pub engine: Engine,
+    pub dir: tempfile::TempDir,
+}
+
+impl Ledger {
+    pub async fn new() -> Ledger {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let engine = Engine::open(dir.path().join("onejob.db"))
+            .await
+            .expect("open");
+        for name in ["primary", "fallback"] {
+            engine
+                .add_provider(&provider_json(name))
+                .await
+                .expect("provider");
+        }
+        Ledger { engine, dir }
+    }
+
+    pub fn db_path(&self) -> std::path::PathBuf {
+        self.dir.path().join("onejob.db")
+    }
+
+    /// A second engine on the same file, as another process would open it.
+    pub async fn reopen(&self) -> Engine {
+        Engine::open(self.db_path()).await.expect("reopen")
+    }
+
+    pub async fn submit(&self, key: &str) -> Submitted {
+        self.engine
+            .submit(OWNER, key, &intent(json!({ "text": key })))
+            .await
+            .expect("submit")
+    }
+
+    /// A new job with one attempt at `primary`, already `in_flight`.
+    pub async fn in_flight(&self, key: &str) -> JobAttempt {
+        let job = self.submit(key).await.job;
+        self.next_in_flight(&job.id, "primary").await
+    }
+
+    /// The job's next attempt at `provider`, moved to `in_flight`.
+    pub async fn next_in_flight(&self, job_id: &str, provider: &str) -> JobAttempt {
+        let mut claimed = self
+            .engine
+            .claim_attempt(job_id, provider)
+            .await
+            .expect("claim");
+        claimed.attempt = self
+            .engine
+            .mark_sent(
+                &claimed.attempt.id,
+                "executor-test",
+                Duration::from_secs(10),
+            )
+            .await
+            .expect("sent");
+        claimed
+    }
+
+    pub async fn abandon(&self, attempt_id: &str) -> JobAttempt {
+        self.engine
+            .resolve(OWNER, attempt_id, Verdict::Abandoned, Resolution::default())
+            .await
+            .expect("abandon")
+    }
+
+    pub async fn count(&self, table: &str) -> i64 {
+        let pool = sqlx::SqlitePool::connect(&format!("sqlite:{}", self.db_path().display()))
+            .await
+            .expect("pool");
+        let (n,): (i64,) = sqlx::query_as(&format!("SELECT count(*) FROM {table}"))
+            .fetch_one(&pool)
+            .await
+            .expect("count");
+        pool.close().await;
+        n
+    }
+}
+
+pub fn provider_json(name: &str) -> String {
+    json!({
+        "name": name,
+        "kind": "http",
+        "base_url": format!("http://127.0.0.1:9/{name}"),
+        "soft_timeout_ms": 1000,
+        "hard_timeout_ms": 5000,
+        "honours_idempotency_key": false
+    })
+    .to_string()
+}
+
+pub fn intent(input: Value) -> String {
+    json!({ "route": ["primary", "fallback"], "input": input }).to_string()
+}
+
+pub fn why(kind: &str) -> AttemptError {
+    AttemptError {
+        kind: kind.to_owned(),
+        message: format!("{kind} in a test"),
+    }
+}
+
+pub fn kinds(detail: &onejob_engine::JobDetail) -> Vec<&str> {
+    detail.events.iter().map(|e| e.kind.as_str()).collect()
+}

@@ -1,0 +1,805 @@
+//! The ledger's rules end to end on a real file: owners, one open attempt, the transition
+//! table, late answers, restart recovery and bad input.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{intent, kinds, why, Ledger, OWNER};
+use onejob_engine::{
+    AfterFailure, AttemptState, Cause, Error, JobStatus, JobsQuery, Outcome, Resolution, Verdict,
+};
+use serde_json::json;
+
+fn code(result: Result<impl std::fmt::Debug, Error>) -> &'static str {
+    result.expect_err("an error").code()
+}
+
+#[tokio::test]
+async fn owners_are_isolated() {
+    let ledger = Ledger::new().await;
+    let body = intent(json!("x"));
+    let mine = ledger.engine.submit("ann", "k", &body).await.expect("ann");
+    let theirs = ledger.engine.submit("bob", "k", &body).await.expect("bob");
+    assert_ne!(
+        mine.job.id, theirs.job.id,
+        "one key under two owners: two jobs"
+    );
+    assert!(!theirs.replayed);
+
+    let attempt = ledger
+        .engine
+        .retry("ann", &mine.job.id, None)
+        .await
+        .expect("retry")
+        .attempt;
+    let not_found = |r: Result<_, Error>| match r {
+        Err(Error::NotFound { .. }) => {}
+        other => panic!("expected not_found, got {other:?}"),
+    };
+    not_found(ledger.engine.job("bob", &mine.job.id).await.map(|_| ()));
+    not_found(ledger.engine.attempt("bob", &attempt.id).await.map(|_| ()));
+    not_found(ledger.engine.cancel("bob", &mine.job.id).await.map(|_| ()));
+    not_found(
+        ledger
+            .engine
+            .retry("bob", &mine.job.id, None)
+            .await
+            .map(|_| ()),
+    );
+    not_found(
+        ledger
+            .engine
+            .resolve("bob", &attempt.id, Verdict::Failed, Resolution::default())
+            .await
+            .map(|_| ()),
+    );
+    let page = ledger
+        .engine
+        .jobs("bob", &JobsQuery::default())
+        .await
+        .expect("page");
+    assert_eq!(page.jobs.len(), 1);
+    assert_eq!(page.jobs[0].id, theirs.job.id);
+    // Nothing of ann's changed.
+    let detail = ledger
+        .engine
+        .job("ann", &mine.job.id)
+        .await
+        .expect("ann's job");
+    assert_eq!(detail.attempts[0].state, AttemptState::Pending);
+    assert_eq!(detail.job.status, JobStatus::Running);
+}
+
+#[tokio::test]
+async fn one_open_attempt_per_job() {
+    let ledger = Ledger::new().await;
+    let e = &ledger.engine;
+    let job_id = ledger.submit("one-open").await.job.id;
+    let first = e
+        .claim_attempt(&job_id, "primary")
+        .await
+        .expect("first")
+        .attempt;
+
+    let expect_blocked =
+        |r: Result<onejob_engine::JobAttempt, Error>, blocker: &str, state: &str| match r {
+            Err(Error::AttemptBlocked { details, .. }) => {
+                assert_eq!(details.attempt_id, blocker);
+                assert_eq!(details.state, state);
+            }
+            other => panic!("expected attempt_blocked, got {other:?}"),
+        };
+    expect_blocked(
+        e.claim_attempt(&job_id, "fallback").await,
+        &first.id,
+        "pending",
+    );
+    expect_blocked(
+        e.retry(OWNER, &job_id, Some("fallback")).await,
+        &first.id,
+        "pending",
+    );
+    e.mark_sent(&first.id, "x", Duration::from_secs(10))
+        .await
+        .expect("sent");
+    expect_blocked(
+        e.claim_attempt(&job_id, "fallback").await,
+        &first.id,
+        "in_flight",
+    );
+    e.mark_unknown(&first.id, why("soft_timeout"))
+        .await
+        .expect("unknown");
+    expect_blocked(e.retry(OWNER, &job_id, None).await, &first.id, "unknown");
+
+    // Failed frees the job for the next attempt …
+    e.resolve(OWNER, &first.id, Verdict::Failed, Resolution::default())
+        .await
+        .expect("failed");
+    let second = e
+        .claim_attempt(&job_id, "fallback")
+        .await
+        .expect("after failed")
+        .attempt;
+    assert_eq!(second.number, 2);
+    // … and so does abandoned.
+    e.mark_sent(&second.id, "x", Duration::from_secs(10))
+        .await
+        .expect("sent");
+    ledger.abandon(&second.id).await;
+    let third = e
+        .claim_attempt(&job_id, "primary")
+        .await
+        .expect("after abandoned")
+        .attempt;
+    assert_eq!(third.number, 3);
+
+    // The database itself refuses a second open attempt, whoever writes it.
+    let pool = sqlx::SqlitePool::connect(&format!("sqlite:{}", ledger.db_path().display()))
+        .await
+        .expect("pool");
+    let raw = sqlx::query(
+        "INSERT INTO attempts (id, job_id, number, provider, state, job_version, created_at)
+         VALUES ('raw', ?, 99, 'primary', 'unknown', 0, '2026-01-01T00:00:00.000Z')",
+    )
+    .bind(&job_id)
+    .execute(&pool)
+    .await
+    .expect_err("the partial unique index refuses it");
+    assert!(raw.to_string().contains("UNIQUE"), "{raw}");
+    pool.close().await;
+}
+
+#[tokio::test]
+async fn no_attempt_on_a_succeeded_or_cancelled_job() {
+    let ledger = Ledger::new().await;
+    let e = &ledger.engine;
+    let done = ledger.in_flight("done").await.attempt;
+    e.complete(&done.id, &json!({ "ok": true }), Cause::Answer)
+        .await
+        .expect("answer");
+    assert_eq!(
+        code(e.claim_attempt(&done.job_id, "primary").await),
+        "invalid_transition"
+    );
+    assert_eq!(
+        code(e.retry(OWNER, &done.job_id, None).await),
+        "invalid_transition"
+    );
+
+    let job = ledger.submit("cancelled").await.job;
+    e.cancel(OWNER, &job.id).await.expect("cancel");
+    assert_eq!(
+        code(e.claim_attempt(&job.id, "primary").await),
+        "invalid_transition"
+    );
+    assert_eq!(
+        code(e.retry(OWNER, &job.id, Some("fallback")).await),
+        "invalid_transition"
+    );
+    assert_eq!(code(e.cancel(OWNER, &job.id).await), "invalid_transition");
+}
+
+/// The operations that move an attempt, with the state each one aims for.
+#[derive(Debug, Clone, Copy)]
+enum Move {
+    Send,
+    Unknown,
+    Fail,
+    Abandon,
+    Answer,
+    PersonSucceeded,
+    PersonFailed,
+    PersonAbandoned,
+}
+
+impl Move {
+    const ALL: [Move; 8] = [
+        Move::Send,
+        Move::Unknown,
+        Move::Fail,
+        Move::Abandon,
+        Move::Answer,
+        Move::PersonSucceeded,
+        Move::PersonFailed,
+        Move::PersonAbandoned,
+    ];
+
+    fn target(self) -> AttemptState {
+        match self {
+            Move::Send => AttemptState::InFlight,
+            Move::Unknown => AttemptState::Unknown,
+            Move::Fail | Move::PersonFailed => AttemptState::Failed,
+            Move::Abandon | Move::PersonAbandoned => AttemptState::Abandoned,
+            Move::Answer | Move::PersonSucceeded => AttemptState::Succeeded,
+        }
+    }
+
+    fn cause(self) -> Cause {
+        match self {
+            Move::Answer => Cause::Answer,
+            Move::PersonSucceeded | Move::PersonFailed | Move::PersonAbandoned => Cause::Person,
+            _ => Cause::Executor,
+        }
+    }
+}
+
+/// A fresh job with an attempt in `state`; returns the attempt id.
+async fn attempt_in(ledger: &Ledger, key: &str, state: AttemptState) -> String {
+    let e = &ledger.engine;
+    let job_id = ledger.submit(key).await.job.id;
+    if state == AttemptState::Pending {
+        return e
+            .claim_attempt(&job_id, "primary")
+            .await
+            .expect("claim")
+            .attempt
+            .id;
+    }
+    if state == AttemptState::Lost {
+        let a = ledger.next_in_flight(&job_id, "primary").await.attempt;
+        ledger.abandon(&a.id).await;
+        let b = ledger.next_in_flight(&job_id, "fallback").await.attempt;
+        e.complete(&b.id, &json!(1), Cause::Answer)
+            .await
+            .expect("b wins");
+        let lost = e
+            .complete(&a.id, &json!(2), Cause::Answer)
+            .await
+            .expect("a loses");
+        assert_eq!(lost.attempt.state, AttemptState::Lost);
+        return a.id;
+    }
+    let id = ledger.next_in_flight(&job_id, "primary").await.attempt.id;
+    match state {
+        AttemptState::InFlight => {}
+        AttemptState::Unknown => {
+            e.mark_unknown(&id, why("soft_timeout"))
+                .await
+                .expect("unknown");
+        }
+        AttemptState::Succeeded => {
+            e.complete(&id, &json!(1), Cause::Answer)
+                .await
+                .expect("answer");
+        }
+        AttemptState::Failed => {
+            e.fail_attempt(&id, why("http_400"), Some(400), AfterFailure::Requeue)
+                .await
+                .expect("failed");
+        }
+        AttemptState::Abandoned => {
+            e.abandon_attempt(&id, "test").await.expect("abandoned");
+        }
+        _ => unreachable!(),
+    }
+    assert_eq!(e.attempt(OWNER, &id).await.expect("read").state, state);
+    id
+}
+
+async fn apply(ledger: &Ledger, id: &str, m: Move) -> Result<AttemptState, Error> {
+    let e = &ledger.engine;
+    let person = |verdict, result| async move {
+        let resolution = Resolution {
+            result,
+            ..Resolution::default()
+        };
+        e.resolve(OWNER, id, verdict, resolution)
+            .await
+            .map(|r| r.attempt.state)
+    };
+    match m {
+        Move::Send => e
+            .mark_sent(id, "x", Duration::from_secs(10))
+            .await
+            .map(|a| a.state),
+        Move::Unknown => e
+            .mark_unknown(id, why("soft_timeout"))
+            .await
+            .map(|a| a.state),
+        Move::Fail => e
+            .fail_attempt(id, why("http_400"), Some(400), AfterFailure::Requeue)
+            .await
+            .map(|r| r.attempt.state),
+        Move::Abandon => e.abandon_attempt(id, "test").await.map(|r| r.attempt.state),
+        Move::Answer => e
+            .complete(id, &json!({ "late": true }), Cause::Answer)
+            .await
+            .map(|c| c.attempt.state),
+        Move::PersonSucceeded => person(Verdict::Succeeded, Some(json!("ok"))).await,
+        Move::PersonFailed => person(Verdict::Failed, None).await,
+        Move::PersonAbandoned => person(Verdict::Abandoned, None).await,
+    }
+}
+
+#[tokio::test]
+async fn every_pair_not_allowed_is_an_invalid_transition() {
+    let ledger = Ledger::new().await;
+    let mut n = 0;
+    for from in AttemptState::ALL {
+        for m in Move::ALL {
+            n += 1;
+            let id = attempt_in(&ledger, &format!("pair-{n}"), from).await;
+            let allowed = from.check(m.target(), m.cause(), &id).is_ok();
+            let result = apply(&ledger, &id, m).await;
+            let now = ledger.engine.attempt(OWNER, &id).await.expect("read").state;
+            match result {
+                Ok(state) => {
+                    assert!(allowed, "{from} --{m:?}--> {state} should be refused");
+                    assert_eq!(state, now);
+                    assert_eq!(state, m.target(), "{from} --{m:?}");
+                }
+                Err(err) => {
+                    assert!(!allowed, "{from} --{m:?}--> refused: {err:?}");
+                    assert_eq!(err.code(), "invalid_transition", "{from} --{m:?}");
+                    assert_eq!(now, from, "a refused move leaves {from} as it was");
+                }
+            }
+        }
+    }
+    // Whatever the table does not list never happens, including `pending` as a target.
+    for from in AttemptState::ALL {
+        assert!(!from.may_become(AttemptState::Pending));
+    }
+}
+
+#[tokio::test]
+async fn answers_lose_to_an_earlier_winner_from_every_state_that_allows_it() {
+    let ledger = Ledger::new().await;
+    for from in [
+        AttemptState::InFlight,
+        AttemptState::Unknown,
+        AttemptState::Abandoned,
+    ] {
+        let e = &ledger.engine;
+        let job_id = ledger.submit(&format!("lost-from-{from}")).await.job.id;
+        let winner = ledger.next_in_flight(&job_id, "primary").await.attempt;
+        ledger.abandon(&winner.id).await;
+        let loser = ledger.next_in_flight(&job_id, "fallback").await.attempt;
+        match from {
+            AttemptState::Unknown => {
+                e.mark_unknown(&loser.id, why("soft_timeout"))
+                    .await
+                    .expect("unknown");
+            }
+            AttemptState::Abandoned => {
+                ledger.abandon(&loser.id).await;
+            }
+            _ => {}
+        }
+        e.complete(&winner.id, &json!("first"), Cause::Answer)
+            .await
+            .expect("won");
+        let lost = e
+            .complete(&loser.id, &json!("second"), Cause::Answer)
+            .await
+            .expect("lost");
+        assert_eq!(lost.outcome, Outcome::Lost, "from {from}");
+        assert_eq!(lost.attempt.state, AttemptState::Lost);
+        assert_eq!(lost.job.result, Some(json!("first")));
+    }
+}
+
+#[tokio::test]
+async fn an_answer_after_cancel_is_dropped_and_flagged() {
+    let ledger = Ledger::new().await;
+    let e = &ledger.engine;
+    let a = ledger.in_flight("cancel-me").await.attempt;
+    let cancelled = e.cancel(OWNER, &a.job_id).await.expect("cancel");
+    assert_eq!(cancelled.status, JobStatus::Cancelled);
+    assert_eq!(cancelled.version, 1, "cancelling bumps the version");
+
+    let late = e
+        .complete(&a.id, &json!({ "charged": 100 }), Cause::Answer)
+        .await
+        .expect("late");
+    assert_eq!(late.outcome, Outcome::Dropped);
+    assert_eq!(late.attempt.state, AttemptState::Lost);
+    assert!(late.attempt.flagged_for_review);
+    let detail = e.job(OWNER, &a.job_id).await.expect("job");
+    assert_eq!(detail.job.status, JobStatus::Cancelled);
+    assert_eq!(detail.job.result, None, "the payload is dropped");
+    assert!(detail.job.flagged_for_review, "a person must see it");
+    assert!(kinds(&detail).contains(&"late_answer_flagged"));
+    assert_eq!(e.needs_attention(OWNER).await.expect("count"), 1);
+}
+
+#[tokio::test]
+async fn an_answer_for_an_attempt_a_person_marked_failed_is_dropped_and_flagged() {
+    let ledger = Ledger::new().await;
+    let e = &ledger.engine;
+    let a = ledger.in_flight("did-not-happen").await.attempt;
+    e.mark_unknown(&a.id, why("soft_timeout"))
+        .await
+        .expect("unknown");
+    let note = Resolution {
+        note: Some("the dashboard shows no charge".into()),
+        ..Resolution::default()
+    };
+    let resolved = e
+        .resolve(OWNER, &a.id, Verdict::Failed, note)
+        .await
+        .expect("failed");
+    assert_eq!(
+        resolved.job.status,
+        JobStatus::Queued,
+        "the job may continue"
+    );
+
+    let err = e
+        .complete(&a.id, &json!({ "charged": 100 }), Cause::Answer)
+        .await
+        .expect_err("a contradiction");
+    match err {
+        Error::InvalidTransition { details, .. } => assert!(details.flagged_for_review),
+        other => panic!("expected invalid_transition, got {other:?}"),
+    }
+    let detail = e.job(OWNER, &a.job_id).await.expect("job");
+    assert_eq!(
+        detail.attempts[0].state,
+        AttemptState::Failed,
+        "it stays failed"
+    );
+    assert!(detail.attempts[0].flagged_for_review);
+    assert!(detail.job.flagged_for_review);
+    assert_eq!(detail.job.result, None);
+    let flagged = detail
+        .events
+        .iter()
+        .find(|e| e.kind == "late_answer_flagged")
+        .expect("event");
+    assert_eq!(
+        flagged.detail["payload_sha256"],
+        json!(onejob_engine::intent::canonical_sha256(
+            &json!({ "charged": 100 })
+        ))
+    );
+}
+
+#[tokio::test]
+async fn a_person_saying_it_went_through_claims_the_result_through_the_same_swap() {
+    let ledger = Ledger::new().await;
+    let e = &ledger.engine;
+    let a = ledger.in_flight("went-through").await.attempt;
+    e.mark_unknown(&a.id, why("soft_timeout"))
+        .await
+        .expect("unknown");
+    let resolution = Resolution {
+        result: Some(json!({ "receipt": "r-1" })),
+        note: Some("seen in the provider's dashboard".into()),
+        retry_on: None,
+    };
+    let done = e
+        .resolve(OWNER, &a.id, Verdict::Succeeded, resolution)
+        .await
+        .expect("resolve");
+    assert_eq!(done.job.status, JobStatus::Succeeded);
+    assert_eq!(done.job.completed_by.as_deref(), Some(a.id.as_str()));
+    assert_eq!(done.job.version, 1);
+    assert_eq!(done.attempt.state, AttemptState::Succeeded);
+    let detail = e.job(OWNER, &a.job_id).await.expect("job");
+    assert!(kinds(&detail).contains(&"resolved_by_person"));
+}
+
+#[tokio::test]
+async fn resolve_with_retry_on_starts_the_next_attempt_in_the_same_transaction() {
+    let ledger = Ledger::new().await;
+    let e = &ledger.engine;
+    let a = ledger.in_flight("retry-on").await.attempt;
+    e.mark_unknown(&a.id, why("soft_timeout"))
+        .await
+        .expect("unknown");
+    let resolution = Resolution {
+        retry_on: Some("fallback".into()),
+        ..Resolution::default()
+    };
+    let done = e
+        .resolve(OWNER, &a.id, Verdict::Abandoned, resolution)
+        .await
+        .expect("resolve");
+    assert_eq!(done.attempt.state, AttemptState::Abandoned);
+    let next = done.next_attempt.expect("a next attempt");
+    assert_eq!(
+        (next.provider.as_str(), next.state, next.number),
+        ("fallback", AttemptState::Pending, 2)
+    );
+    assert_eq!(done.job.status, JobStatus::Running);
+
+    // A refused new attempt leaves the resolution undone too.
+    let b = e.attempt(OWNER, &next.id).await.expect("b");
+    let bad = Resolution {
+        retry_on: Some("nowhere".into()),
+        ..Resolution::default()
+    };
+    assert_eq!(
+        code(e.resolve(OWNER, &b.id, Verdict::Failed, bad).await),
+        "invalid_input"
+    );
+    assert_eq!(
+        e.attempt(OWNER, &b.id).await.expect("b").state,
+        AttemptState::Pending
+    );
+}
+
+#[tokio::test]
+async fn retry_of_a_failed_job_bumps_the_version() {
+    let ledger = Ledger::new().await;
+    let e = &ledger.engine;
+    let a = ledger.in_flight("fail-then-retry").await.attempt;
+    let error = onejob_engine::JobError {
+        code: "budget_spent".into(),
+        message: "no attempts left".into(),
+    };
+    let failed = e
+        .fail_attempt(
+            &a.id,
+            why("http_503"),
+            Some(503),
+            AfterFailure::FailJob(error),
+        )
+        .await
+        .expect("fail");
+    assert_eq!(failed.job.status, JobStatus::Failed);
+    assert_eq!(failed.job.version, 1);
+    let retried = e
+        .retry(OWNER, &a.job_id, Some("fallback"))
+        .await
+        .expect("retry");
+    assert_eq!(retried.job.version, 2);
+    assert_eq!(retried.job.status, JobStatus::Running);
+    assert_eq!(retried.attempt.job_version, 2);
+    assert_eq!(retried.attempt.provider, "fallback");
+}
+
+#[tokio::test]
+async fn restart_turns_expired_in_flight_into_unknown_and_keeps_pending_sendable() {
+    let ledger = Ledger::new().await;
+    let e = &ledger.engine;
+    let sent = ledger.submit("was-in-flight").await.job;
+    let a = e
+        .claim_attempt(&sent.id, "primary")
+        .await
+        .expect("claim")
+        .attempt;
+    e.mark_sent(&a.id, "crashed-executor", Duration::ZERO)
+        .await
+        .expect("sent");
+    let held = ledger.submit("still-leased").await.job;
+    let live = ledger.next_in_flight(&held.id, "primary").await.attempt;
+    let waiting = ledger.submit("never-sent").await.job;
+    let p = e
+        .claim_attempt(&waiting.id, "primary")
+        .await
+        .expect("claim")
+        .attempt;
+    e.close().await;
+    tokio::time::sleep(Duration::from_millis(5)).await;
+
+    let restarted = ledger.reopen().await;
+    let detail = restarted.job(OWNER, &sent.id).await.expect("job");
+    assert_eq!(detail.attempts[0].state, AttemptState::Unknown);
+    assert_eq!(detail.job.status, JobStatus::Unknown);
+    let recovered = detail
+        .events
+        .iter()
+        .find(|e| e.kind == "recovered_unknown")
+        .expect("event");
+    let reason = recovered.detail["reason"].as_str().expect("reason");
+    assert!(
+        reason.contains("crashed-executor") && reason.contains("may have been sent"),
+        "{reason}"
+    );
+
+    assert_eq!(
+        restarted
+            .attempt(OWNER, &live.id)
+            .await
+            .expect("live")
+            .state,
+        AttemptState::InFlight
+    );
+    let pending = restarted.attempt(OWNER, &p.id).await.expect("pending");
+    assert_eq!(pending.state, AttemptState::Pending);
+    let sent_now = restarted
+        .mark_sent(&p.id, "new-executor", Duration::from_secs(10))
+        .await;
+    assert_eq!(
+        sent_now.expect("a pending attempt is still sendable").state,
+        AttemptState::InFlight
+    );
+}
+
+#[tokio::test]
+async fn bad_input_is_named_and_changes_nothing() {
+    let ledger = Ledger::new().await;
+    let e = &ledger.engine;
+    ledger.submit("existing").await;
+    let (jobs, events) = (ledger.count("jobs").await, ledger.count("job_events").await);
+    let ok = intent(json!("x"));
+    let huge = intent(json!("x".repeat(1024 * 1024)));
+    let deep = |n: usize| {
+        format!(
+            "{{\"route\":[\"primary\"],\"input\":{}1{}}}",
+            "[".repeat(n),
+            "]".repeat(n)
+        )
+    };
+    let cases: Vec<(&str, String, String, &str)> = vec![
+        ("empty key", OWNER.into(), String::new(), "idempotency_key"),
+        (
+            "key over 255",
+            OWNER.into(),
+            "k".repeat(256),
+            "idempotency_key",
+        ),
+        (
+            "non-ASCII key",
+            OWNER.into(),
+            "klucz-żółw".into(),
+            "idempotency_key",
+        ),
+        (
+            "control character in key",
+            OWNER.into(),
+            "a\nb".into(),
+            "idempotency_key",
+        ),
+        (
+            "malformed owner",
+            "ann smith".into(),
+            "k".into(),
+            "owner_id",
+        ),
+        ("empty owner", String::new(), "k".into(), "owner_id"),
+    ];
+    for (what, owner, key, field) in cases {
+        let err = e.submit(&owner, &key, &ok).await.expect_err(what);
+        assert_field(&err, field, what);
+    }
+    let intents: Vec<(&str, String, &str)> = vec![
+        ("not JSON", "{route: [primary]".into(), "intent"),
+        ("not an object", "[1, 2]".into(), "intent"),
+        (
+            "empty route",
+            r#"{"route": [], "input": 1}"#.into(),
+            "intent.route",
+        ),
+        ("no route", r#"{"input": 1}"#.into(), "intent.route"),
+        (
+            "unknown provider",
+            r#"{"route": ["primary", "nowhere"], "input": 1}"#.into(),
+            "intent.route.1",
+        ),
+        (
+            "no input",
+            r#"{"route": ["primary"]}"#.into(),
+            "intent.input",
+        ),
+        (
+            "unknown field",
+            r#"{"route": ["primary"], "input": 1, "paramz": {}}"#.into(),
+            "intent.paramz",
+        ),
+        ("over 1 MiB", huge, "intent"),
+        ("65 levels", deep(64), "intent"),
+        ("100,000 levels", deep(100_000), "intent"),
+    ];
+    for (what, body, field) in intents {
+        let err = e.submit(OWNER, "k", &body).await.expect_err(what);
+        assert_field(&err, field, what);
+    }
+    // 64 levels exactly is accepted: the intent object is the first.
+    e.submit(OWNER, "deep-ok", &deep(63))
+        .await
+        .expect("64 levels");
+    assert_eq!(ledger.count("jobs").await, jobs + 1);
+    assert_eq!(ledger.count("job_events").await, events + 1);
+}
+
+fn assert_field(err: &Error, field: &str, what: &str) {
+    match err {
+        Error::InvalidInput { details, message } => {
+            assert_eq!(details.field, field, "{what}: {message}");
+            assert!(
+                message.contains(field),
+                "{what}: the message names the field: {message}"
+            );
+        }
+        other => panic!("{what}: expected invalid_input, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn jobs_page_by_keyset_newest_first() {
+    let ledger = Ledger::new().await;
+    let mut ids = Vec::new();
+    for i in 0..7 {
+        ids.push(ledger.submit(&format!("page-{i}")).await.job.id);
+    }
+    ledger.engine.cancel(OWNER, &ids[3]).await.expect("cancel");
+    ids.reverse();
+    let mut seen = Vec::new();
+    let mut after = None;
+    loop {
+        let query = JobsQuery {
+            after,
+            limit: Some(3),
+            ..JobsQuery::default()
+        };
+        let page = ledger.engine.jobs(OWNER, &query).await.expect("page");
+        seen.extend(page.jobs.iter().map(|j| j.id.clone()));
+        match page.next {
+            Some(next) => after = Some(next),
+            None => break,
+        }
+    }
+    assert_eq!(seen, ids);
+    let query = JobsQuery {
+        status: Some(JobStatus::Cancelled),
+        ..JobsQuery::default()
+    };
+    let cancelled = ledger.engine.jobs(OWNER, &query).await.expect("filtered");
+    assert_eq!(cancelled.jobs.len(), 1);
+    assert_eq!(cancelled.next, None);
+    let bad = JobsQuery {
+        limit: Some(0),
+        ..JobsQuery::default()
+    };
+    assert_eq!(code(ledger.engine.jobs(OWNER, &bad).await), "invalid_input");
+}
+
+#[tokio::test]
+async fn history_is_append_only() {
+    let ledger = Ledger::new().await;
+    ledger.submit("history").await;
+    let pool = sqlx::SqlitePool::connect(&format!("sqlite:{}", ledger.db_path().display()))
+        .await
+        .expect("pool");
+    let update = sqlx::query("UPDATE job_events SET kind = 'edited'")
+        .execute(&pool)
+        .await;
+    assert!(update
+        .expect_err("no update")
+        .to_string()
+        .contains("append-only"));
+    let delete = sqlx::query("DELETE FROM job_events").execute(&pool).await;
+    assert!(delete
+        .expect_err("no delete")
+        .to_string()
+        .contains("append-only"));
+    pool.close().await;
+}
+
+#[tokio::test]
+async fn providers_refuse_secrets_and_bad_timeouts() {
+    let ledger = Ledger::new().await;
+    let e = &ledger.engine;
+    let with_key = r#"{"name":"p","kind":"http","base_url":"http://127.0.0.1:1/","soft_timeout_ms":1,"hard_timeout_ms":2,"honours_idempotency_key":false,"api_key":"sk-live-123"}"#;
+    assert_field(
+        &e.add_provider(with_key).await.expect_err("secret"),
+        "provider.api_key",
+        "secret",
+    );
+    let backwards = r#"{"name":"p","kind":"http","base_url":"http://127.0.0.1:1/","soft_timeout_ms":10,"hard_timeout_ms":2,"honours_idempotency_key":false}"#;
+    assert_field(
+        &e.add_provider(backwards).await.expect_err("timeouts"),
+        "provider.hard_timeout_ms",
+        "timeouts",
+    );
+    let (_, replaced) = e
+        .add_provider(&common::provider_json("primary"))
+        .await
+        .expect("replace");
+    assert!(replaced);
+    e.remove_provider("fallback").await.expect("remove");
+    assert_eq!(code(e.remove_provider("fallback").await), "not_found");
+    let names: Vec<String> = e
+        .providers()
+        .await
+        .expect("list")
+        .into_iter()
+        .map(|p| p.config.name)
+        .collect();
+    assert_eq!(names, ["primary"]);
+}
