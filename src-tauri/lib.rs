@@ -1,0 +1,93 @@
+//! The onejob desktop shell: a window over the engine. It opens the app's database, hands
+//! the UI the commands in [`commands`], and owns no rule of its own.
+
+pub mod commands;
+
+use onejob_engine::{default_db_path, Engine};
+use tauri::{Context, Runtime, Wry};
+
+/// The profile the app acts for (SPEC §1: the app's local profile is `local`).
+pub const OWNER: &str = "local";
+
+/// What every command works with: the engine on the app's database and the owner it acts for.
+pub struct AppState {
+    /// The ledger; clones share its pools.
+    pub engine: Engine,
+    /// Every read and write of the app is scoped to this owner.
+    pub owner: String,
+}
+
+impl AppState {
+    /// State acting for the app's own profile, [`OWNER`].
+    pub fn new(engine: Engine) -> Self {
+        AppState {
+            engine,
+            owner: OWNER.to_owned(),
+        }
+    }
+}
+
+/// Every command (and, later, event) the UI may use. The app serves exactly these, and the
+/// TypeScript bindings in `ui/src/bindings.ts` are generated from the same list.
+pub fn specta_builder<R: Runtime>() -> tauri_specta::Builder<R> {
+    tauri_specta::Builder::new()
+        .commands(tauri_specta::collect_commands![
+            commands::list_jobs,
+            commands::needs_attention,
+            commands::job,
+        ])
+        // The engine's own fields are u32 or strings; the only 64-bit integers are inside
+        // `serde_json::Value`'s numbers, which reach JavaScript as JSON numbers anyway.
+        .dangerously_cast_bigints_to_number()
+        // One TypeScript type per Rust type: the UI only ever receives the serialised shape.
+        .disable_serde_phases()
+}
+
+/// Adds the app's state and commands to a Tauri builder; the window and the headless tests
+/// share it, so both serve the same commands.
+pub fn with_commands<R: Runtime>(builder: tauri::Builder<R>, state: AppState) -> tauri::Builder<R> {
+    let specta = specta_builder::<R>();
+    builder
+        .manage(state)
+        .invoke_handler(specta.invoke_handler())
+}
+
+/// Opens the database at [`default_db_path`] (Tauri's app data dir for `dev.onejob.app`, which
+/// the CLI uses too) and runs the app until its last window closes.
+pub fn run(context: Context<Wry>) -> Result<(), RunError> {
+    // Opened before any window exists, so no command can arrive before the state does.
+    let engine = tauri::async_runtime::block_on(Engine::open(default_db_path()))
+        .map_err(RunError::Database)?;
+    with_commands(tauri::Builder::default(), AppState::new(engine))
+        .run(context)
+        .map_err(RunError::Window)
+}
+
+/// Why the app could not start or stopped abnormally.
+#[derive(Debug)]
+pub enum RunError {
+    /// The database could not be opened or brought up to date.
+    Database(onejob_engine::Error),
+    /// Tauri could not build or run the window.
+    Window(tauri::Error),
+}
+
+impl std::fmt::Display for RunError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RunError::Database(e) => write!(
+                f,
+                "cannot open the database at {}: {} ({})",
+                default_db_path().display(),
+                e,
+                e.code()
+            ),
+            RunError::Window(e) => write!(f, "cannot run the window: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for RunError {}
+
+#[cfg(test)]
+mod tests;

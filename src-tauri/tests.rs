@@ -1,0 +1,182 @@
+//! Tests of the shell: the committed bindings match the commands, and the commands answer
+//! through IPC on a real database with no window.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{json, Value};
+use specta_typescript::Typescript;
+use tauri::ipc::{CallbackFn, InvokeBody};
+use tauri::test::{get_ipc_response, mock_builder, mock_context, noop_assets, INVOKE_KEY};
+use tauri::webview::InvokeRequest;
+use tauri::{WebviewWindow, WebviewWindowBuilder};
+
+use super::*;
+
+/// The first line of the generated bindings.
+const HEADER: &str = "// Generated from src-tauri/commands.rs by \
+`cargo test -p onejob-app --lib bindings_are_current`. Do not edit by hand.";
+
+fn export_bindings(path: &Path) -> String {
+    specta_builder::<Wry>()
+        .export(Typescript::default().header(HEADER), path)
+        .expect("the commands' types export to TypeScript");
+    std::fs::read_to_string(path).expect("the exported bindings can be read back")
+}
+
+#[test]
+fn bindings_are_current() {
+    let scratch = tempfile::tempdir().unwrap();
+    let first = export_bindings(&scratch.path().join("first.ts"));
+    let second = export_bindings(&scratch.path().join("second.ts"));
+    assert_eq!(first, second, "two exports of the same commands differ");
+    assert!(first.starts_with(HEADER));
+
+    let committed = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("ui/src/bindings.ts");
+    // Rewritten only on change, so an unchanged file keeps its timestamp for the UI build.
+    if std::fs::read_to_string(&committed).ok().as_deref() != Some(first.as_str()) {
+        std::fs::write(&committed, &first).unwrap();
+    }
+}
+
+#[test]
+fn every_command_is_permitted_and_granted_to_the_window() {
+    // The mock runtime has no ACL, so this is what keeps the real window from being refused.
+    let scratch = tempfile::tempdir().unwrap();
+    let bindings = export_bindings(&scratch.path().join("bindings.ts"));
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("src-tauri");
+    let permissions = std::fs::read_to_string(root.join("permissions/commands.toml")).unwrap();
+    let capability: Value = serde_json::from_str(
+        &std::fs::read_to_string(root.join("capabilities/default.json")).unwrap(),
+    )
+    .unwrap();
+    let granted = capability["permissions"].as_array().unwrap();
+
+    let commands: Vec<&str> = bindings
+        .split("__TAURI_INVOKE(\"")
+        .skip(1)
+        .filter_map(|rest| rest.split('"').next())
+        .collect();
+    assert!(!commands.is_empty(), "no command found in the bindings");
+    for command in commands {
+        let permission = format!("allow-{}", command.replace('_', "-"));
+        assert!(
+            permissions.contains(&format!("commands.allow = [\"{command}\"]")),
+            "src-tauri/permissions/commands.toml has no permission for {command}"
+        );
+        assert!(
+            granted.contains(&json!(permission)),
+            "capabilities/default.json does not grant {permission}"
+        );
+    }
+}
+
+/// An app on the mock runtime serving the real commands over a fresh database.
+struct Headless {
+    // Dropped in this order: the window and app, then the engine, then its directory.
+    window: WebviewWindow<tauri::test::MockRuntime>,
+    _app: tauri::App<tauri::test::MockRuntime>,
+    engine: Engine,
+    _dir: tempfile::TempDir,
+}
+
+fn headless_app() -> Headless {
+    let dir = tempfile::tempdir().unwrap();
+    let provider = r#"{"name": "sandbox", "kind": "sandbox", "base_url": "http://127.0.0.1:9",
+        "soft_timeout_ms": 1000, "hard_timeout_ms": 2000, "honours_idempotency_key": true}"#;
+    let engine = tauri::async_runtime::block_on(async {
+        let engine = Engine::open(dir.path().join("onejob.db")).await.unwrap();
+        engine.add_provider(provider).await.unwrap();
+        engine
+    });
+    let app = with_commands(mock_builder(), AppState::new(engine.clone()))
+        .build(mock_context(noop_assets()))
+        .unwrap();
+    let window = WebviewWindowBuilder::new(&app, "main", Default::default())
+        .build()
+        .unwrap();
+    Headless {
+        window,
+        _app: app,
+        engine,
+        _dir: dir,
+    }
+}
+
+/// Invokes a command the way the UI does and returns its answer or its error as JSON.
+fn invoke(
+    window: &WebviewWindow<tauri::test::MockRuntime>,
+    cmd: &str,
+    args: Value,
+) -> Result<Value, Value> {
+    let request = InvokeRequest {
+        cmd: cmd.into(),
+        callback: CallbackFn(0),
+        error: CallbackFn(1),
+        url: "tauri://localhost".parse().unwrap(),
+        body: InvokeBody::Json(args),
+        headers: Default::default(),
+        invoke_key: INVOKE_KEY.to_string(),
+    };
+    get_ipc_response(window, request).map(|body| body.deserialize::<Value>().unwrap())
+}
+
+/// Submits a job straight to the engine, as the CLI would; nothing executes it here.
+fn submit(engine: &Engine, owner: &str, key: &str) -> String {
+    let intent = r#"{"route": ["sandbox"], "input": {"n": 1}}"#;
+    tauri::async_runtime::block_on(engine.submit(owner, key, intent))
+        .unwrap()
+        .job
+        .id
+}
+
+#[test]
+fn an_empty_ledger_lists_no_jobs_and_needs_no_attention() {
+    let app = headless_app();
+    let page = invoke(&app.window, "list_jobs", json!({})).unwrap();
+    assert_eq!(page, json!({"jobs": [], "next": null}));
+    let count = invoke(&app.window, "needs_attention", json!({})).unwrap();
+    assert_eq!(count, json!(0));
+}
+
+#[test]
+fn list_jobs_shows_only_the_local_owners_jobs_and_pages_by_cursor() {
+    let app = headless_app();
+    let first = submit(&app.engine, OWNER, "draft-1");
+    let second = submit(&app.engine, OWNER, "draft-2");
+    submit(&app.engine, "someone-else", "draft-3");
+
+    let page = invoke(
+        &app.window,
+        "list_jobs",
+        json!({"status": "queued", "limit": 1}),
+    )
+    .unwrap();
+    assert_eq!(page["jobs"][0]["id"], json!(second), "newest first");
+    assert_eq!(page["next"], json!(second));
+
+    let rest = invoke(
+        &app.window,
+        "list_jobs",
+        json!({"after": second, "limit": 1}),
+    )
+    .unwrap();
+    assert_eq!(rest["jobs"][0]["id"], json!(first));
+    assert_eq!(rest["jobs"].as_array().map(Vec::len), Some(1));
+    assert_eq!(
+        rest["next"],
+        Value::Null,
+        "the other owner's job is not listed"
+    );
+}
+
+#[test]
+fn errors_reach_the_ui_as_the_tagged_union() {
+    let app = headless_app();
+    let error = invoke(&app.window, "list_jobs", json!({"limit": 0})).unwrap_err();
+    assert_eq!(error["code"], json!("invalid_input"));
+    assert_eq!(error["details"]["field"], json!("limit"));
+    assert!(error["message"].as_str().is_some_and(|m| !m.is_empty()));
+
+    let missing = invoke(&app.window, "job", json!({"id": "nope"})).unwrap_err();
+    assert_eq!(missing["code"], json!("not_found"));
+}

@@ -1,0 +1,19 @@
+// Turns whatever a command rejected with into the SPEC §11 shape the UI shows.
+
+/** What an error banner shows: the code, as on the wire, and the message. */
+export interface Shown {
+  code: string;
+  message: string;
+}
+
+/**
+ * An engine error (the bindings' `Error` union) as is; anything else, such as a Tauri failure
+ * that arrives as a bare string, under the code `ipc`.
+ */
+export function shown(error: unknown): Shown {
+  if (typeof error === "object" && error !== null && "code" in error && "message" in error) {
+    const { code, message } = error;
+    if (typeof code === "string" && typeof message === "string") return { code, message };
+  }
+  return { code: "ipc", message: typeof error === "string" ? error : String(error) };
+}

@@ -1,0 +1,38 @@
+// Small display helpers shared by the screens: ids, times, routes.
+import type { Value } from "./bindings";
+
+/** The tail of a UUIDv7: its head is a timestamp, so jobs made together share it. */
+export function shortId(id: string): string {
+  return id.length > 8 ? `…${id.slice(-8)}` : id;
+}
+
+const relative = new Intl.RelativeTimeFormat(undefined, { numeric: "auto", style: "narrow" });
+const exact = new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeStyle: "medium" });
+
+/** "12 s ago", "3 hr. ago", … for an RFC 3339 time, measured from `now` (ms since the epoch). */
+export function timeAgo(iso: string, now: number): string {
+  const at = Date.parse(iso);
+  if (Number.isNaN(at)) return iso;
+  const seconds = Math.round((at - now) / 1000);
+  const abs = Math.abs(seconds);
+  if (abs < 5) return "just now";
+  if (abs < 60) return relative.format(seconds, "second");
+  if (abs < 3600) return relative.format(Math.round(seconds / 60), "minute");
+  if (abs < 86400) return relative.format(Math.round(seconds / 3600), "hour");
+  if (abs < 30 * 86400) return relative.format(Math.round(seconds / 86400), "day");
+  return exact.format(at);
+}
+
+/** The local date and time with seconds, plus the stored UTC form, for a hover title. */
+export function exactTime(iso: string): string {
+  const at = Date.parse(iso);
+  return Number.isNaN(at) ? iso : `${exact.format(at)} (${iso})`;
+}
+
+/** The providers an intent routes to, in order, or an empty list if it names none. */
+export function routeOf(intent: Value): string[] {
+  if (intent === null || typeof intent !== "object" || Array.isArray(intent)) return [];
+  const route = intent["route"];
+  if (!Array.isArray(route)) return [];
+  return route.filter((p): p is string => typeof p === "string");
+}
