@@ -1,0 +1,167 @@
+//! The command line as clap types: global options, subcommands and their flags.
+
+use std::path::PathBuf;
+
+use clap::builder::{PossibleValuesParser, TypedValueParser};
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use onejob_engine::{default_db_path, JobStatus, Verdict};
+
+/// Exactly one result per intent: submit jobs to paid providers and get one answer each,
+/// however often you click and however the network behaves.
+#[derive(Debug, Parser)]
+#[command(
+    name = "onejob",
+    version,
+    after_help = "Output is one JSON document on stdout. Errors are {\"error\": {\"code\", \"message\", \"details\"}} on stderr, \
+with exit code 2 invalid_input, 3 idempotency_conflict, 4 attempt_blocked or invalid_transition, \
+5 not_found, 6 fallback_not_validated, 1 storage, provider or internal."
+)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: Global,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Options every subcommand accepts.
+#[derive(Debug, Args)]
+#[command(next_help_heading = "Global options")]
+pub struct Global {
+    /// The ledger database file; the default is the desktop app's, shared with it
+    #[arg(
+        long,
+        env = "ONEJOB_DB",
+        value_name = "PATH",
+        default_value_os_t = default_db_path(),
+        global = true
+    )]
+    pub db: PathBuf,
+    /// Whose jobs to act on; another owner's jobs are not found
+    #[arg(
+        long,
+        env = "ONEJOB_OWNER",
+        value_name = "ID",
+        default_value = "local",
+        global = true
+    )]
+    pub owner: String,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Submit an intent under an idempotency key; a repeat with the same intent returns the same job
+    Submit(Submit),
+    /// Show a job with its attempts and event history
+    Job {
+        /// The job's id
+        id: String,
+    },
+    /// List jobs, newest first, one page at a time
+    Jobs(Jobs),
+    /// Start the job's next attempt now (a failed job is reopened first)
+    Retry {
+        /// The job's id
+        job_id: String,
+        /// Run the attempt at this provider [default: where the last attempt ran, else the route's primary]
+        #[arg(long, value_name = "NAME")]
+        provider: Option<String>,
+    },
+    /// Give a person's verdict on an attempt: it went through, it did not happen, or stop waiting
+    Resolve(Resolve),
+    /// Cancel a job; no attempt may start afterwards, and a late answer is flagged for review
+    Cancel {
+        /// The job's id
+        job_id: String,
+    },
+    /// Configure the providers jobs are sent to
+    #[command(subcommand)]
+    Provider(ProviderCommand),
+}
+
+#[derive(Debug, Args)]
+pub struct Submit {
+    /// The idempotency key: one per intent, kept for every repeat (1-255 printable ASCII characters)
+    #[arg(long, value_name = "K", allow_hyphen_values = true)]
+    pub key: String,
+    /// The intent as JSON, or @FILE to read it from a file (@- reads stdin):
+    /// {"route": [providers…], "input": …, "contract"?, "params"?, "max_attempts"?}
+    #[arg(long, value_name = "JSON|@FILE")]
+    pub intent: String,
+}
+
+#[derive(Debug, Args)]
+pub struct Jobs {
+    /// Only jobs in this status
+    #[arg(long, value_name = "S", value_parser = status_parser())]
+    pub status: Option<JobStatus>,
+    /// At most this many jobs (1-1000) [default: 50]
+    #[arg(long, value_name = "N")]
+    pub limit: Option<u32>,
+    /// Continue after this cursor: the `next` of the previous page
+    #[arg(long, value_name = "CURSOR")]
+    pub after: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct Resolve {
+    /// The attempt's id
+    pub attempt_id: String,
+    /// The verdict
+    #[arg(long = "as", value_name = "VERDICT")]
+    pub verdict: VerdictArg,
+    /// With --as succeeded: the result to record, as JSON or @FILE (@- reads stdin)
+    #[arg(long, value_name = "JSON|@FILE", allow_hyphen_values = true)]
+    pub result: Option<String>,
+    /// A note kept in the job's history
+    #[arg(long, value_name = "TEXT", allow_hyphen_values = true)]
+    pub note: Option<String>,
+    /// With --as failed or abandoned: create the next attempt on this provider in the same step
+    #[arg(long, value_name = "PROVIDER")]
+    pub retry_on: Option<String>,
+}
+
+/// A person's verdict, as spelled on the command line.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum VerdictArg {
+    /// It went through: the result claims the job, unless another answer already has
+    Succeeded,
+    /// It did not happen: the attempt is failed and the job may continue
+    Failed,
+    /// Stop waiting and allow a new attempt; a late answer may still win
+    Abandoned,
+}
+
+impl From<VerdictArg> for Verdict {
+    fn from(arg: VerdictArg) -> Self {
+        match arg {
+            VerdictArg::Succeeded => Verdict::Succeeded,
+            VerdictArg::Failed => Verdict::Failed,
+            VerdictArg::Abandoned => Verdict::Abandoned,
+        }
+    }
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ProviderCommand {
+    /// Add a provider, or replace the one of the same name
+    Add {
+        /// The provider as JSON, or @FILE (@- reads stdin): {"name", "kind", "base_url",
+        /// "soft_timeout_ms", "hard_timeout_ms", "honours_idempotency_key", …}; API keys are
+        /// named by "api_key_env", never given
+        #[arg(long, value_name = "JSON|@FILE")]
+        json: String,
+    },
+    /// List the configured providers
+    List,
+    /// Remove a provider; jobs and attempts that name it keep the name
+    Remove {
+        /// The provider's name
+        name: String,
+    },
+}
+
+/// The job statuses, spelled as the engine spells them.
+fn status_parser() -> impl TypedValueParser<Value = JobStatus> {
+    PossibleValuesParser::new(JobStatus::ALL.map(JobStatus::as_str))
+        .try_map(|s| s.parse::<JobStatus>())
+}

@@ -1,0 +1,144 @@
+//! One engine call per subcommand; each returns the JSON document the subcommand prints.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use onejob_engine::intent::check_depth;
+use onejob_engine::{Engine, Error, JobsQuery, Resolution, Result};
+use serde::Serialize;
+use serde_json::{json, Value};
+
+use crate::args::{Cli, Command, ProviderCommand};
+
+/// Runs the parsed command line. Files and JSON arguments are read before the database is
+/// opened, so a bad argument leaves no trace.
+pub async fn run(cli: Cli) -> Result<Value> {
+    let db = database(cli.global.db)?;
+    let owner = cli.global.owner;
+    match cli.command {
+        Command::Submit(submit) => {
+            let intent = read_text("intent", &submit.intent)?;
+            with_engine(&db, async |engine| {
+                // The raw text goes to the engine, which checks its depth before parsing it.
+                to_json(engine.submit(&owner, &submit.key, &intent).await?)
+            })
+            .await
+        }
+        Command::Job { id } => {
+            with_engine(&db, async |engine| to_json(engine.job(&owner, &id).await?)).await
+        }
+        Command::Jobs(jobs) => {
+            let query = JobsQuery {
+                status: jobs.status,
+                after: jobs.after,
+                limit: jobs.limit,
+            };
+            with_engine(&db, async |engine| {
+                to_json(engine.jobs(&owner, &query).await?)
+            })
+            .await
+        }
+        Command::Retry { job_id, provider } => {
+            with_engine(&db, async |engine| {
+                to_json(engine.retry(&owner, &job_id, provider.as_deref()).await?)
+            })
+            .await
+        }
+        Command::Resolve(resolve) => {
+            let result = match &resolve.result {
+                Some(arg) => Some(read_json("result", arg)?),
+                None => None,
+            };
+            let resolution = Resolution {
+                result,
+                note: resolve.note,
+                retry_on: resolve.retry_on,
+            };
+            with_engine(&db, async |engine| {
+                let verdict = resolve.verdict.into();
+                let done = engine
+                    .resolve(&owner, &resolve.attempt_id, verdict, resolution)
+                    .await?;
+                to_json(done)
+            })
+            .await
+        }
+        Command::Cancel { job_id } => {
+            with_engine(&db, async |engine| {
+                Ok(json!({ "job": engine.cancel(&owner, &job_id).await? }))
+            })
+            .await
+        }
+        Command::Provider(ProviderCommand::Add { json }) => {
+            // Named as the engine names the provider's configuration in its own errors.
+            let config = read_text("provider", &json)?;
+            with_engine(&db, async |engine| {
+                let (provider, replaced) = engine.add_provider(&config).await?;
+                Ok(json!({ "provider": provider, "replaced": replaced }))
+            })
+            .await
+        }
+        Command::Provider(ProviderCommand::List) => {
+            with_engine(&db, async |engine| {
+                Ok(json!({ "providers": engine.providers().await? }))
+            })
+            .await
+        }
+        Command::Provider(ProviderCommand::Remove { name }) => {
+            with_engine(&db, async |engine| {
+                engine.remove_provider(&name).await?;
+                Ok(json!({ "removed": name }))
+            })
+            .await
+        }
+    }
+}
+
+/// Opens the ledger, runs one call, and closes the ledger whatever the call returned, so the
+/// WAL is checkpointed before the process exits.
+async fn with_engine(db: &Path, call: impl AsyncFnOnce(&Engine) -> Result<Value>) -> Result<Value> {
+    let engine = Engine::open(db).await?;
+    let out = call(&engine).await;
+    engine.close().await;
+    out
+}
+
+/// `--db`, else `ONEJOB_DB`, else the desktop app's database; never the empty path, which
+/// SQLite would take for a throwaway database.
+fn database(db: PathBuf) -> Result<PathBuf> {
+    if db.as_os_str().is_empty() {
+        Err(Error::invalid_input("db", "must be a file path, not empty"))
+    } else {
+        Ok(db)
+    }
+}
+
+/// An argument given inline, or as `@FILE`, or as `@-` for stdin.
+fn read_text(field: &str, arg: &str) -> Result<String> {
+    let Some(source) = arg.strip_prefix('@') else {
+        return Ok(arg.to_owned());
+    };
+    let read = if source == "-" {
+        let mut text = String::new();
+        std::io::stdin().read_to_string(&mut text).map(|_| text)
+    } else {
+        std::fs::read_to_string(source)
+    };
+    read.map_err(|e| {
+        let from = if source == "-" { "stdin" } else { source };
+        Error::invalid_input(field, format!("cannot read {from}: {e}"))
+    })
+}
+
+/// A JSON argument (inline or `@FILE`), its depth checked before it is parsed.
+fn read_json(field: &str, arg: &str) -> Result<Value> {
+    let text = read_text(field, arg)?;
+    check_depth(&text, field)?;
+    serde_json::from_str(&text)
+        .map_err(|e| Error::invalid_input(field, format!("not valid JSON ({e})")))
+}
+
+fn to_json(value: impl Serialize) -> Result<Value> {
+    serde_json::to_value(value)
+        .map_err(|e| Error::internal(format!("cannot serialise the reply: {e}")))
+}

@@ -1,0 +1,128 @@
+//! Runs the real `onejob` binary against a ledger file in a temporary directory.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+
+use serde_json::Value;
+use tempfile::TempDir;
+
+/// The provider every test's route names; nothing is sent to it at this stage.
+pub const PRIMARY: &str = r#"{"name":"primary","kind":"http","base_url":"http://127.0.0.1:9/echo","soft_timeout_ms":1000,"hard_timeout_ms":5000,"honours_idempotency_key":false}"#;
+
+/// An intent routed to `primary` with the given input.
+pub fn intent(input: &str) -> String {
+    format!(r#"{{"route":["primary"],"input":{input}}}"#)
+}
+
+/// A temporary home holding one ledger file, which the commands find through `ONEJOB_DB`.
+pub struct Ledger {
+    pub dir: TempDir,
+    pub db: PathBuf,
+}
+
+/// What one run of the binary left behind.
+#[derive(Debug)]
+pub struct Run {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Run {
+    /// The stdout document of a run that must have succeeded.
+    pub fn ok(&self) -> Value {
+        assert_eq!(self.code, 0, "expected success: {self:?}");
+        assert!(self.stderr.is_empty(), "stderr on success: {self:?}");
+        parse(&self.stdout)
+    }
+
+    /// The stderr `error` object of a run that must have failed with `code`.
+    pub fn err(&self, code: i32) -> Value {
+        assert_eq!(self.code, code, "expected exit {code}: {self:?}");
+        assert!(self.stdout.is_empty(), "stdout on failure: {self:?}");
+        let doc = parse(&self.stderr);
+        let error = doc["error"].clone();
+        assert!(error["code"].is_string(), "no error code: {self:?}");
+        assert!(error["message"].is_string(), "no error message: {self:?}");
+        assert!(error["details"].is_object(), "no error details: {self:?}");
+        error
+    }
+}
+
+/// One JSON document and a newline, nothing else.
+pub fn parse(text: &str) -> Value {
+    assert!(text.ends_with('\n'), "no trailing newline: {text:?}");
+    assert_eq!(text.trim_end().lines().count(), 1, "not one line: {text:?}");
+    serde_json::from_str(text).unwrap_or_else(|e| panic!("not JSON ({e}): {text:?}"))
+}
+
+impl Ledger {
+    /// A fresh directory; the ledger file does not exist yet.
+    pub fn empty() -> Ledger {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let db = dir.path().join("ledger").join("onejob.db");
+        Ledger { dir, db }
+    }
+
+    /// A fresh ledger with the `primary` provider configured.
+    pub fn new() -> Ledger {
+        let ledger = Ledger::empty();
+        ledger.run(&["provider", "add", "--json", PRIMARY]).ok();
+        ledger
+    }
+
+    pub fn home(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// The binary with a clean environment: this ledger, owner unset, home inside the temp dir.
+    pub fn command(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_onejob"));
+        cmd.args(args)
+            .env("ONEJOB_DB", &self.db)
+            .env_remove("ONEJOB_OWNER")
+            .env("HOME", self.home())
+            .env("XDG_DATA_HOME", self.home().join("data"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        cmd
+    }
+
+    pub fn run(&self, args: &[&str]) -> Run {
+        finish(self.command(args).output().expect("run onejob"))
+    }
+
+    pub fn spawn(&self, args: &[&str]) -> Child {
+        self.command(args).spawn().expect("spawn onejob")
+    }
+
+    /// Submits an intent under a key; the reply of a run that must succeed.
+    pub fn submit(&self, key: &str, intent: &str) -> Value {
+        self.run(&["submit", "--key", key, "--intent", intent]).ok()
+    }
+
+    /// Creates a pending attempt on a queued job; returns its id.
+    pub fn retry(&self, job_id: &str) -> String {
+        let reply = self.run(&["retry", job_id]).ok();
+        id(&reply["attempt"])
+    }
+}
+
+pub fn finish(output: Output) -> Run {
+    Run {
+        code: output.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    }
+}
+
+/// The `id` of a job or attempt object.
+pub fn id(value: &Value) -> String {
+    value["id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no id in {value}"))
+        .to_owned()
+}

@@ -1,0 +1,181 @@
+//! Errors as SPEC §11 prints them: `{"error": {code, message, details}}` on stderr and the
+//! code's exit status; help on stdout with exit 0.
+
+mod common;
+
+use common::{id, intent, Ledger};
+
+#[test]
+fn invalid_input_names_the_field_and_exits_2() {
+    let ledger = Ledger::new();
+    let cases: [(&str, String, &str); 4] = [
+        ("", intent("1"), "idempotency_key"),
+        ("k", "{not json".to_owned(), "intent"),
+        (
+            "k",
+            r#"{"route":["nowhere"],"input":1}"#.to_owned(),
+            "intent.route.0",
+        ),
+        (
+            "k",
+            format!("{}{}", "[".repeat(100), "]".repeat(100)),
+            "intent",
+        ),
+    ];
+    for (key, intent, field) in cases {
+        let error = ledger
+            .run(&["submit", "--key", key, "--intent", &intent])
+            .err(2);
+        assert_eq!(error["code"], "invalid_input", "{intent}");
+        assert_eq!(error["details"]["field"], field, "{intent}");
+        let message = error["message"].as_str().expect("message");
+        assert!(message.contains(field), "{message}");
+    }
+    let error = ledger
+        .run(&[
+            "submit",
+            "--key",
+            "k",
+            "--intent",
+            "1",
+            "--owner",
+            "not an owner",
+        ])
+        .err(2);
+    assert_eq!(error["details"]["field"], "owner_id");
+}
+
+#[test]
+fn not_found_for_unknown_ids_and_other_owners_exits_5() {
+    let ledger = Ledger::new();
+    let unknown = uuid::Uuid::now_v7().to_string();
+    for args in [
+        vec!["job", unknown.as_str()],
+        vec!["cancel", unknown.as_str()],
+        vec!["retry", unknown.as_str()],
+        vec!["resolve", unknown.as_str(), "--as", "failed"],
+    ] {
+        let error = ledger.run(&args).err(5);
+        assert_eq!(error["code"], "not_found", "{args:?}");
+        assert_eq!(error["details"]["id"], unknown.as_str(), "{args:?}");
+    }
+
+    let job = id(&ledger.submit("k", &intent("1"))["job"]);
+    let attempt = ledger.retry(&job);
+    let error = ledger.run(&["job", &job, "--owner", "other"]).err(5);
+    assert_eq!(error["code"], "not_found");
+    assert_eq!(error["details"]["entity"], "job");
+    let error = ledger
+        .run(&["resolve", &attempt, "--as", "failed", "--owner", "other"])
+        .err(5);
+    assert_eq!(error["details"]["entity"], "attempt");
+    // The refusals changed nothing.
+    let detail = ledger.run(&["job", &job]).ok();
+    assert_eq!(detail["attempts"][0]["state"], "pending");
+}
+
+#[test]
+fn cancel_twice_is_an_invalid_transition() {
+    let ledger = Ledger::new();
+    let job = id(&ledger.submit("k", &intent("1"))["job"]);
+    let cancelled = ledger.run(&["cancel", &job]).ok();
+    assert_eq!(cancelled["job"]["status"], "cancelled");
+    assert_eq!(cancelled["job"]["version"], 1);
+
+    let error = ledger.run(&["cancel", &job]).err(4);
+    assert_eq!(error["code"], "invalid_transition");
+    assert_eq!(error["details"]["entity"], "job");
+    assert_eq!(error["details"]["from"], "cancelled");
+    let error = ledger.run(&["retry", &job]).err(4);
+    assert_eq!(error["code"], "invalid_transition");
+}
+
+#[test]
+fn retry_while_an_attempt_is_open_is_blocked() {
+    let ledger = Ledger::new();
+    let job = id(&ledger.submit("k", &intent("1"))["job"]);
+    let first = ledger.run(&["retry", &job]).ok();
+    assert_eq!(first["job"]["status"], "running");
+    assert_eq!(first["attempt"]["state"], "pending");
+    assert_eq!(first["attempt"]["provider"], "primary");
+    assert_eq!(first["attempt"]["number"], 1);
+    let attempt = id(&first["attempt"]);
+
+    let error = ledger.run(&["retry", &job, "--provider", "primary"]).err(4);
+    assert_eq!(error["code"], "attempt_blocked");
+    assert_eq!(error["details"]["attempt_id"], attempt.as_str());
+    assert_eq!(error["details"]["job_id"], job.as_str());
+    assert_eq!(error["details"]["state"], "pending");
+
+    // Naming the provider explicitly does not get around it either.
+    let error = ledger.run(&["retry", &job, "--provider", "primary"]).err(4);
+    assert_eq!(error["details"]["attempt_id"], attempt.as_str());
+
+    let detail = ledger.run(&["job", &job]).ok();
+    assert_eq!(detail["attempts"].as_array().map(Vec::len), Some(1));
+}
+
+#[test]
+fn retry_on_an_unknown_provider_names_it() {
+    let ledger = Ledger::new();
+    let job = id(&ledger.submit("k", &intent("1"))["job"]);
+    let error = ledger.run(&["retry", &job, "--provider", "nowhere"]).err(2);
+    assert_eq!(error["details"]["field"], "provider");
+}
+
+#[test]
+fn help_exits_0_for_every_command() {
+    let ledger = Ledger::empty();
+    let commands: [&[&str]; 11] = [
+        &[],
+        &["submit"],
+        &["job"],
+        &["jobs"],
+        &["retry"],
+        &["resolve"],
+        &["cancel"],
+        &["provider"],
+        &["provider", "add"],
+        &["provider", "list"],
+        &["provider", "remove"],
+    ];
+    for command in commands {
+        for flag in ["--help", "-h"] {
+            let mut args = command.to_vec();
+            args.push(flag);
+            let run = ledger.run(&args);
+            assert_eq!(run.code, 0, "{args:?}: {run:?}");
+            assert!(run.stdout.contains("Usage: onejob"), "{args:?}: {run:?}");
+            assert!(run.stderr.is_empty(), "{args:?}: {run:?}");
+        }
+    }
+    let run = ledger.run(&["help", "resolve"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(run.stdout.contains("--retry-on"), "{run:?}");
+    let run = ledger.run(&["--version"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    // Help never opens the ledger.
+    assert!(!ledger.db.exists());
+}
+
+#[test]
+fn usage_errors_are_invalid_input_json() {
+    let ledger = Ledger::new();
+    let cases: [(&[&str], &str); 7] = [
+        (&["jobs", "--frobnicate"], "arguments"),
+        (&["frobnicate"], "arguments"),
+        (&[], "arguments"),
+        (&["submit", "--intent", "{}"], "key"),
+        (&["job"], "id"),
+        (&["resolve", "some-attempt", "--as", "maybe"], "as"),
+        (&["jobs", "--limit", "many"], "limit"),
+    ];
+    for (args, field) in cases {
+        let error = ledger.run(args).err(2);
+        assert_eq!(error["code"], "invalid_input", "{args:?}");
+        assert_eq!(error["details"]["field"], field, "{args:?}");
+        let message = error["message"].as_str().expect("message");
+        assert!(!message.contains('\n'), "{message:?}");
+        assert!(!message.contains("Usage:"), "{message:?}");
+    }
+}

@@ -1,0 +1,108 @@
+//! `jobs`: newest first, keyset pages, and the status filter.
+
+mod common;
+
+use std::collections::HashSet;
+
+use common::{id, intent, Ledger};
+use serde_json::Value;
+
+fn ids(page: &Value) -> Vec<String> {
+    page["jobs"]
+        .as_array()
+        .expect("jobs array")
+        .iter()
+        .map(id)
+        .collect()
+}
+
+#[test]
+fn jobs_pages_follow_the_cursor_newest_first() {
+    let ledger = Ledger::new();
+    let submitted: Vec<String> = (0..5)
+        .map(|i| id(&ledger.submit(&format!("k{i}"), &intent(&i.to_string()))["job"]))
+        .collect();
+    let newest_first: Vec<String> = submitted.iter().rev().cloned().collect();
+
+    let mut seen = Vec::new();
+    let mut sizes = Vec::new();
+    let mut after: Option<String> = None;
+    loop {
+        let mut args = vec!["jobs", "--limit", "2"];
+        if let Some(cursor) = &after {
+            args.extend(["--after", cursor.as_str()]);
+        }
+        let page = ledger.run(&args).ok();
+        let page_ids = ids(&page);
+        sizes.push(page_ids.len());
+        seen.extend(page_ids);
+        match &page["next"] {
+            Value::String(cursor) => after = Some(cursor.clone()),
+            Value::Null => break,
+            other => panic!("next is {other}"),
+        }
+        assert!(sizes.len() < 10, "the cursor does not advance");
+    }
+    assert_eq!(sizes, [2, 2, 1]);
+    assert_eq!(seen, newest_first);
+    assert_eq!(seen.iter().collect::<HashSet<_>>().len(), 5);
+
+    let all = ledger.run(&["jobs"]).ok();
+    assert_eq!(ids(&all), newest_first);
+    assert_eq!(all["next"], Value::Null);
+}
+
+#[test]
+fn jobs_filter_by_status() {
+    let ledger = Ledger::new();
+    let submitted: Vec<String> = (0..5)
+        .map(|i| id(&ledger.submit(&format!("k{i}"), &intent(&i.to_string()))["job"]))
+        .collect();
+    ledger.run(&["cancel", &submitted[1]]).ok();
+    ledger.retry(&submitted[3]);
+
+    let queued = ledger.run(&["jobs", "--status", "queued"]).ok();
+    assert_eq!(
+        ids(&queued),
+        [&submitted[4], &submitted[2], &submitted[0]].map(String::clone)
+    );
+    assert!(queued["jobs"]
+        .as_array()
+        .expect("jobs")
+        .iter()
+        .all(|j| j["status"] == "queued"));
+    let cancelled = ledger.run(&["jobs", "--status", "cancelled"]).ok();
+    assert_eq!(ids(&cancelled), [submitted[1].clone()]);
+    let running = ledger.run(&["jobs", "--status", "running"]).ok();
+    assert_eq!(ids(&running), [submitted[3].clone()]);
+    let succeeded = ledger.run(&["jobs", "--status", "succeeded"]).ok();
+    assert!(ids(&succeeded).is_empty());
+
+    // Paging inside a filter.
+    let page = ledger
+        .run(&["jobs", "--status", "queued", "--limit", "2"])
+        .ok();
+    assert_eq!(
+        ids(&page),
+        [&submitted[4], &submitted[2]].map(String::clone)
+    );
+    let cursor = page["next"].as_str().expect("a next page");
+    let rest = ledger
+        .run(&["jobs", "--status", "queued", "--after", cursor])
+        .ok();
+    assert_eq!(ids(&rest), [submitted[0].clone()]);
+}
+
+#[test]
+fn jobs_refuse_bad_pages() {
+    let ledger = Ledger::new();
+    for (args, field) in [
+        (vec!["jobs", "--status", "done"], "status"),
+        (vec!["jobs", "--limit", "0"], "limit"),
+        (vec!["jobs", "--limit", "1001"], "limit"),
+        (vec!["jobs", "--after", "page-2"], "after"),
+    ] {
+        let error = ledger.run(&args).err(2);
+        assert_eq!(error["details"]["field"], field, "{args:?}");
+    }
+}

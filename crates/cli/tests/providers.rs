@@ -1,0 +1,97 @@
+//! `provider add|list|remove`: configuration in, never a secret.
+
+mod common;
+
+use common::{intent, Ledger, PRIMARY};
+use serde_json::Value;
+
+#[test]
+fn providers_are_added_listed_replaced_and_removed() {
+    let ledger = Ledger::empty();
+    let added = ledger.run(&["provider", "add", "--json", PRIMARY]).ok();
+    assert_eq!(added["replaced"], false);
+    assert_eq!(added["provider"]["name"], "primary");
+    assert_eq!(added["provider"]["kind"], "http");
+    assert_eq!(added["provider"]["base_url"], "http://127.0.0.1:9/echo");
+
+    let file = ledger.home().join("fallback.json");
+    std::fs::write(
+        &file,
+        r#"{"name":"fallback","kind":"openai","base_url":"http://127.0.0.1:9/v1","model":"m","api_key_env":"FALLBACK_KEY","soft_timeout_ms":500,"hard_timeout_ms":500,"honours_idempotency_key":true}"#,
+    )
+    .expect("write provider");
+    let added = ledger
+        .run(&["provider", "add", "--json", &format!("@{}", file.display())])
+        .ok();
+    assert_eq!(added["replaced"], false);
+    assert_eq!(added["provider"]["api_key_env"], "FALLBACK_KEY");
+
+    let replaced = ledger
+        .run(&[
+            "provider",
+            "add",
+            "--json",
+            &PRIMARY.replace("1000,", "2000,"),
+        ])
+        .ok();
+    assert_eq!(replaced["replaced"], true);
+    assert_eq!(replaced["provider"]["soft_timeout_ms"], 2000);
+
+    let list = ledger.run(&["provider", "list"]).ok();
+    let names: Vec<&Value> = list["providers"]
+        .as_array()
+        .expect("providers")
+        .iter()
+        .map(|p| &p["name"])
+        .collect();
+    assert_eq!(names, ["fallback", "primary"]);
+
+    let removed = ledger.run(&["provider", "remove", "fallback"]).ok();
+    assert_eq!(removed, serde_json::json!({ "removed": "fallback" }));
+    let list = ledger.run(&["provider", "list"]).ok();
+    assert_eq!(list["providers"].as_array().map(Vec::len), Some(1));
+
+    let error = ledger.run(&["provider", "remove", "nope"]).err(5);
+    assert_eq!(error["code"], "not_found");
+    assert_eq!(error["details"]["entity"], "provider");
+    assert_eq!(error["details"]["id"], "nope");
+}
+
+#[test]
+fn provider_add_refuses_secrets_and_bad_config() {
+    let ledger = Ledger::empty();
+    let with_key = PRIMARY.replace(r#""kind""#, r#""api_key":"sk-live-123","kind""#);
+    let run = ledger.run(&["provider", "add", "--json", &with_key]);
+    assert!(!run.stderr.contains("sk-live-123"), "{run:?}");
+    let error = run.err(2);
+    assert_eq!(error["code"], "invalid_input");
+    assert_eq!(error["details"]["field"], "provider.api_key");
+
+    for (json, field) in [
+        ("{", "provider"),
+        (r#"{"name":"p"}"#, "provider.kind"),
+        (
+            &PRIMARY.replace("http://127.0.0.1:9/echo", "ftp://x"),
+            "provider.base_url",
+        ),
+    ] {
+        let error = ledger.run(&["provider", "add", "--json", json]).err(2);
+        assert_eq!(error["details"]["field"], field, "{json}");
+    }
+    let missing = format!("@{}", ledger.home().join("nope.json").display());
+    let error = ledger.run(&["provider", "add", "--json", &missing]).err(2);
+    assert_eq!(error["details"]["field"], "provider");
+
+    let list = ledger.run(&["provider", "list"]).ok();
+    assert_eq!(list["providers"], Value::Array(vec![]));
+}
+
+#[test]
+fn a_removed_provider_can_no_longer_be_routed_to() {
+    let ledger = Ledger::new();
+    ledger.run(&["provider", "remove", "primary"]).ok();
+    let error = ledger
+        .run(&["submit", "--key", "k", "--intent", &intent("1")])
+        .err(2);
+    assert_eq!(error["details"]["field"], "intent.route.0");
+}
