@@ -83,16 +83,20 @@ impl Engine {
             .foreign_keys(true)
             .busy_timeout(BUSY_TIMEOUT);
         // A local file needs no liveness ping on every acquire.
-        let writer = SqlitePoolOptions::new()
-            .test_before_acquire(false)
-            .max_connections(1)
-            .connect_with(options.clone())
-            .await?;
-        let reader = SqlitePoolOptions::new()
-            .test_before_acquire(false)
-            .max_connections(4)
-            .connect_with(options)
-            .await?;
+        let writer = connect(
+            SqlitePoolOptions::new()
+                .test_before_acquire(false)
+                .max_connections(1),
+            &options,
+        )
+        .await?;
+        let reader = connect(
+            SqlitePoolOptions::new()
+                .test_before_acquire(false)
+                .max_connections(4),
+            &options,
+        )
+        .await?;
         let engine = Engine {
             writer,
             reader,
@@ -146,6 +150,29 @@ impl Engine {
     async fn begin(&self) -> Result<Transaction<'static, Sqlite>> {
         Ok(self.writer.begin_with("BEGIN IMMEDIATE").await?)
     }
+}
+
+/// Connects a pool, retrying while another process holds the lock that switching a new file
+/// to WAL needs: SQLite does not wait for that lock through the busy timeout.
+async fn connect(pool: SqlitePoolOptions, options: &SqliteConnectOptions) -> Result<SqlitePool> {
+    let mut tries: u64 = 0;
+    loop {
+        match pool.clone().connect_with(options.clone()).await {
+            Ok(pool) => return Ok(pool),
+            Err(sqlx::Error::Database(e)) if is_busy(&*e) && tries < 100 => {
+                tries += 1;
+                tokio::time::sleep(Duration::from_millis(10 * tries.min(20))).await;
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
+
+fn is_busy(e: &dyn sqlx::error::DatabaseError) -> bool {
+    // SQLITE_BUSY is 5; extended codes keep it in the low byte.
+    e.code()
+        .and_then(|c| c.parse::<i32>().ok())
+        .is_some_and(|c| c & 0xff == 5)
 }
 
 #[cfg(test)]

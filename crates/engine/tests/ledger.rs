@@ -512,10 +512,8 @@ async fn resolve_with_retry_on_starts_the_next_attempt_in_the_same_transaction()
         retry_on: Some("nowhere".into()),
         ..Resolution::default()
     };
-    assert_eq!(
-        code(e.resolve(OWNER, &b.id, Verdict::Failed, bad).await),
-        "invalid_input"
-    );
+    let refused = e.resolve(OWNER, &b.id, Verdict::Failed, bad).await;
+    assert_field(&refused.expect_err("unknown provider"), "retry_on", "retry_on");
     assert_eq!(
         e.attempt(OWNER, &b.id).await.expect("b").state,
         AttemptState::Pending

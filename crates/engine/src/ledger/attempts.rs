@@ -21,6 +21,8 @@ pub(super) struct Starter {
     pub actor: Actor,
     /// A person's explicit choice of provider (logged as such).
     pub explicit: bool,
+    /// The input field that named the provider, for errors.
+    pub field: &'static str,
 }
 
 /// Inserts the job's next attempt as `pending` and moves the job to `running`.
@@ -41,7 +43,7 @@ pub(super) async fn start_attempt(
     }
     if provider_rows::get(conn, provider).await?.is_none() {
         return Err(Error::invalid_input(
-            "provider",
+            starter.field,
             format!("no provider named {provider} is configured"),
         ));
     }
@@ -111,6 +113,7 @@ impl Engine {
         let starter = Starter {
             actor: Actor::Executor,
             explicit: false,
+            field: "provider",
         };
         let row = start_attempt(&mut tx, &job, provider, starter).await?;
         let (job, attempt) = reread(&mut tx, job_id, &row.id).await?;

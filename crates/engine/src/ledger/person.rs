@@ -90,6 +90,7 @@ impl Engine {
                 let starter = Starter {
                     actor: Actor::User,
                     explicit: true,
+                    field: "retry_on",
                 };
                 let next = start_attempt(&mut tx, &job, provider, starter).await?;
                 Some(next.into_attempt()?)
@@ -222,6 +223,7 @@ impl Engine {
         let starter = Starter {
             actor: Actor::User,
             explicit: true,
+            field: "provider",
         };
         let row = start_attempt(&mut tx, &job, &provider, starter).await?;
         let (job, attempt) = reread(&mut tx, job_id, &row.id).await?;
