@@ -513,7 +513,11 @@ async fn resolve_with_retry_on_starts_the_next_attempt_in_the_same_transaction()
         ..Resolution::default()
     };
     let refused = e.resolve(OWNER, &b.id, Verdict::Failed, bad).await;
-    assert_field(&refused.expect_err("unknown provider"), "retry_on", "retry_on");
+    assert_field(
+        &refused.expect_err("unknown provider"),
+        "retry_on",
+        "retry_on",
+    );
     assert_eq!(
         e.attempt(OWNER, &b.id).await.expect("b").state,
         AttemptState::Pending
