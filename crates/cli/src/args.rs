@@ -1,5 +1,6 @@
 //! The command line as clap types: global options, subcommands and their flags.
 
+use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use clap::builder::{PossibleValuesParser, TypedValueParser};
@@ -76,6 +77,20 @@ pub enum Command {
     /// Configure the providers jobs are sent to
     #[command(subcommand)]
     Provider(ProviderCommand),
+    /// Run the sandbox provider on loopback until interrupted; prints {"sandbox": {"url"}} once it listens
+    Sandbox(SandboxArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct SandboxArgs {
+    /// The loopback address to listen on; port 0 picks a free one (read it from the printed url)
+    #[arg(long, value_name = "127.0.0.1:PORT")]
+    pub listen: SocketAddr,
+    /// The fault dials as JSON, or @FILE (@- reads stdin): {"latency_ms", "jitter_ms",
+    /// "never_answer", "drop_after_processing", "server_error", "throttle", "retry_after_s",
+    /// "malformed_json", "extra_key", "honour_idempotency_key"}; omitted dials keep their defaults
+    #[arg(long, value_name = "JSON|@FILE")]
+    pub dials: Option<String>,
 }
 
 #[derive(Debug, Args)]

@@ -1,14 +1,15 @@
 //! One engine call per subcommand; each returns the JSON document the subcommand prints.
 
-use std::io::Read;
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
 use onejob_engine::intent::check_depth;
+use onejob_engine::providers::sandbox::{Dials, Sandbox};
 use onejob_engine::{Engine, Error, JobsQuery, Resolution, Result};
 use serde::Serialize;
 use serde_json::{json, Value};
 
-use crate::args::{Cli, Command, ProviderCommand};
+use crate::args::{Cli, Command, ProviderCommand, SandboxArgs};
 
 /// Runs the parsed command line. Files and JSON arguments are read before the database is
 /// opened, so a bad argument leaves no trace.
@@ -90,6 +91,68 @@ pub async fn run(cli: Cli) -> Result<Value> {
                 Ok(json!({ "removed": name }))
             })
             .await
+        }
+        Command::Sandbox(sandbox) => run_sandbox(sandbox).await,
+    }
+}
+
+/// Runs the sandbox in the foreground: prints its url once it listens, serves until SIGINT or
+/// SIGTERM, then returns a summary as the closing line.
+async fn run_sandbox(args: SandboxArgs) -> Result<Value> {
+    let dials = match &args.dials {
+        Some(arg) => Dials::parse(&read_text("dials", arg)?)?,
+        None => Dials::default(),
+    };
+    // Handlers go in before the url is printed, so a script may signal as soon as it reads it.
+    let mut stop = StopSignal::listen()?;
+    let sandbox = Sandbox::start(args.listen, dials).await?;
+    let url = sandbox.url();
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "{}", json!({ "sandbox": { "url": url } }))
+        .and_then(|()| out.flush())
+        .map_err(|e| Error::internal(format!("cannot write to stdout: {e}")))?;
+    drop(out);
+    stop.received().await;
+    let requests = sandbox.log().len();
+    sandbox.stop().await;
+    Ok(json!({ "sandbox": { "url": url, "stopped": true, "requests": requests } }))
+}
+
+/// SIGINT or SIGTERM (Ctrl-C elsewhere), listened for from creation on.
+struct StopSignal {
+    #[cfg(unix)]
+    interrupt: tokio::signal::unix::Signal,
+    #[cfg(unix)]
+    terminate: tokio::signal::unix::Signal,
+}
+
+impl StopSignal {
+    fn listen() -> Result<StopSignal> {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{signal, SignalKind};
+            let listen = |kind| {
+                signal(kind).map_err(|e| Error::internal(format!("cannot listen for signals: {e}")))
+            };
+            Ok(StopSignal {
+                interrupt: listen(SignalKind::interrupt())?,
+                terminate: listen(SignalKind::terminate())?,
+            })
+        }
+        #[cfg(not(unix))]
+        Ok(StopSignal {})
+    }
+
+    async fn received(&mut self) {
+        #[cfg(unix)]
+        tokio::select! {
+            _ = self.interrupt.recv() => {}
+            _ = self.terminate.recv() => {}
+        }
+        #[cfg(not(unix))]
+        {
+            // If no handler can be installed, Ctrl-C still ends the process by default.
+            let _ = tokio::signal::ctrl_c().await;
         }
     }
 }

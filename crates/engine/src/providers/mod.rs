@@ -1,5 +1,7 @@
 //! Provider configuration: what `provider add` accepts and the ledger stores.
 
+pub mod sandbox;
+
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
