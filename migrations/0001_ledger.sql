@@ -24,6 +24,7 @@ CREATE TABLE jobs (
     created_at          TEXT NOT NULL,
     updated_at          TEXT NOT NULL,
     finished_at         TEXT,
+    not_before          TEXT,                        -- a queued job's backoff: no attempt before this time
     -- The only arbiter of "one job per intent".
     UNIQUE (owner_id, idempotency_key),
     CHECK ((status = 'succeeded') = (completed_by IS NOT NULL))
@@ -58,6 +59,8 @@ CREATE TABLE attempts (
 CREATE UNIQUE INDEX attempts_one_open_per_job ON attempts (job_id)
     WHERE state IN ('pending', 'in_flight', 'unknown');
 CREATE INDEX attempts_in_flight_by_lease ON attempts (lease_expires_at) WHERE state = 'in_flight';
+CREATE INDEX attempts_pending ON attempts (id) WHERE state = 'pending';
+CREATE INDEX attempts_unknown ON attempts (id) WHERE state = 'unknown';
 
 CREATE TABLE job_events (
     id          INTEGER PRIMARY KEY,  -- rowid order is append order: rows are never deleted
@@ -96,3 +99,10 @@ CREATE TRIGGER job_events_no_delete BEFORE DELETE ON job_events
 BEGIN
     SELECT RAISE(ABORT, 'job_events is append-only');
 END;
+
+-- A new ledger can be used at once: the built-in sandbox provider runs in-process on loopback.
+INSERT INTO providers (name, kind, config, created_at, updated_at)
+VALUES ('sandbox', 'sandbox',
+        json_object('name', 'sandbox', 'kind', 'sandbox', 'soft_timeout_ms', 2000,
+                    'hard_timeout_ms', 10000, 'honours_idempotency_key', json('true')),
+        strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), strftime('%Y-%m-%dT%H:%M:%fZ', 'now'));

@@ -3,6 +3,7 @@
 
 pub mod commands;
 
+use onejob_engine::executor::{Executor, ExecutorOptions};
 use onejob_engine::{default_db_path, Engine};
 use tauri::{Context, Runtime, Wry};
 
@@ -58,6 +59,10 @@ pub fn run(context: Context<Wry>) -> Result<(), RunError> {
     // Opened before any window exists, so no command can arrive before the state does.
     let engine = tauri::async_runtime::block_on(Engine::open(default_db_path()))
         .map_err(RunError::Database)?;
+    // The executor runs inside the app for as long as the app runs.
+    let executor =
+        Executor::new(engine.clone(), ExecutorOptions::default()).map_err(RunError::Executor)?;
+    tauri::async_runtime::spawn(async move { executor.run(std::future::pending()).await });
     with_commands(tauri::Builder::default(), AppState::new(engine))
         .run(context)
         .map_err(RunError::Window)
@@ -68,6 +73,8 @@ pub fn run(context: Context<Wry>) -> Result<(), RunError> {
 pub enum RunError {
     /// The database could not be opened or brought up to date.
     Database(onejob_engine::Error),
+    /// The executor could not be set up.
+    Executor(onejob_engine::Error),
     /// Tauri could not build or run the window.
     Window(tauri::Error),
 }
@@ -82,6 +89,7 @@ impl std::fmt::Display for RunError {
                 e,
                 e.code()
             ),
+            RunError::Executor(e) => write!(f, "cannot start the executor: {e}"),
             RunError::Window(e) => write!(f, "cannot run the window: {e}"),
         }
     }

@@ -154,6 +154,8 @@ export type Job = {
 	created_at: string,
 	updated_at: string,
 	finished_at: string | null,
+	/**  A queued job's backoff: no attempt starts before this time. */
+	not_before: string | null,
 };
 
 /**  A job with everything that happened to it. */

@@ -44,12 +44,13 @@ fn providers_are_added_listed_replaced_and_removed() {
         .iter()
         .map(|p| &p["name"])
         .collect();
-    assert_eq!(names, ["fallback", "primary"]);
+    // A new ledger comes with the built-in sandbox.
+    assert_eq!(names, ["fallback", "primary", "sandbox"]);
 
     let removed = ledger.run(&["provider", "remove", "fallback"]).ok();
     assert_eq!(removed, serde_json::json!({ "removed": "fallback" }));
     let list = ledger.run(&["provider", "list"]).ok();
-    assert_eq!(list["providers"].as_array().map(Vec::len), Some(1));
+    assert_eq!(list["providers"].as_array().map(Vec::len), Some(2));
 
     let error = ledger.run(&["provider", "remove", "nope"]).err(5);
     assert_eq!(error["code"], "not_found");
@@ -83,7 +84,13 @@ fn provider_add_refuses_secrets_and_bad_config() {
     assert_eq!(error["details"]["field"], "provider");
 
     let list = ledger.run(&["provider", "list"]).ok();
-    assert_eq!(list["providers"], Value::Array(vec![]));
+    let names: Vec<&Value> = list["providers"]
+        .as_array()
+        .expect("providers")
+        .iter()
+        .map(|p| &p["name"])
+        .collect();
+    assert_eq!(names, ["sandbox"], "nothing refused was added");
 }
 
 #[test]

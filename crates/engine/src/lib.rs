@@ -6,10 +6,12 @@
 
 pub mod attempt;
 pub mod error;
+pub mod executor;
 pub mod intent;
 pub mod job;
 mod ledger;
 pub mod model;
+pub mod policy;
 pub mod providers;
 pub mod store;
 
@@ -26,6 +28,7 @@ pub use attempt::{AttemptState, Cause};
 pub use error::{Error, Result};
 pub use intent::Intent;
 pub use job::JobStatus;
+pub use ledger::Claim;
 pub use model::*;
 pub use providers::{Provider, ProviderConfig, ProviderKind};
 

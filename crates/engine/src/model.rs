@@ -29,6 +29,8 @@ pub struct Job {
     pub created_at: String,
     pub updated_at: String,
     pub finished_at: Option<String>,
+    /// A queued job's backoff: no attempt starts before this time.
+    pub not_before: Option<String>,
 }
 
 /// Why a job failed or was cancelled.
@@ -179,6 +181,8 @@ pub struct Resolution {
 pub enum AfterFailure {
     /// The job goes back to `queued` for another attempt.
     Requeue,
+    /// The job goes back to `queued`, with no attempt before this much time has passed.
+    RequeueAfter(std::time::Duration),
     /// The job is `failed` with this error.
     FailJob(JobError),
 }

@@ -803,5 +803,27 @@ async fn providers_refuse_secrets_and_bad_timeouts() {
         .into_iter()
         .map(|p| p.config.name)
         .collect();
-    assert_eq!(names, ["primary"]);
+    assert_eq!(names, ["primary", "sandbox"]);
+}
+
+#[tokio::test]
+async fn a_new_ledger_can_submit_to_the_sandbox_at_once() {
+    let dir = tempfile::tempdir().expect("dir");
+    let engine = onejob_engine::Engine::open(dir.path().join("new.db"))
+        .await
+        .expect("open");
+    let sandbox = engine
+        .provider("sandbox")
+        .await
+        .expect("a sandbox provider");
+    assert_eq!(sandbox.config.kind, onejob_engine::ProviderKind::Sandbox);
+    let intent = r#"{"route": ["sandbox"], "input": {"prompt": "hello"}}"#;
+    engine.submit(OWNER, "first", intent).await.expect("submit");
+    // Removing it is a person's choice that a later open does not undo.
+    engine.remove_provider("sandbox").await.expect("remove");
+    engine.close().await;
+    let reopened = onejob_engine::Engine::open(dir.path().join("new.db"))
+        .await
+        .expect("reopen");
+    assert_eq!(code(reopened.provider("sandbox").await), "not_found");
 }

@@ -93,6 +93,7 @@ pub(super) async fn move_attempt(
 
 /// After an open attempt ends without a result, a job that was waiting on it is queued again.
 pub(super) async fn requeue(conn: &mut SqliteConnection, job_id: &str) -> Result<()> {
+    job_rows::set_not_before(conn, job_id, None).await?;
     job_rows::shift(
         conn,
         job_id,
@@ -258,6 +259,10 @@ impl Engine {
         .await?;
         match after {
             AfterFailure::Requeue => requeue(&mut tx, &row.job_id).await?,
+            AfterFailure::RequeueAfter(wait) => {
+                requeue(&mut tx, &row.job_id).await?;
+                job_rows::set_not_before(&mut tx, &row.job_id, Some(&now_plus(wait))).await?;
+            }
             AfterFailure::FailJob(error) => {
                 let from = [JobStatus::Running, JobStatus::Unknown, JobStatus::Queued];
                 if job_rows::decide(&mut tx, &row.job_id, &from, JobStatus::Failed, Some(&error))

@@ -3,6 +3,8 @@
 
 mod answers;
 mod attempts;
+mod claim;
+pub use claim::Claim;
 mod person;
 mod providers;
 mod read;

@@ -1,5 +1,6 @@
 //! Provider configuration: what `provider add` accepts and the ledger stores.
 
+pub mod http;
 pub mod sandbox;
 
 use serde::{Deserialize, Serialize};
@@ -122,7 +123,10 @@ impl ProviderConfig {
             }
         }
         if let Some(url) = &self.status_url {
-            check_url("provider.status_url", url)?;
+            // A template: `{base_url}`, `{idempotency_key}`, `{job_id}`, `{request_id}` are filled in.
+            if !url.starts_with("{base_url}") {
+                check_url("provider.status_url", url)?;
+            }
         }
         if self.soft_timeout_ms == 0 {
             return Err(Error::invalid_input(

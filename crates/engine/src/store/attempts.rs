@@ -260,3 +260,24 @@ pub async fn record_response_head(
     .await?;
     Ok(done.rows_affected() == 1)
 }
+
+/// Attempts committed `pending` (never sent) whose job may still run, oldest first.
+pub async fn pending(conn: &mut SqliteConnection, limit: u32) -> sqlx::Result<Vec<AttemptRow>> {
+    sqlx::query_as(&format!(
+        "SELECT {COLUMNS} FROM attempts a JOIN jobs j ON j.id = a.job_id
+         WHERE a.state = 'pending' AND j.status NOT IN ('succeeded', 'cancelled') ORDER BY a.id LIMIT ?"
+    ))
+    .bind(i64::from(limit))
+    .fetch_all(conn)
+    .await
+}
+
+/// Attempts in `unknown`, oldest first, for reconciliation.
+pub async fn unknown(conn: &mut SqliteConnection, limit: u32) -> sqlx::Result<Vec<AttemptRow>> {
+    sqlx::query_as(&format!(
+        "SELECT {COLUMNS} FROM attempts a WHERE a.state = 'unknown' ORDER BY a.id LIMIT ?"
+    ))
+    .bind(i64::from(limit))
+    .fetch_all(conn)
+    .await
+}

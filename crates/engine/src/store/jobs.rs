@@ -10,7 +10,7 @@ use crate::model::{Job, JobError};
 
 const COLUMNS: &str =
     "id, owner_id, idempotency_key, fingerprint, intent, status, version, completed_by, \
-     result, error, flagged_for_review, created_at, updated_at, finished_at";
+     result, error, flagged_for_review, created_at, updated_at, finished_at, not_before";
 
 #[derive(FromRow)]
 pub struct JobRow {
@@ -28,6 +28,7 @@ pub struct JobRow {
     created_at: String,
     updated_at: String,
     finished_at: Option<String>,
+    not_before: Option<String>,
 }
 
 impl JobRow {
@@ -58,6 +59,7 @@ impl JobRow {
             created_at: self.created_at,
             updated_at: self.updated_at,
             finished_at: self.finished_at,
+            not_before: self.not_before,
         })
     }
 }
@@ -250,4 +252,44 @@ pub async fn needing_attention(conn: &mut SqliteConnection, owner: &str) -> sqlx
     .fetch_one(conn)
     .await?;
     Ok(n)
+}
+
+/// Ids of queued jobs whose backoff has passed, oldest first.
+pub async fn sendable(
+    conn: &mut SqliteConnection,
+    at: &str,
+    limit: u32,
+) -> sqlx::Result<Vec<String>> {
+    let rows: Vec<(String,)> = sqlx::query_as(
+        "SELECT id FROM jobs WHERE status = 'queued' AND (not_before IS NULL OR not_before <= ?)
+         ORDER BY id LIMIT ?",
+    )
+    .bind(at)
+    .bind(i64::from(limit))
+    .fetch_all(conn)
+    .await?;
+    Ok(rows.into_iter().map(|(id,)| id).collect())
+}
+
+/// When the next queued job's backoff ends, if any job waits on one.
+pub async fn next_not_before(conn: &mut SqliteConnection) -> sqlx::Result<Option<String>> {
+    let (at,): (Option<String>,) =
+        sqlx::query_as("SELECT min(not_before) FROM jobs WHERE status = 'queued'")
+            .fetch_one(conn)
+            .await?;
+    Ok(at)
+}
+
+/// Sets (or clears) a job's backoff.
+pub async fn set_not_before(
+    conn: &mut SqliteConnection,
+    id: &str,
+    at: Option<&str>,
+) -> sqlx::Result<()> {
+    sqlx::query("UPDATE jobs SET not_before = ? WHERE id = ?")
+        .bind(at)
+        .bind(id)
+        .execute(conn)
+        .await?;
+    Ok(())
 }

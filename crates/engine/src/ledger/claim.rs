@@ -1,0 +1,141 @@
+//! The executor's view of the ledger: what can be sent now, and claiming a queued job's next
+//! attempt by the route policy, decided inside the claiming transaction.
+
+use crate::error::{Error, Result};
+use crate::intent::validate_intent;
+use crate::job::JobStatus;
+use crate::model::{Attempt, Job, JobAttempt};
+use crate::policy::{next_step, Next};
+use crate::store::{attempts as attempt_rows, jobs as job_rows, now};
+use crate::Engine;
+
+use super::attempts::{start_attempt, Starter};
+use super::{event, job_row, reread};
+use crate::model::Actor;
+
+/// The outcome of trying to claim a queued job.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Claim {
+    /// A new `pending` attempt, to be sent by the claimer.
+    Attempt(Box<JobAttempt>),
+    /// The route policy allows no further attempt; the job is now `failed`.
+    Failed(Box<Job>),
+    /// Someone else got there first (an open attempt, a cancel, another executor).
+    Skipped,
+}
+
+impl Engine {
+    /// For the executor: claims a `queued` job's next attempt where the route policy sends it,
+    /// or fails the job when the policy allows none. `validated(provider, contract)` says
+    /// whether automatic failover to a provider is allowed for the job's contract.
+    pub async fn claim_next(
+        &self,
+        job_id: &str,
+        validated: impl Fn(&str, Option<&str>) -> bool,
+    ) -> Result<Claim> {
+        let mut tx = self.begin().await?;
+        let job = job_row(&mut tx, job_id).await?.into_job()?;
+        if job.status != JobStatus::Queued {
+            return Ok(Claim::Skipped);
+        }
+        let intent = validate_intent(job.intent.clone())?.intent;
+        let attempts = attempt_rows::for_job(&mut tx, job_id)
+            .await?
+            .into_iter()
+            .map(|a| a.into_attempt())
+            .collect::<Result<Vec<Attempt>>>()?;
+        let contract = intent.contract.as_deref();
+        match next_step(&intent, &attempts, |p| validated(p, contract)) {
+            Next::Attempt(provider) => {
+                let starter = Starter {
+                    actor: Actor::Executor,
+                    explicit: false,
+                    field: "provider",
+                };
+                let row = match start_attempt(&mut tx, &job, &provider, starter).await {
+                    Ok(row) => row,
+                    Err(Error::AttemptBlocked { .. }) => return Ok(Claim::Skipped),
+                    Err(e) => return Err(e),
+                };
+                job_rows::set_not_before(&mut tx, job_id, None).await?;
+                let (job, attempt) = reread(&mut tx, job_id, &row.id).await?;
+                tx.commit().await?;
+                Ok(Claim::Attempt(Box::new(JobAttempt {
+                    job,
+                    attempt,
+                    next_attempt: None,
+                })))
+            }
+            Next::Fail(error) => {
+                job_rows::decide(
+                    &mut tx,
+                    job_id,
+                    &[JobStatus::Queued],
+                    JobStatus::Failed,
+                    Some(&error),
+                )
+                .await?;
+                event(
+                    &mut tx,
+                    job_id,
+                    None,
+                    "job_failed",
+                    Actor::Executor,
+                    serde_json::json!(error),
+                )
+                .await?;
+                let job = job_row(&mut tx, job_id).await?.into_job()?;
+                tx.commit().await?;
+                Ok(Claim::Failed(Box::new(job)))
+            }
+        }
+    }
+
+    /// For the executor: ids of queued jobs whose backoff has passed, oldest first.
+    pub async fn sendable_jobs(&self, limit: u32) -> Result<Vec<String>> {
+        let mut conn = self.reader.acquire().await?;
+        Ok(job_rows::sendable(&mut conn, &now(), limit).await?)
+    }
+
+    /// For the executor: when the earliest backoff of a queued job ends, if one waits.
+    pub async fn next_backoff_end(&self) -> Result<Option<String>> {
+        let mut conn = self.reader.acquire().await?;
+        Ok(job_rows::next_not_before(&mut conn).await?)
+    }
+
+    /// For the executor: attempts committed `pending` and never sent, oldest first.
+    pub async fn pending_attempts(&self, limit: u32) -> Result<Vec<Attempt>> {
+        let mut conn = self.reader.acquire().await?;
+        attempt_rows::pending(&mut conn, limit)
+            .await?
+            .into_iter()
+            .map(|a| a.into_attempt())
+            .collect()
+    }
+
+    /// For reconciliation: attempts in `unknown`, oldest first.
+    pub async fn unknown_attempts(&self, limit: u32) -> Result<Vec<Attempt>> {
+        let mut conn = self.reader.acquire().await?;
+        attempt_rows::unknown(&mut conn, limit)
+            .await?
+            .into_iter()
+            .map(|a| a.into_attempt())
+            .collect()
+    }
+
+    /// For the executor: a job by id, whoever owns it.
+    pub async fn job_by_id(&self, job_id: &str) -> Result<Job> {
+        let mut conn = self.reader.acquire().await?;
+        job_row(&mut conn, job_id).await?.into_job()
+    }
+}
+
+impl Engine {
+    /// For the executor: an attempt by id, whoever owns its job.
+    pub async fn attempt_by_id(&self, attempt_id: &str) -> Result<Attempt> {
+        let mut conn = self.reader.acquire().await?;
+        super::attempt_row(&mut conn, attempt_id)
+            .await?
+            .into_attempt()
+    }
+}

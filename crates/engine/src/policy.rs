@@ -1,0 +1,159 @@
+//! The route policy of SPEC §7: where a job's next automatic attempt goes, or why there is none.
+
+use crate::intent::Intent;
+use crate::model::{Attempt, JobError};
+
+/// Kinds of attempt failure after which the same provider is not tried again automatically.
+pub const NOT_RETRYABLE_HERE: [&str; 3] = ["rejected", "contract_violation", "misconfigured"];
+/// Tries at one provider before the route moves on.
+pub const TRIES_PER_PROVIDER: usize = 2;
+
+/// What the executor does next for a queued job.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Next {
+    /// Create the next attempt at this provider.
+    Attempt(String),
+    /// No further automatic attempt: fail the job with this error.
+    Fail(JobError),
+}
+
+/// Decides the next automatic step from the job's intent and its attempts so far (oldest
+/// first). `validated(provider)` says whether automatic failover to that provider is allowed.
+pub fn next_step(intent: &Intent, attempts: &[Attempt], validated: impl Fn(&str) -> bool) -> Next {
+    let budget = intent.max_attempts() as usize;
+    if attempts.len() >= budget {
+        return Next::Fail(JobError {
+            code: "attempts_exhausted".to_owned(),
+            message: format!("all {budget} attempts were used"),
+        });
+    }
+    let (Some(last), Some(primary)) = (attempts.last(), intent.route.first()) else {
+        return match intent.route.first() {
+            Some(primary) => Next::Attempt(primary.clone()),
+            None => Next::Fail(JobError {
+                code: "no_route".to_owned(),
+                message: "the route names no provider".to_owned(),
+            }),
+        };
+    };
+    let here = last.provider.as_str();
+    let last_kind = last.error.as_ref().map(|e| e.kind.as_str());
+    let not_here = last_kind.is_some_and(|k| NOT_RETRYABLE_HERE.contains(&k));
+    let tries_here = attempts
+        .iter()
+        .rev()
+        .take_while(|a| a.provider == here)
+        .count();
+    if !not_here && tries_here < TRIES_PER_PROVIDER {
+        return Next::Attempt(here.to_owned());
+    }
+    // A provider outside the route (a person's explicit choice) hands back to the primary.
+    let next = match intent.route.iter().position(|p| p == here) {
+        Some(i) => intent.route.get(i + 1),
+        None => Some(primary),
+    };
+    match next {
+        Some(next) if validated(next) => Next::Attempt(next.clone()),
+        Some(next) => Next::Fail(JobError {
+            code: "fallback_not_validated".to_owned(),
+            message: format!(
+                "{here} cannot take it ({}); {next} has not passed the contract check for this job's contract, so onejob will not fail over to it by itself",
+                last_kind.unwrap_or("tried twice")
+            ),
+        }),
+        None if not_here => Next::Fail(JobError {
+            code: last_kind.unwrap_or("rejected").to_owned(),
+            message: format!(
+                "{here} refused it ({}) and no provider follows it in the route",
+                last.error.as_ref().map(|e| e.message.as_str()).unwrap_or("")
+            ),
+        }),
+        // The route's last provider keeps being retried until the budget is spent.
+        None => Next::Attempt(here.to_owned()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::AttemptError;
+    use crate::AttemptState;
+
+    fn intent(route: &[&str], max: u32) -> Intent {
+        Intent {
+            route: route.iter().map(|s| s.to_string()).collect(),
+            input: serde_json::json!(1),
+            contract: None,
+            params: None,
+            max_attempts: Some(max),
+        }
+    }
+
+    fn failed(provider: &str, kind: &str) -> Attempt {
+        Attempt {
+            id: "a".into(),
+            job_id: "j".into(),
+            number: 1,
+            provider: provider.into(),
+            state: AttemptState::Failed,
+            job_version: 0,
+            request_id: None,
+            http_status: None,
+            error: Some(AttemptError {
+                kind: kind.into(),
+                message: String::new(),
+            }),
+            executor_id: None,
+            lease_expires_at: None,
+            flagged_for_review: false,
+            created_at: String::new(),
+            sent_at: None,
+            finished_at: None,
+        }
+    }
+
+    fn provider(next: Next) -> String {
+        match next {
+            Next::Attempt(p) => p,
+            Next::Fail(e) => format!("fail:{}", e.code),
+        }
+    }
+
+    #[test]
+    fn two_tries_at_a_provider_then_the_next_only_if_validated() {
+        let route = intent(&["a", "b"], 5);
+        let one = [failed("a", "server_error")];
+        let two = [failed("a", "server_error"), failed("a", "server_error")];
+        assert_eq!(provider(next_step(&route, &[], |_| false)), "a");
+        assert_eq!(provider(next_step(&route, &one, |_| false)), "a");
+        assert_eq!(
+            provider(next_step(&route, &two, |_| false)),
+            "fail:fallback_not_validated"
+        );
+        assert_eq!(provider(next_step(&route, &two, |p| p == "b")), "b");
+    }
+
+    #[test]
+    fn a_refusal_moves_on_at_once_and_ends_at_the_last_provider() {
+        let route = intent(&["a", "b"], 5);
+        let refused = [failed("a", "rejected")];
+        assert_eq!(provider(next_step(&route, &refused, |_| true)), "b");
+        let at_last = [failed("a", "rejected"), failed("b", "rejected")];
+        assert_eq!(
+            provider(next_step(&route, &at_last, |_| true)),
+            "fail:rejected"
+        );
+    }
+
+    #[test]
+    fn the_last_provider_is_retried_until_the_budget_is_spent() {
+        let route = intent(&["a"], 3);
+        let mut attempts = vec![failed("a", "throttled"), failed("a", "throttled")];
+        assert_eq!(provider(next_step(&route, &attempts, |_| false)), "a");
+        attempts.push(failed("a", "throttled"));
+        assert_eq!(
+            provider(next_step(&route, &attempts, |_| false)),
+            "fail:attempts_exhausted"
+        );
+    }
+}

@@ -1,0 +1,530 @@
+//! The executor against real HTTP servers on 127.0.0.1: timeouts are unknown, races are won
+//! by the first answer to commit, every failure class of SPEC §6, and reconciliation.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{kinds, Ledger, OWNER};
+use onejob_engine::executor::{Executor, ExecutorOptions, Reconciled};
+use onejob_engine::providers::sandbox::{Dials, Sandbox};
+use onejob_engine::{AttemptState, Engine, Error, JobDetail, JobStatus, Resolution, Verdict};
+use serde_json::json;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+/// A sandbox on a random loopback port.
+async fn sandbox(dials: Dials) -> Sandbox {
+    Sandbox::start(([127, 0, 0, 1], 0).into(), dials)
+        .await
+        .expect("sandbox")
+}
+
+fn quick(latency_ms: u32) -> Dials {
+    Dials {
+        latency_ms,
+        jitter_ms: 0,
+        ..Dials::default()
+    }
+}
+
+/// Configures an `http` provider at `url`.
+async fn provider(engine: &Engine, name: &str, url: &str, soft_ms: u64, honours_key: bool) {
+    let config = json!({
+        "name": name, "kind": "http", "base_url": url,
+        "soft_timeout_ms": soft_ms, "hard_timeout_ms": 10_000,
+        "honours_idempotency_key": honours_key,
+        "status_url": "{base_url}/status/{idempotency_key}"
+    });
+    engine
+        .add_provider(&config.to_string())
+        .await
+        .expect("provider");
+}
+
+/// An executor that paces itself for tests, running until the returned sender is dropped.
+fn start(engine: &Engine) -> (Executor, tokio::sync::oneshot::Sender<()>) {
+    let options = ExecutorOptions {
+        poll_every: Duration::from_millis(100),
+        backoff_base: Duration::from_millis(50),
+        reconcile_every: Duration::from_secs(3600),
+        ..ExecutorOptions::default()
+    };
+    let executor = Executor::new(engine.clone(), options).expect("executor");
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let running = executor.clone();
+    tokio::spawn(async move {
+        running
+            .run(async {
+                let _ = stopped.await;
+            })
+            .await
+    });
+    (executor, stop)
+}
+
+async fn submit(engine: &Engine, key: &str, route: &[&str], max_attempts: u32) -> String {
+    let intent = json!({ "route": route, "input": { "key": key }, "max_attempts": max_attempts });
+    engine
+        .submit(OWNER, key, &intent.to_string())
+        .await
+        .expect("submit")
+        .job
+        .id
+}
+
+/// Polls the job until `done` holds, for at most 20 s.
+async fn until(engine: &Engine, job_id: &str, done: impl Fn(&JobDetail) -> bool) -> JobDetail {
+    for _ in 0..400 {
+        let detail = engine.job(OWNER, job_id).await.expect("job");
+        if done(&detail) {
+            return detail;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("{:#?}", engine.job(OWNER, job_id).await.expect("job"));
+}
+
+fn state(detail: &JobDetail, number: u32) -> AttemptState {
+    detail.attempts[number as usize - 1].state
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn timeout_is_unknown_and_blocks() {
+    // Order 1: the abandoned attempt's late answer arrives first and wins.
+    // Order 2: the new attempt answers first; the abandoned one's answer loses.
+    for abandoned_wins in [true, false] {
+        let ledger = Ledger::new().await;
+        let e = &ledger.engine;
+        let (slow_ms, other_ms) = if abandoned_wins {
+            (1500, 4000)
+        } else {
+            (3000, 200)
+        };
+        let slow = sandbox(quick(slow_ms)).await;
+        let other = sandbox(quick(other_ms)).await;
+        provider(e, "slow", &slow.url(), 300, false).await;
+        provider(e, "other", &other.url(), 8000, false).await;
+        let (_executor, _stop) = start(e);
+        let job_id = submit(e, "charge-45", &["slow"], 5).await;
+
+        let unknown = until(e, &job_id, |d| d.job.status == JobStatus::Unknown).await;
+        assert_eq!(state(&unknown, 1), AttemptState::Unknown);
+        assert_eq!(slow.log().len(), 1, "the server saw exactly one request");
+        match e.retry(OWNER, &job_id, None).await {
+            Err(Error::AttemptBlocked { details, .. }) => {
+                assert_eq!(details.attempt_id, unknown.attempts[0].id)
+            }
+            other => panic!("expected attempt_blocked, got {other:?}"),
+        }
+        let first = unknown.attempts[0].id.clone();
+        e.resolve(OWNER, &first, Verdict::Abandoned, Resolution::default())
+            .await
+            .expect("abandon");
+        let retried = e
+            .retry(OWNER, &job_id, Some("other"))
+            .await
+            .expect("retry runs");
+        let second = retried.attempt.id;
+
+        let done = until(e, &job_id, |d| {
+            d.attempts
+                .iter()
+                .all(|a| !a.state.is_open() && a.state != AttemptState::Abandoned)
+        })
+        .await;
+        let (winner, loser) = if abandoned_wins {
+            (&first, &second)
+        } else {
+            (&second, &first)
+        };
+        assert_eq!(done.job.status, JobStatus::Succeeded);
+        assert_eq!(done.job.completed_by.as_ref(), Some(winner));
+        let by_id = |id: &str| done.attempts.iter().find(|a| a.id == id).map(|a| a.state);
+        assert_eq!(by_id(winner), Some(AttemptState::Succeeded));
+        assert_eq!(by_id(loser), Some(AttemptState::Lost));
+        assert!(kinds(&done).contains(&"race_lost"));
+        assert_eq!(done.job.version, 1);
+        assert_eq!(slow.log().len(), 1, "never sent twice");
+        assert_eq!(other.log().len(), 1);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reverse_order_over_http_the_fast_fallback_wins_and_the_result_never_changes() {
+    let ledger = Ledger::new().await;
+    let e = &ledger.engine;
+    let primary = sandbox(quick(3000)).await;
+    let fast = sandbox(quick(200)).await;
+    provider(e, "slow-primary", &primary.url(), 500, false).await;
+    provider(e, "fast", &fast.url(), 2000, false).await;
+    let (_executor, _stop) = start(e);
+    let job_id = submit(e, "reverse", &["slow-primary"], 5).await;
+    let unknown = until(e, &job_id, |d| d.job.status == JobStatus::Unknown).await;
+    let resolution = Resolution {
+        retry_on: Some("fast".into()),
+        ..Resolution::default()
+    };
+    e.resolve(
+        OWNER,
+        &unknown.attempts[0].id,
+        Verdict::Abandoned,
+        resolution,
+    )
+    .await
+    .expect("abandon and retry on fast");
+    let won = until(e, &job_id, |d| d.job.status == JobStatus::Succeeded).await;
+    assert_eq!(won.job.completed_by.as_ref(), Some(&won.attempts[1].id));
+    let result = won.job.result.clone();
+    let late = until(e, &job_id, |d| state(d, 1) == AttemptState::Lost).await;
+    assert_eq!(
+        late.job.result, result,
+        "the job's result never changes afterwards"
+    );
+    assert_eq!(late.job.version, won.job.version);
+    assert!(
+        late.attempts[0].flagged_for_review,
+        "the abandoned attempt's answer is flagged"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn processed_then_dropped_is_unknown_and_never_retried() {
+    let ledger = Ledger::new().await;
+    let e = &ledger.engine;
+    let server = sandbox(Dials {
+        drop_after_processing: 1.0,
+        ..quick(100)
+    })
+    .await;
+    provider(e, "dropper", &server.url(), 5000, false).await;
+    let (_executor, _stop) = start(e);
+    let job_id = submit(e, "dropped", &["dropper"], 5).await;
+    let detail = until(e, &job_id, |d| d.job.status == JobStatus::Unknown).await;
+    assert_eq!(detail.attempts.len(), 1);
+    assert_eq!(
+        detail.attempts[0].error.as_ref().map(|x| x.kind.as_str()),
+        Some("connection_broken")
+    );
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    let later = e.job(OWNER, &job_id).await.expect("job");
+    assert_eq!(later.attempts.len(), 1, "not retried automatically");
+    assert_eq!(server.log().len(), 1, "one request in the provider's log");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connection_refused_is_failed_and_retried() {
+    let ledger = Ledger::new().await;
+    let e = &ledger.engine;
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").expect("port");
+    let url = format!("http://{}/", closed.local_addr().expect("addr"));
+    drop(closed);
+    provider(e, "nobody", &url, 1000, false).await;
+    let (_executor, _stop) = start(e);
+    let job_id = submit(e, "refused", &["nobody"], 3).await;
+    let done = until(e, &job_id, |d| d.job.status == JobStatus::Failed).await;
+    assert_eq!(done.attempts.len(), 3, "retried until the budget was spent");
+    for attempt in &done.attempts {
+        assert_eq!(attempt.state, AttemptState::Failed);
+        assert_eq!(
+            attempt.error.as_ref().map(|x| x.kind.as_str()),
+            Some("never_sent")
+        );
+    }
+    assert_eq!(
+        done.job.error.as_ref().map(|x| x.code.as_str()),
+        Some("attempts_exhausted")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refusal_is_not_retried_there_and_an_unvalidated_fallback_is_not_used() {
+    let ledger = Ledger::new().await;
+    let e = &ledger.engine;
+    for (i, status) in [400u16, 401, 403, 404, 422].into_iter().enumerate() {
+        let refuser = refusing_server(status).await;
+        let fallback = sandbox(quick(10)).await;
+        provider(e, &format!("strict-{i}"), &refuser, 1000, false).await;
+        provider(e, &format!("spare-{i}"), &fallback.url(), 1000, false).await;
+        let (_executor, stop) = start(e);
+        let route = [format!("strict-{i}"), format!("spare-{i}")];
+        let job_id = submit(e, &format!("refused-{status}"), &[&route[0], &route[1]], 5).await;
+        let done = until(e, &job_id, |d| d.job.status == JobStatus::Failed).await;
+        drop(stop);
+        assert_eq!(
+            done.attempts.len(),
+            1,
+            "{status}: not retried at this provider"
+        );
+        assert_eq!(done.attempts[0].http_status, Some(status));
+        assert_eq!(
+            done.attempts[0].error.as_ref().map(|x| x.kind.as_str()),
+            Some("rejected")
+        );
+        assert_eq!(
+            done.job.error.as_ref().map(|x| x.code.as_str()),
+            Some("fallback_not_validated")
+        );
+        assert!(
+            fallback.log().is_empty(),
+            "{status}: the fallback saw no request"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn throttled_waits_at_least_its_retry_after() {
+    let ledger = Ledger::new().await;
+    let e = &ledger.engine;
+    let server = sandbox(Dials {
+        throttle: 1.0,
+        retry_after_s: 1,
+        ..quick(10)
+    })
+    .await;
+    provider(e, "busy", &server.url(), 1000, false).await;
+    let (_executor, _stop) = start(e);
+    let job_id = submit(e, "throttled", &["busy"], 2).await;
+    let done = until(e, &job_id, |d| d.job.status == JobStatus::Failed).await;
+    assert_eq!(done.attempts.len(), 2);
+    let first_done = parse(done.attempts[0].finished_at.as_deref());
+    let second_sent = parse(done.attempts[1].sent_at.as_deref());
+    let gap = second_sent - first_done;
+    assert!(
+        gap >= chrono::Duration::seconds(1),
+        "the next attempt waited {gap}"
+    );
+    assert_eq!(done.attempts[0].http_status, Some(429));
+    assert_eq!(
+        done.attempts[0].error.as_ref().map(|x| x.kind.as_str()),
+        Some("throttled")
+    );
+}
+
+fn parse(at: Option<&str>) -> chrono::DateTime<chrono::Utc> {
+    at.expect("a time").parse().expect("an RFC 3339 time")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_500_from_http_is_unknown_unless_the_provider_honours_the_key() {
+    let ledger = Ledger::new().await;
+    let e = &ledger.engine;
+    let server = sandbox(Dials {
+        server_error: 1.0,
+        ..quick(10)
+    })
+    .await;
+    provider(e, "plain", &server.url(), 1000, false).await;
+    provider(e, "keyed", &server.url(), 1000, true).await;
+    let (_executor, _stop) = start(e);
+
+    let plain = submit(e, "plain-500", &["plain"], 5).await;
+    let unknown = until(e, &plain, |d| d.job.status == JobStatus::Unknown).await;
+    assert_eq!(unknown.attempts.len(), 1);
+    assert_eq!(unknown.attempts[0].http_status, Some(500));
+
+    let keyed = submit(e, "keyed-500", &["keyed", "plain"], 5).await;
+    let done = until(e, &keyed, |d| d.job.status == JobStatus::Failed).await;
+    assert_eq!(done.attempts.len(), 2, "retried at the same provider");
+    assert!(done
+        .attempts
+        .iter()
+        .all(|a| a.provider == "keyed" && a.state == AttemptState::Failed));
+    let keys: Vec<_> = server
+        .log()
+        .into_iter()
+        .filter(|r| r.idempotency_key.as_deref() == Some(keyed.as_str()))
+        .collect();
+    assert_eq!(keys.len(), 2, "with the same Idempotency-Key: the job id");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn malformed_json_is_an_invalid_answer_and_retried() {
+    let ledger = Ledger::new().await;
+    let e = &ledger.engine;
+    let server = sandbox(Dials {
+        malformed_json: 1.0,
+        honour_idempotency_key: false,
+        ..quick(10)
+    })
+    .await;
+    provider(e, "garbled", &server.url(), 1000, false).await;
+    let (_executor, _stop) = start(e);
+    let job_id = submit(e, "garbled", &["garbled"], 2).await;
+    let done = until(e, &job_id, |d| d.job.status == JobStatus::Failed).await;
+    assert_eq!(done.attempts.len(), 2);
+    for attempt in &done.attempts {
+        assert_eq!(
+            attempt.error.as_ref().map(|x| x.kind.as_str()),
+            Some("invalid_answer")
+        );
+    }
+    assert_eq!(done.job.result, None);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answer_cut_off_mid_body_is_unknown() {
+    let ledger = Ledger::new().await;
+    let e = &ledger.engine;
+    let url = cutting_server().await;
+    provider(e, "cutter", &url, 2000, false).await;
+    let (_executor, _stop) = start(e);
+    let job_id = submit(e, "cut", &["cutter"], 5).await;
+    let done = until(e, &job_id, |d| d.job.status == JobStatus::Unknown).await;
+    assert_eq!(
+        done.attempts[0].error.as_ref().map(|x| x.kind.as_str()),
+        Some("cut_off")
+    );
+    assert_eq!(
+        done.attempts[0].request_id.as_deref(),
+        Some("cut-1"),
+        "saved when headers arrived"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_request_carries_the_job_id_as_idempotency_key_and_the_request_id_is_stored() {
+    let ledger = Ledger::new().await;
+    let e = &ledger.engine;
+    let server = sandbox(quick(10)).await;
+    provider(e, "echo", &server.url(), 1000, true).await;
+    let (_executor, _stop) = start(e);
+    let mut ids = Vec::new();
+    for i in 0..5 {
+        ids.push(submit(e, &format!("echo-{i}"), &["echo"], 5).await);
+    }
+    for id in &ids {
+        let done = until(e, id, |d| d.job.status == JobStatus::Succeeded).await;
+        let attempt = &done.attempts[0];
+        let seen = server
+            .log()
+            .into_iter()
+            .find(|r| r.request_id == attempt.request_id.clone().unwrap_or_default())
+            .expect("the provider's request id is stored");
+        assert_eq!(seen.idempotency_key.as_deref(), Some(id.as_str()));
+        assert_eq!(
+            done.job.result.as_ref().and_then(|r| r.get("echo")),
+            Some(&json!({ "key": done.job.idempotency_key }))
+        );
+    }
+    assert!(server.log().iter().all(|r| r.idempotency_key.is_some()));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reconcile_resolves_unknown_attempts_from_the_status_url() {
+    let ledger = Ledger::new().await;
+    let e = &ledger.engine;
+    // Processed, answer lost: the status lookup says it went through.
+    let dropper = sandbox(Dials {
+        drop_after_processing: 1.0,
+        ..quick(10)
+    })
+    .await;
+    // Refused with a 500 that may hide work: the status lookup says it did not happen.
+    let failing = sandbox(Dials {
+        server_error: 1.0,
+        ..quick(10)
+    })
+    .await;
+    provider(e, "dropper", &dropper.url(), 2000, false).await;
+    provider(e, "failing", &failing.url(), 2000, false).await;
+    let (executor, _stop) = start(e);
+
+    let went_through = submit(e, "went-through", &["dropper"], 5).await;
+    let unknown = until(e, &went_through, |d| d.job.status == JobStatus::Unknown).await;
+    match executor
+        .reconcile(&unknown.attempts[0])
+        .await
+        .expect("reconcile")
+    {
+        Reconciled::Completed(done) => assert_eq!(done.outcome, onejob_engine::Outcome::Won),
+        other => panic!("expected a completion, got {other:?}"),
+    }
+    let done = e.job(OWNER, &went_through).await.expect("job");
+    assert_eq!(done.job.status, JobStatus::Succeeded);
+    assert_eq!(done.job.completed_by.as_ref(), Some(&done.attempts[0].id));
+    assert_eq!(done.job.version, 1);
+
+    let did_not = submit(e, "did-not-happen", &["failing"], 1).await;
+    let unknown = until(e, &did_not, |d| d.job.status == JobStatus::Unknown).await;
+    match executor
+        .reconcile(&unknown.attempts[0])
+        .await
+        .expect("reconcile")
+    {
+        Reconciled::Failed(done) => assert_eq!(done.attempt.state, AttemptState::Failed),
+        other => panic!("expected a failure, got {other:?}"),
+    }
+    let failed = until(e, &did_not, |d| d.job.status == JobStatus::Failed).await;
+    assert_eq!(
+        failed.attempts[0].error.as_ref().map(|x| x.kind.as_str()),
+        Some("reconciled_failed")
+    );
+}
+
+/// A server that answers every request with `status` and a JSON error.
+async fn refusing_server(status: u16) -> String {
+    serve_raw(move |_| {
+        format!(
+            "HTTP/1.1 {status} Refused\r\ncontent-type: application/json\r\ncontent-length: 2\r\nconnection: close\r\n\r\n{{}}"
+        )
+        .into_bytes()
+    })
+    .await
+}
+
+/// A server that sends a 200 head promising 100 bytes, then 10, then closes.
+async fn cutting_server() -> String {
+    serve_raw(|_| {
+        b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nx-request-id: cut-1\r\ncontent-length: 100\r\n\r\n{\"partial\":".to_vec()
+    })
+    .await
+}
+
+/// A minimal HTTP/1.1 server on loopback that reads one request per connection and writes
+/// the bytes `reply` makes, then closes.
+async fn serve_raw(reply: impl Fn(&[u8]) -> Vec<u8> + Send + Sync + 'static) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let url = format!("http://{}/", listener.local_addr().expect("addr"));
+    let reply = std::sync::Arc::new(reply);
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            let reply = reply.clone();
+            tokio::spawn(async move {
+                let mut request = Vec::new();
+                let mut buf = [0u8; 4096];
+                // Read the head and the body the Content-Length announces.
+                while let Ok(n) = stream.read(&mut buf).await {
+                    if n == 0 {
+                        break;
+                    }
+                    request.extend_from_slice(&buf[..n]);
+                    if complete(&request) {
+                        break;
+                    }
+                }
+                let _ = stream.write_all(&reply(&request)).await;
+                let _ = stream.shutdown().await;
+            });
+        }
+    });
+    url
+}
+
+fn complete(request: &[u8]) -> bool {
+    let text = String::from_utf8_lossy(request);
+    let Some(end) = text.find("\r\n\r\n") else {
+        return false;
+    };
+    let length = text[..end]
+        .lines()
+        .find_map(|l| {
+            let (name, value) = l.split_once(':')?;
+            name.eq_ignore_ascii_case("content-length")
+                .then(|| value.trim().parse::<usize>().ok())
+                .flatten()
+        })
+        .unwrap_or(0);
+    request.len() >= end + 4 + length
+}
