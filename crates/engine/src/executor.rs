@@ -19,7 +19,7 @@ use crate::attempt::Cause;
 use crate::error::{Error, Result};
 use crate::job::JobStatus;
 use crate::ledger::Claim;
-use crate::model::{AfterFailure, Attempt, AttemptError, Job};
+use crate::model::{AfterFailure, Attempt, AttemptError, Job, JobError};
 use crate::policy::NOT_RETRYABLE_HERE;
 use crate::providers::http::{self, Classified, Head};
 use crate::providers::sandbox::{Dials, Sandbox};
@@ -68,6 +68,24 @@ pub enum Reconciled {
     Failed(Box<crate::model::JobAttempt>),
     /// The provider does not know yet; the attempt stays `unknown`.
     StillUnknown,
+}
+
+/// How a wait for one job ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WaitEnd {
+    Succeeded,
+    /// `failed` or `cancelled`.
+    Failed,
+    Unknown,
+    /// The caller's deadline passed first.
+    TimedOut,
+}
+
+/// The job as a wait left it, and how the wait ended.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Waited {
+    pub job: Job,
+    pub end: WaitEnd,
 }
 
 /// A running executor. Cheap to clone; clones share their attempts and sandboxes.
@@ -158,20 +176,21 @@ impl Executor {
         Ok(())
     }
 
-    /// Drives one job until it is terminal, `failed` or `unknown`, or `deadline` passes;
-    /// returns the job as it then is.
-    pub async fn run_job(&self, job_id: &str, deadline: Option<Instant>) -> Result<Job> {
+    /// Drives one job until it is terminal, `failed` or `unknown`, or `deadline` passes
+    /// (`submit --wait`). Returns as soon as the job is `unknown`: it does not wait for the
+    /// hard deadline. The job's `error` says why it is not `succeeded`.
+    pub async fn run_job(&self, job_id: &str, deadline: Option<Instant>) -> Result<Waited> {
         loop {
             let job = self.inner.engine.job_by_id(job_id).await?;
-            let settled = matches!(
-                job.status,
-                JobStatus::Succeeded
-                    | JobStatus::Failed
-                    | JobStatus::Cancelled
-                    | JobStatus::Unknown
-            );
-            if settled || deadline.is_some_and(|d| Instant::now() >= d) {
-                return Ok(job);
+            let end = match job.status {
+                JobStatus::Succeeded => Some(WaitEnd::Succeeded),
+                JobStatus::Failed | JobStatus::Cancelled => Some(WaitEnd::Failed),
+                JobStatus::Unknown => Some(WaitEnd::Unknown),
+                _ if deadline.is_some_and(|d| Instant::now() >= d) => Some(WaitEnd::TimedOut),
+                _ => None,
+            };
+            if let Some(end) = end {
+                return self.waited(job, end).await;
             }
             self.tick_job(&job).await?;
             tokio::select! {
@@ -179,6 +198,42 @@ impl Executor {
                 () = tokio::time::sleep(Duration::from_millis(25)) => {}
             }
         }
+    }
+
+    /// The job as a wait ends, with the reason in `error` when it did not succeed.
+    async fn waited(&self, mut job: Job, end: WaitEnd) -> Result<Waited> {
+        let reason = |code: &str, message: String| JobError {
+            code: code.to_owned(),
+            message,
+        };
+        match end {
+            WaitEnd::Unknown => {
+                let detail = self.inner.engine.job(&job.owner_id, &job.id).await?;
+                let open = detail.attempts.iter().rev().find(|a| a.state.is_open());
+                let why = open
+                    .and_then(|a| {
+                        a.error
+                            .as_ref()
+                            .map(|e| format!("attempt {} {}: {}", a.number, e.kind, e.message))
+                    })
+                    .unwrap_or_else(|| "an attempt's outcome is unknown".to_owned());
+                job.error = Some(reason(
+                    "unknown",
+                    format!("{why}; resolve it before another attempt"),
+                ));
+            }
+            WaitEnd::TimedOut => {
+                job.error = Some(reason(
+                    "wait_timeout",
+                    format!(
+                        "still {} when the wait ended; it goes on without the wait",
+                        job.status
+                    ),
+                ));
+            }
+            WaitEnd::Succeeded | WaitEnd::Failed => {}
+        }
+        Ok(Waited { job, end })
     }
 
     /// One pass over the ledger: recover expired leases (about once a second), look up the

@@ -789,6 +789,12 @@ async fn providers_refuse_secrets_and_bad_timeouts() {
         "provider.hard_timeout_ms",
         "timeouts",
     );
+    let bad_dials = r#"{"name":"s","kind":"sandbox","soft_timeout_ms":1,"hard_timeout_ms":2,"honours_idempotency_key":true,"dials":{"throttle":1.5}}"#;
+    assert_field(
+        &e.add_provider(bad_dials).await.expect_err("dials"),
+        "provider.dials.throttle",
+        "dials",
+    );
     let (_, replaced) = e
         .add_provider(&common::provider_json("primary"))
         .await

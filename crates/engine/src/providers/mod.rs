@@ -122,6 +122,16 @@ impl ProviderConfig {
                 ))
             }
         }
+        if let Some(dials) = self.extra.get("dials").filter(|d| !d.is_null()) {
+            sandbox::Dials::parse(&dials.to_string()).map_err(|e| match e {
+                Error::InvalidInput { details, message } => {
+                    let why = message.strip_prefix(&format!("{}: ", details.field));
+                    let field = format!("provider.{}", details.field);
+                    Error::invalid_input(field, why.unwrap_or(&message).to_owned())
+                }
+                other => other,
+            })?;
+        }
         if let Some(url) = &self.status_url {
             // A template: `{base_url}`, `{idempotency_key}`, `{job_id}`, `{request_id}` are filled in.
             if !url.starts_with("{base_url}") {
