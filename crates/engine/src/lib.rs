@@ -56,6 +56,7 @@ pub struct Engine {
     reader: SqlitePool,
     path: PathBuf,
     work: Arc<Notify>,
+    options: SqliteConnectOptions,
 }
 
 /// A filter and a position for `jobs`.
@@ -105,6 +106,7 @@ impl Engine {
             reader,
             path,
             work: Arc::new(Notify::new()),
+            options,
         };
         engine.migrate().await?;
         engine.recover_expired_leases().await?;
@@ -124,6 +126,39 @@ impl Engine {
     fn wake_executor(&self) {
         self.work.notify_waiters();
         self.work.notify_one();
+    }
+
+    /// A counter that rises whenever the ledger changes, whoever changed it (this process or
+    /// another one sharing the file); it is checked every `every`. Faces use it to refresh
+    /// what they show instead of polling the tables.
+    pub async fn changes(&self, every: Duration) -> Result<tokio::sync::watch::Receiver<u64>> {
+        use sqlx::{ConnectOptions, Connection};
+        let mut conn = self.options.clone().connect().await?;
+        let (tx, rx) = tokio::sync::watch::channel(0u64);
+        tokio::spawn(async move {
+            let mut seen: Option<i64> = None;
+            loop {
+                let version = sqlx::query_scalar::<_, i64>("PRAGMA data_version")
+                    .fetch_one(&mut conn)
+                    .await;
+                match version {
+                    Ok(v) if seen != Some(v) => {
+                        if seen.is_some() {
+                            tx.send_modify(|n| *n += 1);
+                        }
+                        seen = Some(v);
+                    }
+                    Ok(_) => {}
+                    Err(_) => break,
+                }
+                if tx.is_closed() {
+                    break;
+                }
+                tokio::time::sleep(every).await;
+            }
+            let _ = conn.close().await;
+        });
+        Ok(rx)
     }
 
     /// Closes both pools, waiting for running statements.

@@ -833,3 +833,30 @@ async fn a_new_ledger_can_submit_to_the_sandbox_at_once() {
         .expect("reopen");
     assert_eq!(code(reopened.provider("sandbox").await), "not_found");
 }
+
+#[tokio::test]
+async fn changes_are_announced_whoever_writes() {
+    let ledger = Ledger::new().await;
+    let mut changes = ledger
+        .engine
+        .changes(Duration::from_millis(20))
+        .await
+        .expect("watch");
+    // Another engine on the file stands in for another process.
+    let other = ledger.reopen().await;
+    other
+        .submit(OWNER, "from-elsewhere", &intent(json!(1)))
+        .await
+        .expect("submit");
+    tokio::time::timeout(Duration::from_secs(5), changes.changed())
+        .await
+        .expect("announced in time")
+        .expect("watcher alive");
+    let before = *changes.borrow_and_update();
+    ledger.submit("from-here").await;
+    tokio::time::timeout(Duration::from_secs(5), changes.changed())
+        .await
+        .expect("announced in time")
+        .expect("watcher alive");
+    assert!(*changes.borrow() > before);
+}
