@@ -407,7 +407,10 @@ impl Executor {
                         config.soft_timeout_ms
                     ),
                 };
-                engine.mark_unknown(&attempt.id, why).await?;
+                // A person may have moved it already (abandoned it, say); the answer is still awaited.
+                if let Err(e) = engine.mark_unknown(&attempt.id, why).await {
+                    eprintln!("onejob executor: attempt {}: {e}", attempt.id);
+                }
                 tokio::time::timeout(hard.saturating_sub(soft), &mut exchange)
                     .await
                     .ok()

@@ -528,3 +528,35 @@ fn complete(request: &[u8]) -> bool {
         .unwrap_or(0);
     request.len() >= end + 4 + length
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_attempt_abandoned_while_in_flight_still_delivers_its_late_answer() {
+    let ledger = Ledger::new().await;
+    let e = &ledger.engine;
+    let first = sandbox(quick(1200)).await;
+    let second = sandbox(quick(5000)).await;
+    // Abandoned before its soft timeout (700 ms), answered after it (1200 ms).
+    provider(e, "first", &first.url(), 700, false).await;
+    provider(e, "second", &second.url(), 8000, false).await;
+    let (_executor, _stop) = start(e);
+    let job_id = submit(e, "abandoned-in-flight", &["first"], 5).await;
+    let sent = until(e, &job_id, |d| {
+        d.attempts
+            .first()
+            .is_some_and(|a| a.state == AttemptState::InFlight)
+    })
+    .await;
+    let resolution = Resolution {
+        retry_on: Some("second".into()),
+        ..Resolution::default()
+    };
+    e.resolve(OWNER, &sent.attempts[0].id, Verdict::Abandoned, resolution)
+        .await
+        .expect("abandon before the soft timeout");
+    let done = until(e, &job_id, |d| d.job.status == JobStatus::Succeeded).await;
+    assert_eq!(done.job.completed_by.as_ref(), Some(&done.attempts[0].id));
+    assert!(
+        done.job.flagged_for_review,
+        "a late answer of an abandoned attempt is flagged"
+    );
+}
