@@ -560,3 +560,73 @@ async fn an_attempt_abandoned_while_in_flight_still_delivers_its_late_answer() {
         "a late answer of an abandoned attempt is flagged"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn request_timeout_and_unavailable_are_retried_after_retry_after() {
+    let ledger = Ledger::new().await;
+    let e = &ledger.engine;
+    for status in [408u16, 503] {
+        let busy = serve_raw(move |_| {
+            format!(
+                "HTTP/1.1 {status} Busy\r\nretry-after: 1\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+            )
+            .into_bytes()
+        })
+        .await;
+        let name = format!("busy-{status}");
+        provider(e, &name, &busy, 1000, false).await;
+        let (_executor, stop) = start(e);
+        let job_id = submit(e, &name, &[&name], 2).await;
+        let done = until(e, &job_id, |d| d.job.status == JobStatus::Failed).await;
+        drop(stop);
+        assert_eq!(done.attempts.len(), 2, "{status}: retried");
+        for attempt in &done.attempts {
+            assert_eq!(attempt.http_status, Some(status));
+            assert_eq!(
+                attempt.error.as_ref().map(|x| x.kind.as_str()),
+                Some("throttled")
+            );
+        }
+        let gap = parse(done.attempts[1].sent_at.as_deref())
+            - parse(done.attempts[0].finished_at.as_deref());
+        assert!(
+            gap >= chrono::Duration::seconds(1),
+            "{status}: waited {gap}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_renewed_lease_keeps_a_slow_attempt_in_flight_against_other_recoveries() {
+    let ledger = Ledger::new().await;
+    let e = &ledger.engine;
+    let slow = sandbox(quick(1500)).await;
+    provider(e, "slow", &slow.url(), 5000, false).await;
+    let options = ExecutorOptions {
+        lease: Duration::from_millis(600),
+        renew_every: Duration::from_millis(150),
+        poll_every: Duration::from_millis(50),
+        ..ExecutorOptions::default()
+    };
+    let executor = Executor::new(e.clone(), options).expect("executor");
+    let job_id = submit(e, "slow-but-alive", &["slow"], 5).await;
+    executor.tick().await.expect("tick");
+    // Another process recovering expired leases all the while.
+    let other = ledger.reopen().await;
+    let recovering = tokio::spawn(async move {
+        let mut moved = 0;
+        for _ in 0..40 {
+            moved += other.recover_expired_leases().await.expect("recover");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        moved
+    });
+    let done = until(e, &job_id, |d| d.job.status == JobStatus::Succeeded).await;
+    assert_eq!(
+        recovering.await.expect("task"),
+        0,
+        "no lease expired while it was renewed"
+    );
+    assert_eq!(done.attempts[0].state, AttemptState::Succeeded);
+    assert!(!kinds(&done).contains(&"recovered_unknown"));
+}
