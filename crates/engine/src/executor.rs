@@ -16,6 +16,7 @@ use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 
 use crate::attempt::Cause;
+use crate::contracts::Contract;
 use crate::error::{Error, Result};
 use crate::job::JobStatus;
 use crate::ledger::Claim;
@@ -23,7 +24,7 @@ use crate::model::{AfterFailure, Attempt, AttemptError, Job, JobError};
 use crate::policy::NOT_RETRYABLE_HERE;
 use crate::providers::http::{self, Classified, Head};
 use crate::providers::sandbox::{Dials, Sandbox};
-use crate::providers::{Provider, ProviderConfig, ProviderKind};
+use crate::providers::{build_request, decode, judge, Provider, ProviderConfig, ProviderKind};
 use crate::Engine;
 
 /// How an executor paces itself. The defaults are SPEC §4's.
@@ -281,8 +282,13 @@ impl Executor {
     }
 
     async fn claim_and_drive(&self, job_id: &str) -> Result<bool> {
-        // Until contract checks exist, no provider is validated for automatic failover.
-        match self.inner.engine.claim_next(job_id, |_, _| false).await? {
+        // Only a provider whose current contract check passed takes over by itself; a job
+        // without a contract has none.
+        let validated = self.inner.engine.validated_fallbacks(job_id).await?;
+        let allowed = |provider: &str, contract: Option<&str>| {
+            contract.is_some() && validated.contains(provider)
+        };
+        match self.inner.engine.claim_next(job_id, allowed).await? {
             Claim::Attempt(claimed) => Ok(self.spawn_drive(claimed.attempt)),
             Claim::Failed(_) | Claim::Skipped => Ok(false),
         }
@@ -372,7 +378,11 @@ impl Executor {
                 return Ok(());
             }
         };
-        let (request, config) = request;
+        let Prepared {
+            request,
+            config,
+            contract,
+        } = request;
         if engine
             .mark_sent(&attempt.id, &self.inner.id, self.inner.options.lease)
             .await
@@ -418,7 +428,12 @@ impl Executor {
         };
         renewer.abort();
         match classified {
-            Some(outcome) => self.settle(&attempt, outcome).await,
+            Some(outcome) => {
+                let outcome = self
+                    .judge(&attempt, outcome, &config, contract.as_ref())
+                    .await?;
+                self.settle(&attempt, outcome).await
+            }
             // The hard deadline passed: the connection is dropped and the attempt stays unknown.
             None => Ok(()),
         }
@@ -429,11 +444,7 @@ impl Executor {
         &self,
         attempt: &Attempt,
         job: &Job,
-    ) -> std::result::Result<(reqwest::RequestBuilder, ProviderConfig), AttemptError> {
-        let misconfigured = |message: String| AttemptError {
-            kind: "misconfigured".to_owned(),
-            message,
-        };
+    ) -> std::result::Result<Prepared, AttemptError> {
         let provider = self
             .inner
             .engine
@@ -445,8 +456,64 @@ impl Executor {
             .await
             .map_err(|e| misconfigured(e.to_string()))?;
         let input = job.intent.get("input").cloned().unwrap_or(Value::Null);
-        let request = http::build(&self.inner.client, &provider.config, &url, &job.id, &input)?;
-        Ok((request, provider.config))
+        let params = match job.intent.get("params") {
+            Some(Value::Object(params)) => params.clone(),
+            _ => serde_json::Map::new(),
+        };
+        // The contract as it is now is the one the answer is held to.
+        let contract = match job.intent.get("contract").and_then(Value::as_str) {
+            Some(name) => Some(
+                self.inner
+                    .engine
+                    .contract(name)
+                    .await
+                    .map_err(|e| misconfigured(format!("contract {name}: {e}")))?,
+            ),
+            None => None,
+        };
+        let request = build_request(
+            &self.inner.client,
+            &provider.config,
+            &url,
+            &job.id,
+            &input,
+            contract.as_ref(),
+            &params,
+        )?;
+        Ok(Prepared {
+            request,
+            config: provider.config,
+            contract,
+        })
+    }
+
+    /// Reads an answer out of its kind's envelope and holds it to the job's contract, before
+    /// it may reach the compare-and-swap: an invalid answer becomes a failure of the attempt
+    /// (`invalid_answer`, `contract_violation`), never the job's result. Token usage is kept.
+    async fn judge(
+        &self,
+        attempt: &Attempt,
+        outcome: Classified,
+        config: &ProviderConfig,
+        contract: Option<&Contract>,
+    ) -> Result<Classified> {
+        let Classified::Answer(body) = outcome else {
+            return Ok(outcome);
+        };
+        let decoded = match decode(config.kind, body) {
+            Ok(decoded) => decoded,
+            Err(error) => return Ok(answered_but(error)),
+        };
+        if decoded.usage.is_some() || decoded.id.is_some() {
+            self.inner
+                .engine
+                .record_usage(&attempt.id, decoded.id.as_deref(), decoded.usage.as_ref())
+                .await?;
+        }
+        Ok(match judge(decoded.output, contract) {
+            Ok(result) => Classified::Answer(result),
+            Err(error) => answered_but(error),
+        })
     }
 
     /// Where to send: the configured URL, or the in-process sandbox for a `sandbox` provider
@@ -614,6 +681,23 @@ impl Executor {
         let state = body.get("state").and_then(Value::as_str).unwrap_or("");
         if state == "succeeded" {
             let result = body.get("result").cloned().unwrap_or(Value::Null);
+            // A looked-up answer is held to the job's contract like a live one.
+            let job = engine.job_by_id(&attempt.job_id).await?;
+            let contract = match job.intent.get("contract").and_then(Value::as_str) {
+                Some(name) => Some(engine.contract(name).await?),
+                None => None,
+            };
+            let judged = decode(provider.config.kind, result)
+                .and_then(|decoded| judge(decoded.output, contract.as_ref()));
+            let result = match judged {
+                Ok(result) => result,
+                Err(why) => {
+                    let done = engine
+                        .fail_attempt(&attempt.id, why, None, AfterFailure::Requeue)
+                        .await?;
+                    return Ok(Reconciled::Failed(Box::new(done)));
+                }
+            };
             let done = engine
                 .complete(&attempt.id, &result, Cause::Reconciliation)
                 .await?;
@@ -632,6 +716,29 @@ impl Executor {
             return Ok(Reconciled::Failed(Box::new(done)));
         }
         Ok(Reconciled::StillUnknown)
+    }
+}
+
+/// An attempt ready to send: its request, its provider, and the contract its answer must keep.
+struct Prepared {
+    request: reqwest::RequestBuilder,
+    config: ProviderConfig,
+    contract: Option<Contract>,
+}
+
+fn misconfigured(message: String) -> AttemptError {
+    AttemptError {
+        kind: "misconfigured".to_owned(),
+        message,
+    }
+}
+
+/// A complete 2xx answer that cannot be the result: a definite failure of the attempt.
+fn answered_but(error: AttemptError) -> Classified {
+    Classified::Failed {
+        error,
+        http_status: None,
+        retry_after: None,
     }
 }
 

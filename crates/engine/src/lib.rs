@@ -5,6 +5,7 @@
 //! executor (claiming, sending, completing) act on ids alone.
 
 pub mod attempt;
+pub mod contracts;
 pub mod error;
 pub mod executor;
 pub mod intent;
@@ -28,7 +29,7 @@ pub use attempt::{AttemptState, Cause};
 pub use error::{Error, Result};
 pub use intent::Intent;
 pub use job::JobStatus;
-pub use ledger::Claim;
+pub use ledger::{AddedContract, Claim};
 pub use model::*;
 pub use providers::{Provider, ProviderConfig, ProviderKind};
 

@@ -5,6 +5,8 @@ mod answers;
 mod attempts;
 mod claim;
 pub use claim::Claim;
+mod contracts;
+pub use contracts::AddedContract;
 mod person;
 mod providers;
 mod read;

@@ -57,6 +57,13 @@ impl Engine {
             Err(sqlx::Error::Database(e)) if e.message().contains("intent.route") => {
                 return Err(missing_provider(&mut conn, &intent.intent.route).await)
             }
+            Err(sqlx::Error::Database(e)) if e.message().contains("intent.contract") => {
+                let name = intent.intent.contract.unwrap_or_default();
+                return Err(Error::invalid_input(
+                    "intent.contract",
+                    format!("no contract named {name} is configured"),
+                ));
+            }
             Err(e) => return Err(e.into()),
         }
         let existing = job_rows::by_key(&mut conn, owner, key)

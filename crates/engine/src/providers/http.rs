@@ -60,13 +60,7 @@ pub fn build(
         .post(url)
         .header("Idempotency-Key", job_id)
         .json(input);
-    if let Some(var) = &config.api_key_env {
-        let key = std::env::var(var).map_err(|_| {
-            error(
-                "misconfigured",
-                format!("the environment variable {var} that should hold the API key is not set"),
-            )
-        })?;
+    if let Some(key) = super::api_key(config)? {
         request = request.bearer_auth(key);
     }
     Ok(request)

@@ -1,13 +1,18 @@
 //! Provider configuration: what `provider add` accepts and the ledger stores.
 
+pub mod anthropic;
 pub mod http;
+pub mod openai;
 pub mod sandbox;
+mod sandbox_chat;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use crate::contracts::Contract;
 use crate::error::{Error, Result};
 use crate::intent::{check_depth, validate_name};
+use crate::model::AttemptError;
 
 /// The kinds of provider onejob can talk to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, specta::Type)]
@@ -54,8 +59,133 @@ pub struct ProviderConfig {
     pub status_url: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context_window: Option<u64>,
+    /// `openai` kind: whether `response_format` may carry the contract's JSON schema (strict);
+    /// when false, JSON mode is asked for and the schema is put in the system message.
+    /// Absent means true.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub supports_json_schema: Option<bool>,
+    /// How the contract check counts a prompt's tokens; absent means OpenAI's encoding when
+    /// the model is an OpenAI model, otherwise "not checked".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokenizer: Option<Tokenizer>,
     #[serde(flatten)]
     pub extra: Map<String, Value>,
+}
+
+/// The tokenizers a contract check can count a prompt with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Tokenizer {
+    /// OpenAI's encodings, bundled: the model's own, or o200k_base for a model name it does not know.
+    Tiktoken,
+    /// A llama.cpp-style server's own `POST /tokenize` (after `/apply-template` where offered).
+    LlamaTokenize,
+}
+
+/// What an AI provider's answer carried, read out of its kind's envelope.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Decoded {
+    pub output: Output,
+    /// The provider's token usage, as it reported it.
+    pub usage: Option<Value>,
+    /// The answer's own id (`chatcmpl-…`, `msg_…`).
+    pub id: Option<String>,
+}
+
+/// The model's answer: message text to be parsed, or JSON the envelope already holds.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Output {
+    Text(String),
+    Json(Value),
+}
+
+/// Reads the answer out of a 2xx JSON body by the provider's kind; a body that is not the
+/// kind's envelope is `invalid_answer`.
+pub fn decode(kind: ProviderKind, body: Value) -> std::result::Result<Decoded, AttemptError> {
+    match kind {
+        ProviderKind::Openai => openai::decode(&body),
+        ProviderKind::Anthropic => anthropic::decode(&body),
+        ProviderKind::Http | ProviderKind::Sandbox => Ok(Decoded {
+            output: Output::Json(body),
+            usage: None,
+            id: None,
+        }),
+    }
+}
+
+/// The job's result from a decoded answer: held to the contract when the job has one (text
+/// that is not JSON, a schema violation or an extra key is `contract_violation`); without a
+/// contract, message text is kept as JSON when it parses and as a string otherwise.
+pub fn judge(
+    output: Output,
+    contract: Option<&Contract>,
+) -> std::result::Result<Value, AttemptError> {
+    match (contract, output) {
+        (Some(contract), Output::Text(text)) => contract.judge_text(&text),
+        (Some(contract), Output::Json(value)) => contract.judge(&value).map(|()| value),
+        (None, Output::Text(text)) => {
+            Ok(serde_json::from_str(&text).unwrap_or(Value::String(text)))
+        }
+        (None, Output::Json(value)) => Ok(value),
+    }
+}
+
+/// Builds an attempt's request for the provider's kind, to `base_url` as configured: the
+/// job's input as the body for `http` and `sandbox`, the rendered contract prompt (or the
+/// input's own messages) for `openai` and `anthropic`. `params` are the intent's.
+pub fn build_request(
+    client: &reqwest::Client,
+    config: &ProviderConfig,
+    base_url: &str,
+    job_id: &str,
+    input: &Value,
+    contract: Option<&Contract>,
+    params: &Map<String, Value>,
+) -> std::result::Result<reqwest::RequestBuilder, AttemptError> {
+    match config.kind {
+        ProviderKind::Http | ProviderKind::Sandbox => {
+            http::build(client, config, base_url, job_id, input)
+        }
+        ProviderKind::Openai => {
+            let body = openai::body(config, contract, input, params)?;
+            http::build(client, config, &openai::url(base_url), job_id, &body)
+        }
+        ProviderKind::Anthropic => {
+            let body = anthropic::body(config, contract, input, params)?;
+            anthropic::build(client, config, base_url, job_id, &body)
+        }
+    }
+}
+
+/// The API key from the environment variable the provider names, read at call time and never
+/// kept: `None` when the provider names none, `misconfigured` when the variable is unset.
+pub fn api_key(config: &ProviderConfig) -> std::result::Result<Option<String>, AttemptError> {
+    let Some(var) = &config.api_key_env else {
+        return Ok(None);
+    };
+    std::env::var(var).map(Some).map_err(|_| AttemptError {
+        kind: "misconfigured".to_owned(),
+        message: format!("the environment variable {var} that should hold the API key is not set"),
+    })
+}
+
+/// Parameters the adapters set themselves; the intent's `params` cannot override them.
+pub(crate) const RESERVED_PARAMS: [&str; 7] = [
+    "model",
+    "messages",
+    "system",
+    "response_format",
+    "stream",
+    "tools",
+    "tool_choice",
+];
+
+/// A misconfiguration of a job or provider found before sending: nothing was sent.
+pub(crate) fn misconfigured(message: impl Into<String>) -> AttemptError {
+    AttemptError {
+        kind: "misconfigured".to_owned(),
+        message: message.into(),
+    }
 }
 
 /// A provider as listed: its configuration and when it last changed.
@@ -189,7 +319,10 @@ fn first_bad_field(fields: &Map<String, Value>) -> Option<String> {
                 .as_str()
                 .is_some_and(|k| ["openai", "anthropic", "http", "sandbox"].contains(&k)),
             "soft_timeout_ms" | "hard_timeout_ms" | "context_window" => v.is_u64(),
-            "honours_idempotency_key" => v.is_boolean(),
+            "honours_idempotency_key" | "supports_json_schema" => v.is_boolean(),
+            "tokenizer" => v
+                .as_str()
+                .is_some_and(|t| ["tiktoken", "llama_tokenize"].contains(&t)),
             _ => true,
         }
     };

@@ -9,6 +9,14 @@
 //!   (faults included, so a lost answer still takes time), and the reply is sent. The normal
 //!   answer is 200 `{"echo": <body>, "request_id": "sbx-<n>", "answered_at": <time>}`; every
 //!   reply carries `X-Request-Id: sbx-<n>`, the id of the request it answers.
+//! - `POST /v1/chat/completions` — the same, speaking OpenAI's Chat Completions (an `openai`
+//!   provider whose `base_url` is the sandbox's url plus `/v1`). The answer is a chat completion
+//!   whose `choices[0].message.content` is a JSON text made to fit the schema of the request's
+//!   `response_format` (every property, the first of an `enum`, `"sandbox"` for a string, the
+//!   minimum or 0 for a number), with a usage block; `extra_key` puts an `"unexpected"` key
+//!   into that content instead of the envelope, and three dials break the content the way a
+//!   fallback model breaks a contract: `prose`, `missing_required_key` and `wrong_type`. On the
+//!   job endpoint those three answer normally.
 //! - `GET /_log` → `{"requests": [LogEntry, …]}`, in arrival order; not logged itself.
 //! - `GET /status/{idempotency_key}` (the key percent-encoded) — the status lookup onejob's
 //!   reconciliation uses for an attempt whose answer never arrived:
@@ -54,6 +62,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use tokio::task::{JoinHandle, JoinSet};
 
+use super::sandbox_chat::{self, Break};
 use crate::error::{Error, Result};
 use crate::store::now;
 
@@ -61,6 +70,8 @@ use crate::store::now;
 const MAX_BODY: usize = 16 * 1024 * 1024;
 /// The longest latency plus jitter the dials accept: ten minutes.
 const MAX_DELAY_MS: u64 = 600_000;
+/// The path of the chat mode, as an `openai` provider with `base_url` `<sandbox url>/v1` posts.
+pub const CHAT_PATH: &str = "/v1/chat/completions";
 const X_REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 const IDEMPOTENCY_KEY: HeaderName = HeaderName::from_static("idempotency-key");
 const IDEMPOTENT_REPLAYED: HeaderName = HeaderName::from_static("idempotent-replayed");
@@ -89,8 +100,14 @@ pub struct Dials {
     /// The request is processed and answered 200 with a body that is not JSON.
     pub malformed_json: f64,
     /// The request is processed and answered 200 with the normal answer plus an extra
-    /// top-level key `"unexpected"`.
+    /// top-level key `"unexpected"` (in chat mode: in the message content).
     pub extra_key: f64,
+    /// Chat mode: the message content is prose around the answer, not JSON.
+    pub prose: f64,
+    /// Chat mode: the content lacks its first required key.
+    pub missing_required_key: f64,
+    /// Chat mode: the content's first property has a value of the wrong type.
+    pub wrong_type: f64,
     /// Whether a repeated `Idempotency-Key` gets the first answer (default true).
     pub honour_idempotency_key: bool,
 }
@@ -107,6 +124,9 @@ impl Default for Dials {
             retry_after_s: 1,
             malformed_json: 0.0,
             extra_key: 0.0,
+            prose: 0.0,
+            missing_required_key: 0.0,
+            wrong_type: 0.0,
             honour_idempotency_key: true,
         }
     }
@@ -121,6 +141,9 @@ enum Fault {
     Throttle,
     MalformedJson,
     ExtraKey,
+    Prose,
+    MissingRequiredKey,
+    WrongType,
 }
 
 impl Dials {
@@ -184,7 +207,7 @@ impl Dials {
         Ok(())
     }
 
-    fn probabilities(&self) -> [(&'static str, f64); 6] {
+    fn probabilities(&self) -> [(&'static str, f64); 9] {
         [
             ("never_answer", self.never_answer),
             ("drop_after_processing", self.drop_after_processing),
@@ -192,6 +215,9 @@ impl Dials {
             ("throttle", self.throttle),
             ("malformed_json", self.malformed_json),
             ("extra_key", self.extra_key),
+            ("prose", self.prose),
+            ("missing_required_key", self.missing_required_key),
+            ("wrong_type", self.wrong_type),
         ]
     }
 
@@ -204,6 +230,9 @@ impl Dials {
             Fault::Throttle,
             Fault::MalformedJson,
             Fault::ExtraKey,
+            Fault::Prose,
+            Fault::MissingRequiredKey,
+            Fault::WrongType,
         ];
         let roll: f64 = rng.gen();
         let mut cumulative = 0.0;
@@ -236,7 +265,8 @@ pub struct LogEntry {
     /// Hex SHA-256 of the raw body bytes; empty when the body was too large to read.
     pub body_sha256: String,
     /// What the sandbox did with it: `answered`, `never_answered`, `dropped`, `server_error`,
-    /// `throttled`, `malformed_json`, `extra_key`, `replayed`, `in_progress` or `bad_request`.
+    /// `throttled`, `malformed_json`, `extra_key`, `prose`, `missing_required_key`, `wrong_type`,
+    /// `replayed`, `in_progress` or `bad_request`.
     pub outcome: String,
 }
 
@@ -394,6 +424,9 @@ enum Delivery {
     Drop,
     MalformedJson,
     ExtraKey,
+    Prose,
+    MissingRequiredKey,
+    WrongType,
 }
 
 impl Plan {
@@ -408,6 +441,9 @@ impl Plan {
             },
             Some(Fault::MalformedJson) => Plan::Process(Delivery::MalformedJson),
             Some(Fault::ExtraKey) => Plan::Process(Delivery::ExtraKey),
+            Some(Fault::Prose) => Plan::Process(Delivery::Prose),
+            Some(Fault::MissingRequiredKey) => Plan::Process(Delivery::MissingRequiredKey),
+            Some(Fault::WrongType) => Plan::Process(Delivery::WrongType),
         }
     }
 
@@ -418,6 +454,9 @@ impl Plan {
             Plan::Process(Delivery::Drop) => "dropped",
             Plan::Process(Delivery::MalformedJson) => "malformed_json",
             Plan::Process(Delivery::ExtraKey) => "extra_key",
+            Plan::Process(Delivery::Prose) => "prose",
+            Plan::Process(Delivery::MissingRequiredKey) => "missing_required_key",
+            Plan::Process(Delivery::WrongType) => "wrong_type",
             Plan::ServerError => "server_error",
             Plan::Throttle { .. } => "throttled",
             Plan::BadRequest(..) => "bad_request",
@@ -433,6 +472,8 @@ struct Work {
     key: Option<String>,
     plan: Plan,
     echo: Value,
+    /// Asked at `/v1/chat/completions`: answered in the Chat Completions envelope.
+    chat: bool,
 }
 
 /// How the service ends a request.
@@ -594,6 +635,7 @@ impl Shared {
             key,
             body,
         } = arrival;
+        let chat = path.split('?').next() == Some(CHAT_PATH);
         let echo = body
             .as_ref()
             .and_then(|b| serde_json::from_slice::<Value>(b).ok());
@@ -621,7 +663,12 @@ impl Shared {
         } else if honoured.is_some_and(|r| r.processing > 0) {
             Plan::InProgress
         } else {
-            Plan::from_roll(dials.roll(&mut rng), &dials)
+            let fault = dials.roll(&mut rng);
+            let chat_only = matches!(
+                fault,
+                Some(Fault::Prose | Fault::MissingRequiredKey | Fault::WrongType)
+            );
+            Plan::from_roll(fault.filter(|_| chat || !chat_only), &dials)
         };
         if let Some(key) = &key {
             match &plan {
@@ -649,6 +696,7 @@ impl Shared {
             key,
             plan,
             echo: echo.unwrap_or(Value::Null),
+            chat,
         };
         (work, delay)
     }
@@ -661,12 +709,17 @@ impl Shared {
             key,
             plan,
             echo,
+            chat,
         } = work;
         let (status, body) = match plan {
             Plan::Process(delivery) => {
-                let normal =
-                    json!({ "echo": echo, "request_id": request_id, "answered_at": now() });
-                let answer = processed_answer(delivery, normal);
+                let answer = if chat {
+                    chat_answer(delivery, &echo, &request_id)
+                } else {
+                    let normal =
+                        json!({ "echo": echo, "request_id": request_id, "answered_at": now() });
+                    processed_answer(delivery, normal)
+                };
                 if let Some(key) = &key {
                     self.record(key, &answer);
                 }
@@ -741,6 +794,27 @@ impl Shared {
     }
 }
 
+/// The answer a processed chat request gets: a chat completion whose content the dial may
+/// break; a malformed one is cut short like any other.
+fn chat_answer(delivery: Delivery, request: &Value, request_id: &str) -> Answer {
+    let broken = match delivery {
+        Delivery::ExtraKey => Break::ExtraKey,
+        Delivery::Prose => Break::Prose,
+        Delivery::MissingRequiredKey => Break::MissingRequiredKey,
+        Delivery::WrongType => Break::WrongType,
+        Delivery::Answer | Delivery::Withhold | Delivery::Drop | Delivery::MalformedJson => {
+            Break::None
+        }
+    };
+    let completion = sandbox_chat::completion(request, request_id, broken);
+    let cut = if delivery == Delivery::MalformedJson {
+        Delivery::MalformedJson
+    } else {
+        Delivery::Answer
+    };
+    processed_answer(cut, completion)
+}
+
 /// The answer a processed request gets (or would have got, when it is withheld or dropped).
 fn processed_answer(delivery: Delivery, normal: Value) -> Answer {
     let body = match delivery {
@@ -759,7 +833,12 @@ fn processed_answer(delivery: Delivery, normal: Value) -> Answer {
             }
             Bytes::from(answer.to_string())
         }
-        Delivery::Answer | Delivery::Withhold | Delivery::Drop => Bytes::from(normal.to_string()),
+        Delivery::Answer
+        | Delivery::Withhold
+        | Delivery::Drop
+        | Delivery::Prose
+        | Delivery::MissingRequiredKey
+        | Delivery::WrongType => Bytes::from(normal.to_string()),
     };
     Answer {
         status: StatusCode::OK,

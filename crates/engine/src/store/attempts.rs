@@ -281,3 +281,31 @@ pub async fn unknown(conn: &mut SqliteConnection, limit: u32) -> sqlx::Result<Ve
     .fetch_all(conn)
     .await
 }
+
+/// Keeps an AI provider's answer metadata: its token usage, and the answer's own id as the
+/// request id when the response headers carried none.
+pub async fn record_usage(
+    conn: &mut SqliteConnection,
+    id: &str,
+    request_id: Option<&str>,
+    usage: Option<&str>,
+) -> sqlx::Result<()> {
+    sqlx::query(
+        "UPDATE attempts SET request_id = coalesce(request_id, ?), usage = coalesce(?, usage) WHERE id = ?",
+    )
+    .bind(request_id)
+    .bind(usage)
+    .bind(id)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// An attempt's recorded token usage, if its provider reported one.
+pub async fn usage(conn: &mut SqliteConnection, id: &str) -> sqlx::Result<Option<String>> {
+    let row: Option<(Option<String>,)> = sqlx::query_as("SELECT usage FROM attempts WHERE id = ?")
+        .bind(id)
+        .fetch_optional(conn)
+        .await?;
+    Ok(row.and_then(|(u,)| u))
+}

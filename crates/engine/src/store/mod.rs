@@ -1,6 +1,8 @@
 //! Every SQL statement of the engine, one file per table; nothing outside `store` writes SQL.
 
 pub mod attempts;
+pub mod checks;
+pub mod contracts;
 pub mod events;
 pub mod jobs;
 pub mod providers;

@@ -1,0 +1,245 @@
+//! Contract calls: add, list, check against a provider, and which providers a job may fail
+//! over to by itself (SPEC §7, §8).
+
+use std::collections::HashSet;
+
+use serde_json::Value;
+use sqlx::SqliteConnection;
+
+use crate::contracts::check::{self, Check, SampleResult};
+use crate::contracts::{self, Contract};
+use crate::error::{Error, Result};
+use crate::intent::validate_intent;
+use crate::providers::sandbox::Sandbox;
+use crate::providers::ProviderKind;
+use crate::store::checks::{self as check_rows, CheckRow};
+use crate::store::contracts::{self as contract_rows, ContractRow, Upserted};
+use crate::store::{attempts as attempt_rows, json_column, now, providers as provider_rows};
+use crate::Engine;
+
+/// What `add_contract` did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AddedContract {
+    pub contract: Contract,
+    /// A contract of that name existed.
+    pub replaced: bool,
+    /// Its content changed, so every earlier check of it no longer counts.
+    pub changed: bool,
+}
+
+impl Engine {
+    /// Adds a contract from its JSON, or replaces the one of that name. A change of schema,
+    /// template or samples gives it a new hash, and every check made before stops counting.
+    pub async fn add_contract(&self, contract_json: &str) -> Result<AddedContract> {
+        let new = contracts::parse(contract_json)?;
+        let text = |v: &Value| serde_json::to_string(v).map_err(|e| Error::internal(e.to_string()));
+        let template = text(&serde_json::json!(new.template))?;
+        let mut tx = self.begin().await?;
+        let upserted = contract_rows::upsert(
+            &mut tx,
+            &new.name,
+            &text(&new.schema)?,
+            &template,
+            &text(&Value::Array(new.samples.clone()))?,
+            &new.hash,
+        )
+        .await?;
+        let row = contract_rows::get(&mut tx, &new.name)
+            .await?
+            .ok_or_else(|| Error::internal("a contract vanished inside its transaction"))?;
+        tx.commit().await?;
+        Ok(AddedContract {
+            contract: into_contract(row)?,
+            replaced: upserted != Upserted::Created,
+            changed: upserted == Upserted::Changed,
+        })
+    }
+
+    /// All contracts, by name.
+    pub async fn contracts(&self) -> Result<Vec<Contract>> {
+        let mut conn = self.reader.acquire().await?;
+        contract_rows::list(&mut conn)
+            .await?
+            .into_iter()
+            .map(into_contract)
+            .collect()
+    }
+
+    /// One contract by name, or `not_found`.
+    pub async fn contract(&self, name: &str) -> Result<Contract> {
+        let mut conn = self.reader.acquire().await?;
+        contract_rows::get(&mut conn, name)
+            .await?
+            .ok_or_else(|| Error::not_found("contract", name))
+            .and_then(into_contract)
+    }
+
+    /// The last check of a contract against each provider it was checked with.
+    pub async fn contract_checks(&self, name: &str) -> Result<Vec<Check>> {
+        let mut conn = self.reader.acquire().await?;
+        let contract = contract_rows::get(&mut conn, name)
+            .await?
+            .ok_or_else(|| Error::not_found("contract", name))
+            .and_then(into_contract)?;
+        let rows = check_rows::latest_per_provider(&mut conn, name).await?;
+        let mut checks = Vec::with_capacity(rows.len());
+        for row in rows {
+            let provider = provider_rows::get(&mut conn, &row.provider).await?;
+            let current = counts(
+                &row,
+                &contract,
+                provider.as_ref().map(|p| p.updated_at.as_str()),
+            );
+            checks.push(into_check(row, current)?);
+        }
+        Ok(checks)
+    }
+
+    /// Runs the contract check (SPEC §8) of `contract` against `provider` and stores it.
+    /// Every sample is sent at temperature 0; the check passes only if every answer keeps the
+    /// contract and every rendered prompt fits the provider's context window. A `sandbox`
+    /// provider without a `base_url` is checked against a sandbox started for the check.
+    pub async fn check_contract(&self, contract: &str, provider: &str) -> Result<Check> {
+        let contract = self.contract(contract).await?;
+        let provider = self.provider(provider).await?;
+        let client = reqwest::Client::builder()
+            .no_proxy()
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .map_err(|e| Error::internal(format!("cannot build the HTTP client: {e}")))?;
+        let id = uuid::Uuid::now_v7().to_string();
+        let (base_url, sandbox) = match &provider.config.base_url {
+            Some(url) => (url.clone(), None),
+            None if provider.config.kind == ProviderKind::Sandbox => {
+                let dials = crate::executor::sandbox_dials(&provider.config)?;
+                let sandbox = Sandbox::start(([127, 0, 0, 1], 0).into(), dials).await?;
+                (sandbox.url(), Some(sandbox))
+            }
+            None => {
+                return Err(Error::invalid_input(
+                    "provider.base_url",
+                    "is required for this kind",
+                ))
+            }
+        };
+        let samples = check::run(&client, &contract, &provider, &base_url, &id).await;
+        if let Some(sandbox) = sandbox {
+            sandbox.stop().await;
+        }
+        let row = CheckRow {
+            id,
+            contract: contract.name.clone(),
+            contract_hash: contract.hash.clone(),
+            provider: provider.config.name.clone(),
+            provider_updated_at: provider.updated_at.clone(),
+            passed: samples.iter().all(|s| s.passed),
+            samples: serde_json::to_string(&samples).map_err(|e| Error::internal(e.to_string()))?,
+            checked_at: now(),
+        };
+        let mut tx = self.begin().await?;
+        check_rows::insert(&mut tx, &row).await?;
+        // Re-read within the write: the contract or provider may have changed during the check.
+        let current = is_current(&mut tx, &row).await?;
+        tx.commit().await?;
+        into_check(row, current)
+    }
+
+    /// The providers of a job's route that it may fail over to by itself: those whose last
+    /// check of the job's contract passed and is current. Empty for a job without a contract.
+    pub async fn validated_fallbacks(&self, job_id: &str) -> Result<HashSet<String>> {
+        let job = self.job_by_id(job_id).await?;
+        let intent = validate_intent(job.intent)?.intent;
+        let Some(contract) = intent.contract else {
+            return Ok(HashSet::new());
+        };
+        let mut conn = self.reader.acquire().await?;
+        let mut validated = HashSet::new();
+        for provider in intent.route {
+            if let Some(row) = check_rows::latest(&mut conn, &contract, &provider).await? {
+                if row.passed && is_current(&mut conn, &row).await? {
+                    validated.insert(provider);
+                }
+            }
+        }
+        Ok(validated)
+    }
+
+    /// Keeps an AI provider's token usage for an attempt, and the answer's own id as its request
+    /// id when the response headers carried none.
+    pub async fn record_usage(
+        &self,
+        attempt_id: &str,
+        answer_id: Option<&str>,
+        usage: Option<&Value>,
+    ) -> Result<()> {
+        let usage = usage.map(Value::to_string);
+        let mut tx = self.begin().await?;
+        attempt_rows::record_usage(&mut tx, attempt_id, answer_id, usage.as_deref()).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// The token usage recorded for an attempt, if its provider reported one.
+    pub async fn attempt_usage(&self, attempt_id: &str) -> Result<Option<Value>> {
+        let mut conn = self.reader.acquire().await?;
+        Ok(attempt_rows::usage(&mut conn, attempt_id)
+            .await?
+            .as_deref()
+            .map(json_column))
+    }
+}
+
+/// Whether a check still describes the contract and the provider as they are now.
+async fn is_current(conn: &mut SqliteConnection, row: &CheckRow) -> Result<bool> {
+    let Some(contract) = contract_rows::get(conn, &row.contract).await? else {
+        return Ok(false);
+    };
+    let provider = provider_rows::get(conn, &row.provider).await?;
+    Ok(counts(
+        row,
+        &into_contract(contract)?,
+        provider.as_ref().map(|p| p.updated_at.as_str()),
+    ))
+}
+
+/// A check counts when it passed, was made against the contract's current content after it
+/// last changed, and against the provider as it is configured now.
+fn counts(row: &CheckRow, contract: &Contract, provider_updated_at: Option<&str>) -> bool {
+    row.passed
+        && row.contract_hash == contract.hash
+        && row.checked_at >= contract.updated_at
+        && provider_updated_at == Some(row.provider_updated_at.as_str())
+}
+
+fn into_contract(row: ContractRow) -> Result<Contract> {
+    let unreadable = |e: serde_json::Error| {
+        Error::internal(format!("contract {} is stored unreadably: {e}", row.name))
+    };
+    let template = serde_json::from_str(&row.template).map_err(unreadable)?;
+    let samples = serde_json::from_str(&row.samples).map_err(unreadable)?;
+    Ok(Contract {
+        schema: json_column(&row.schema),
+        template,
+        samples,
+        name: row.name,
+        hash: row.hash,
+        created_at: row.created_at,
+        updated_at: row.updated_at,
+    })
+}
+
+fn into_check(row: CheckRow, current: bool) -> Result<Check> {
+    let samples: Vec<SampleResult> = serde_json::from_str(&row.samples)
+        .map_err(|e| Error::internal(format!("check {} is stored unreadably: {e}", row.id)))?;
+    Ok(Check {
+        id: row.id,
+        contract: row.contract,
+        contract_hash: row.contract_hash,
+        provider: row.provider,
+        provider_updated_at: row.provider_updated_at,
+        passed: row.passed,
+        samples,
+        checked_at: row.checked_at,
+        current,
+    })
+}

@@ -1,0 +1,132 @@
+//! The `anthropic` kind: the Messages API at `{base_url}/v1/messages`, with `x-api-key` and
+//! `anthropic-version` headers.
+//!
+//! A job with a contract holds the model to the contract's schema by tool use: one tool,
+//! `answer`, whose `input_schema` is the contract's schema, and `tool_choice` forcing it. The
+//! answer is that tool call's input; a reply in text instead is judged as text (prose is a
+//! contract violation).
+
+use serde_json::{json, Map, Value};
+
+use super::{api_key, misconfigured, Decoded, Output, ProviderConfig, RESERVED_PARAMS};
+use crate::contracts::Contract;
+use crate::model::AttemptError;
+
+/// The API version sent when the provider does not name one (`"anthropic_version"`).
+pub const DEFAULT_VERSION: &str = "2023-06-01";
+/// `max_tokens` is required by the Messages API; this is used when the intent gives none.
+pub const DEFAULT_MAX_TOKENS: u64 = 1024;
+/// The tool whose input is the answer.
+pub const ANSWER_TOOL: &str = "answer";
+
+/// The Messages URL of a base URL.
+pub fn url(base_url: &str) -> String {
+    format!("{}/v1/messages", base_url.trim_end_matches('/'))
+}
+
+/// The request body. Without a contract the job's input must hold `messages` itself.
+pub fn body(
+    config: &ProviderConfig,
+    contract: Option<&Contract>,
+    input: &Value,
+    params: &Map<String, Value>,
+) -> Result<Value, AttemptError> {
+    let mut body = match contract {
+        Some(contract) => {
+            let prompt = contract
+                .render(input)
+                .map_err(|why| misconfigured(format!("contract {}: {why}", contract.name)))?;
+            let mut body = Map::new();
+            if !prompt.system.is_empty() {
+                body.insert("system".into(), json!(prompt.system));
+            }
+            body.insert(
+                "messages".into(),
+                json!([{ "role": "user", "content": prompt.user }]),
+            );
+            body.insert(
+                "tools".into(),
+                json!([{
+                    "name": ANSWER_TOOL,
+                    "description": "Give your answer. The tool's input is the answer itself and must follow its schema exactly.",
+                    "input_schema": contract.effective_schema(),
+                }]),
+            );
+            body.insert(
+                "tool_choice".into(),
+                json!({ "type": "tool", "name": ANSWER_TOOL }),
+            );
+            body
+        }
+        None => match input {
+            Value::Object(fields) if fields.contains_key("messages") => fields.clone(),
+            _ => return Err(misconfigured(
+                "an anthropic job without a contract needs input.messages (Messages API messages)",
+            )),
+        },
+    };
+    if let Some(model) = &config.model {
+        body.entry("model").or_insert_with(|| json!(model));
+    }
+    body.entry("max_tokens")
+        .or_insert_with(|| json!(DEFAULT_MAX_TOKENS));
+    for (key, value) in params {
+        if !RESERVED_PARAMS.contains(&key.as_str()) {
+            body.insert(key.clone(), value.clone());
+        }
+    }
+    Ok(Value::Object(body))
+}
+
+/// The request with the Messages API's headers; the key is read from the environment now.
+pub fn build(
+    client: &reqwest::Client,
+    config: &ProviderConfig,
+    base_url: &str,
+    job_id: &str,
+    body: &Value,
+) -> Result<reqwest::RequestBuilder, AttemptError> {
+    let version = config
+        .extra
+        .get("anthropic_version")
+        .and_then(Value::as_str)
+        .unwrap_or(DEFAULT_VERSION);
+    let mut request = client
+        .post(url(base_url))
+        .header("Idempotency-Key", job_id)
+        .header("anthropic-version", version)
+        .json(body);
+    if let Some(key) = api_key(config)? {
+        request = request.header("x-api-key", key);
+    }
+    Ok(request)
+}
+
+/// Reads the answer tool's input, or else the text blocks, the usage and the message id.
+pub fn decode(body: &Value) -> Result<Decoded, AttemptError> {
+    let Some(blocks) = body.get("content").and_then(Value::as_array) else {
+        return Err(AttemptError {
+            kind: "invalid_answer".to_owned(),
+            message: "a 2xx answer that is not a Messages API message: no content array".to_owned(),
+        });
+    };
+    let tool = blocks
+        .iter()
+        .find(|b| b.get("type").and_then(Value::as_str) == Some("tool_use"))
+        .and_then(|b| b.get("input"));
+    let output = match tool {
+        Some(input) => Output::Json(input.clone()),
+        None => Output::Text(
+            blocks
+                .iter()
+                .filter_map(|b| b.get("text").and_then(Value::as_str))
+                .collect::<Vec<_>>()
+                .join(""),
+        ),
+    };
+    Ok(Decoded {
+        output,
+        usage: body.get("usage").filter(|u| !u.is_null()).cloned(),
+        id: body.get("id").and_then(Value::as_str).map(str::to_owned),
+    })
+}

@@ -1,0 +1,481 @@
+//! Output contracts against real servers on 127.0.0.1: the sandbox in chat mode speaks
+//! OpenAI's Chat Completions, so answers that break a contract, contract checks and validated
+//! failover can all be watched offline (SPEC §6–§8).
+
+mod common;
+
+use std::time::Duration;
+
+use common::{Ledger, OWNER};
+use onejob_engine::executor::{Executor, ExecutorOptions};
+use onejob_engine::providers::sandbox::{Dials, Sandbox};
+use onejob_engine::{AttemptState, Engine, JobDetail, JobStatus};
+use serde_json::{json, Value};
+
+fn quick() -> Dials {
+    Dials {
+        latency_ms: 5,
+        jitter_ms: 0,
+        ..Dials::default()
+    }
+}
+
+async fn sandbox(dials: Dials) -> Sandbox {
+    Sandbox::start(([127, 0, 0, 1], 0).into(), dials)
+        .await
+        .expect("sandbox")
+}
+
+fn summary_contract() -> Value {
+    json!({
+        "name": "summary",
+        "schema": {
+            "type": "object",
+            "properties": {"summary": {"type": "string"}, "words": {"type": "integer"}},
+            "required": ["summary", "words"]
+        },
+        "template": {"system": "You summarise text in one sentence.", "user": "Summarise: {{text}}"},
+        "samples": [{"text": "The cat sat on the mat."}, {"text": "Rain, then sun."}]
+    })
+}
+
+async fn add_contract(engine: &Engine, contract: &Value) {
+    engine
+        .add_contract(&contract.to_string())
+        .await
+        .expect("contract");
+}
+
+/// An `openai` provider at a sandbox's chat endpoint.
+async fn openai(engine: &Engine, name: &str, sandbox: &Sandbox, extra: Value) {
+    let mut config = json!({
+        "name": name, "kind": "openai", "base_url": format!("{}/v1", sandbox.url()),
+        "model": "sandbox-model", "soft_timeout_ms": 2000, "hard_timeout_ms": 5000,
+        "honours_idempotency_key": false
+    });
+    if let (Some(config), Value::Object(extra)) = (config.as_object_mut(), extra) {
+        config.extend(extra);
+    }
+    engine
+        .add_provider(&config.to_string())
+        .await
+        .expect("provider");
+}
+
+fn start(engine: &Engine) -> (Executor, tokio::sync::oneshot::Sender<()>) {
+    let options = ExecutorOptions {
+        poll_every: Duration::from_millis(50),
+        backoff_base: Duration::from_millis(20),
+        reconcile_every: Duration::from_secs(3600),
+        ..ExecutorOptions::default()
+    };
+    let executor = Executor::new(engine.clone(), options).expect("executor");
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let running = executor.clone();
+    tokio::spawn(async move {
+        running
+            .run(async {
+                let _ = stopped.await;
+            })
+            .await
+    });
+    (executor, stop)
+}
+
+async fn submit(engine: &Engine, key: &str, route: &[&str], max_attempts: u32) -> String {
+    let intent = json!({
+        "route": route, "input": {"text": format!("text of {key}")}, "contract": "summary",
+        "params": {"temperature": 0.2, "max_tokens": 200}, "max_attempts": max_attempts
+    });
+    engine
+        .submit(OWNER, key, &intent.to_string())
+        .await
+        .expect("submit")
+        .job
+        .id
+}
+
+async fn until(engine: &Engine, job_id: &str, done: impl Fn(&JobDetail) -> bool) -> JobDetail {
+    for _ in 0..400 {
+        let detail = engine.job(OWNER, job_id).await.expect("job");
+        if done(&detail) {
+            return detail;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("{:#?}", engine.job(OWNER, job_id).await.expect("job"));
+}
+
+fn terminal(d: &JobDetail) -> bool {
+    matches!(
+        d.job.status,
+        JobStatus::Succeeded | JobStatus::Failed | JobStatus::Unknown
+    )
+}
+
+fn error_code(d: &JobDetail) -> Option<&str> {
+    d.job.error.as_ref().map(|e| e.code.as_str())
+}
+
+/// Requests that carried this job's id as their Idempotency-Key.
+fn requests_for(sandbox: &Sandbox, job_id: &str) -> usize {
+    sandbox
+        .log()
+        .iter()
+        .filter(|r| r.idempotency_key.as_deref() == Some(job_id))
+        .count()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_with_a_contract_succeeds_through_the_openai_adapter() {
+    let ledger = Ledger::new().await;
+    let e = &ledger.engine;
+    let server = sandbox(quick()).await;
+    add_contract(e, &summary_contract()).await;
+    openai(e, "model-a", &server, json!({})).await;
+    let (_executor, _stop) = start(e);
+    let job_id = submit(e, "one", &["model-a"], 3).await;
+    let done = until(e, &job_id, terminal).await;
+    assert_eq!(done.job.status, JobStatus::Succeeded, "{done:#?}");
+    assert_eq!(
+        done.job.result,
+        Some(json!({"summary": "sandbox", "words": 0}))
+    );
+    let attempt = &done.attempts[0];
+    assert_eq!(attempt.request_id.as_deref(), Some("sbx-1"));
+    let usage = e
+        .attempt_usage(&attempt.id)
+        .await
+        .expect("usage")
+        .expect("recorded");
+    assert!(usage.get("total_tokens").is_some(), "{usage}");
+    assert_eq!(server.log()[0].path, "/v1/chat/completions");
+    assert_eq!(requests_for(&server, &job_id), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_broken_answer_is_a_contract_violation_and_never_the_result() {
+    let ledger = Ledger::new().await;
+    let e = &ledger.engine;
+    add_contract(e, &summary_contract()).await;
+    let (_executor, _stop) = start(e);
+    let cases: [(&str, Dials, &str); 4] = [
+        (
+            "prose",
+            Dials {
+                prose: 1.0,
+                ..quick()
+            },
+            "not JSON",
+        ),
+        (
+            "extra",
+            Dials {
+                extra_key: 1.0,
+                ..quick()
+            },
+            "at /unexpected",
+        ),
+        (
+            "missing",
+            Dials {
+                missing_required_key: 1.0,
+                ..quick()
+            },
+            "at /summary",
+        ),
+        (
+            "wrong-type",
+            Dials {
+                wrong_type: 1.0,
+                ..quick()
+            },
+            "at /summary",
+        ),
+    ];
+    let mut servers = Vec::new();
+    for (name, dials, path) in cases {
+        let server = sandbox(dials).await;
+        openai(e, name, &server, json!({})).await;
+        let job_id = submit(e, name, &[name], 3).await;
+        let done = until(e, &job_id, terminal).await;
+        assert_eq!(done.job.status, JobStatus::Failed, "{name}: {done:#?}");
+        assert_eq!(done.job.result, None, "{name}: never the job's result");
+        assert_eq!(done.job.completed_by, None);
+        assert_eq!(
+            done.attempts.len(),
+            1,
+            "{name}: not retried at this provider"
+        );
+        let error = done.attempts[0].error.clone().expect("an error");
+        assert_eq!(done.attempts[0].state, AttemptState::Failed);
+        assert_eq!(error.kind, "contract_violation", "{name}");
+        assert!(error.message.contains(path), "{name}: {}", error.message);
+        assert_eq!(error_code(&done), Some("contract_violation"));
+        servers.push(server);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failover_only_to_a_fallback_that_passed_its_check() {
+    let ledger = Ledger::new().await;
+    let e = &ledger.engine;
+    add_contract(e, &summary_contract()).await;
+    let primary = sandbox(Dials {
+        server_error: 1.0,
+        ..quick()
+    })
+    .await;
+    let fallback = sandbox(Dials {
+        extra_key: 1.0,
+        ..quick()
+    })
+    .await;
+    openai(e, "primary-ai", &primary, json!({})).await;
+    openai(e, "fallback-ai", &fallback, json!({})).await;
+
+    let check = e
+        .check_contract("summary", "fallback-ai")
+        .await
+        .expect("check");
+    assert!(!check.passed, "an extra top-level key fails the check");
+    assert_eq!(check.samples.len(), 2);
+    assert!(check.samples.iter().all(|s| !s.passed
+        && s.reason.contains("contract_violation")
+        && s.reason.contains("/unexpected")
+        && s.latency_ms.is_some()));
+
+    let (_executor, _stop) = start(e);
+    let refused = submit(e, "not-validated", &["primary-ai", "fallback-ai"], 5).await;
+    let done = until(e, &refused, terminal).await;
+    assert_eq!(done.job.status, JobStatus::Failed);
+    assert_eq!(error_code(&done), Some("fallback_not_validated"));
+    assert_eq!(done.attempts.len(), 2, "two tries at the primary");
+    assert!(done.attempts.iter().all(|a| a.provider == "primary-ai"));
+    assert_eq!(
+        requests_for(&fallback, &refused),
+        0,
+        "the fallback saw no request of this job"
+    );
+
+    fallback.set_dials(quick());
+    let check = e
+        .check_contract("summary", "fallback-ai")
+        .await
+        .expect("check");
+    assert!(check.passed, "{check:#?}");
+    assert!(check.current);
+
+    let moved = submit(e, "validated", &["primary-ai", "fallback-ai"], 5).await;
+    let done = until(e, &moved, terminal).await;
+    assert_eq!(done.job.status, JobStatus::Succeeded, "{done:#?}");
+    assert_eq!(done.attempts.len(), 3);
+    assert_eq!(done.attempts[2].provider, "fallback-ai");
+    assert_eq!(requests_for(&fallback, &moved), 1);
+
+    // A person may still run the refused job at the fallback: logged as their decision.
+    let retried = e
+        .retry(OWNER, &refused, Some("fallback-ai"))
+        .await
+        .expect("explicit retry");
+    assert_eq!(retried.attempt.provider, "fallback-ai");
+    let done = until(e, &refused, |d| d.job.status == JobStatus::Succeeded).await;
+    assert!(done.events.iter().any(|ev| ev.kind == "job_retried"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn changing_the_schema_template_or_provider_invalidates_earlier_checks() {
+    let ledger = Ledger::new().await;
+    let e = &ledger.engine;
+    let server = sandbox(quick()).await;
+    let mut contract = summary_contract();
+    add_contract(e, &contract).await;
+    openai(e, "model-a", &server, json!({})).await;
+    let current = async |e: &Engine| {
+        let checks = e.contract_checks("summary").await.expect("checks");
+        checks.iter().any(|c| c.provider == "model-a" && c.current)
+    };
+    assert!(
+        e.check_contract("summary", "model-a")
+            .await
+            .expect("check")
+            .passed
+    );
+    assert!(current(e).await);
+
+    let same = e
+        .add_contract(&contract.to_string())
+        .await
+        .expect("same contract");
+    assert!(same.replaced && !same.changed);
+    assert!(current(e).await, "the same content keeps its checks");
+
+    contract["schema"]["properties"]["words"] = json!({"type": "number"});
+    let changed = e.add_contract(&contract.to_string()).await.expect("schema");
+    assert!(changed.changed);
+    assert!(!current(e).await, "a new schema invalidates the check");
+
+    assert!(
+        e.check_contract("summary", "model-a")
+            .await
+            .expect("check")
+            .passed
+    );
+    assert!(current(e).await);
+    contract["template"]["user"] = json!("Summarise briefly: {{text}}");
+    add_contract(e, &contract).await;
+    assert!(!current(e).await, "a new template invalidates the check");
+
+    assert!(
+        e.check_contract("summary", "model-a")
+            .await
+            .expect("check")
+            .passed
+    );
+    openai(
+        e,
+        "model-a",
+        &server,
+        json!({"supports_json_schema": false}),
+    )
+    .await;
+    assert!(
+        !current(e).await,
+        "a changed provider invalidates the check"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_prompt_longer_than_the_context_window_fails_the_check_with_both_counts() {
+    let ledger = Ledger::new().await;
+    let e = &ledger.engine;
+    let server = sandbox(quick()).await;
+    add_contract(e, &summary_contract()).await;
+    openai(
+        e,
+        "small",
+        &server,
+        json!({"model": "gpt-4o", "context_window": 12}),
+    )
+    .await;
+    let check = e.check_contract("summary", "small").await.expect("check");
+    assert!(!check.passed);
+    for sample in &check.samples {
+        let tokens = sample.prompt_tokens.expect("counted");
+        assert!(tokens > 12);
+        assert!(
+            sample.reason.contains(&format!("{tokens} tokens"))
+                && sample.reason.contains("12 tokens"),
+            "{}",
+            sample.reason
+        );
+        assert!(
+            sample.tokenizer.contains("o200k_base"),
+            "{}",
+            sample.tokenizer
+        );
+        assert_eq!(sample.latency_ms, None, "nothing was sent");
+    }
+    assert!(server.log().is_empty());
+
+    // A model no tokenizer is known for is "not checked", which does not fail the check.
+    openai(e, "unknown-model", &server, json!({"context_window": 12})).await;
+    let check = e
+        .check_contract("summary", "unknown-model")
+        .await
+        .expect("check");
+    assert!(check.passed, "{check:#?}");
+    assert!(check
+        .samples
+        .iter()
+        .all(|s| s.prompt_tokens.is_none() && s.tokenizer.starts_with("not checked")));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_timeout_at_an_openai_provider_is_unknown_and_not_retried() {
+    let ledger = Ledger::new().await;
+    let e = &ledger.engine;
+    let server = sandbox(Dials {
+        never_answer: 1.0,
+        ..quick()
+    })
+    .await;
+    add_contract(e, &summary_contract()).await;
+    openai(
+        e,
+        "silent",
+        &server,
+        json!({"soft_timeout_ms": 200, "hard_timeout_ms": 600}),
+    )
+    .await;
+    let (_executor, _stop) = start(e);
+    let job_id = submit(e, "timeout", &["silent"], 5).await;
+    let unknown = until(e, &job_id, |d| d.job.status == JobStatus::Unknown).await;
+    assert_eq!(unknown.attempts[0].state, AttemptState::Unknown);
+    tokio::time::sleep(Duration::from_millis(900)).await;
+    let later = e.job(OWNER, &job_id).await.expect("job");
+    assert_eq!(later.job.status, JobStatus::Unknown);
+    assert_eq!(later.attempts.len(), 1, "not retried automatically");
+    assert_eq!(server.log().len(), 1, "sent once");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_may_name_only_a_configured_contract() {
+    let ledger = Ledger::new().await;
+    let intent = json!({"route": ["primary"], "input": {}, "contract": "nowhere"});
+    let err = ledger
+        .engine
+        .submit(OWNER, "k", &intent.to_string())
+        .await
+        .expect_err("no such contract");
+    assert_eq!(err.code(), "invalid_input");
+    assert!(err.to_string().contains("intent.contract"), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_planted_api_key_appears_nowhere() {
+    const VAR: &str = "ONEJOB_TEST_PLANTED_KEY_ENGINE";
+    const KEY: &str = "sk-planted-0123456789abcdef-secret";
+    std::env::set_var(VAR, KEY);
+    let ledger = Ledger::new().await;
+    let e = &ledger.engine;
+    add_contract(e, &summary_contract()).await;
+    let good = sandbox(quick()).await;
+    let bad = sandbox(Dials {
+        extra_key: 1.0,
+        ..quick()
+    })
+    .await;
+    let keyed = json!({"api_key_env": VAR});
+    openai(e, "good", &good, keyed.clone()).await;
+    openai(e, "bad", &bad, keyed).await;
+    let (_executor, stop) = start(e);
+    let ok = submit(e, "ok", &["good"], 2).await;
+    let broken = submit(e, "broken", &["bad"], 2).await;
+    let mut seen = Vec::new();
+    for job_id in [&ok, &broken] {
+        seen.push(serde_json::to_string(&until(e, job_id, terminal).await).expect("json"));
+    }
+    for provider in ["good", "bad"] {
+        let check = e.check_contract("summary", provider).await.expect("check");
+        seen.push(serde_json::to_string(&check).expect("json"));
+    }
+    seen.push(format!("{:?}", e.providers().await.expect("providers")));
+    let missing = json!({"name": "nokey", "kind": "openai", "base_url": "http://127.0.0.1:9/v1",
+        "api_key_env": "ONEJOB_TEST_UNSET_VAR", "soft_timeout_ms": 100, "hard_timeout_ms": 100,
+        "honours_idempotency_key": false});
+    e.add_provider(&missing.to_string())
+        .await
+        .expect("provider");
+    seen.push(format!("{:?}", e.check_contract("summary", "nokey").await));
+    drop(stop);
+    e.close().await;
+    for entry in std::fs::read_dir(ledger.dir.path()).expect("dir") {
+        let path = entry.expect("entry").path();
+        seen.push(String::from_utf8_lossy(&std::fs::read(&path).expect("read")).into_owned());
+    }
+    assert!(seen.iter().all(|text| !text.contains(KEY)));
+    assert!(seen
+        .iter()
+        .any(|text| text.contains("ONEJOB_TEST_UNSET_VAR")));
+}
