@@ -479,3 +479,93 @@ async fn a_planted_api_key_appears_nowhere() {
         .iter()
         .any(|text| text.contains("ONEJOB_TEST_UNSET_VAR")));
 }
+
+/// A llama.cpp-style server on loopback: `/apply-template`, `/tokenize` (one token per word)
+/// and a chat endpoint whose answers keep the summary contract.
+async fn llama_server() -> String {
+    use http_body_util::{BodyExt, Full};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let url = format!("http://{}", listener.local_addr().expect("addr"));
+    tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let service = hyper::service::service_fn(
+                    |request: hyper::Request<hyper::body::Incoming>| async move {
+                        let path = request.uri().path().to_owned();
+                        let bytes = request.into_body().collect().await?.to_bytes();
+                        let body: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+                        let answer = match path.as_str() {
+                            "/apply-template" => {
+                                let texts: Vec<&str> = body["messages"]
+                                    .as_array()
+                                    .map(|m| {
+                                        m.iter().filter_map(|m| m["content"].as_str()).collect()
+                                    })
+                                    .unwrap_or_default();
+                                json!({ "prompt": format!("<s> {} </s>", texts.join(" | ")) })
+                            }
+                            "/tokenize" => {
+                                let words = body["content"]
+                                    .as_str()
+                                    .unwrap_or("")
+                                    .split_whitespace()
+                                    .count();
+                                json!({ "tokens": (0..words).collect::<Vec<_>>() })
+                            }
+                            _ => json!({
+                                "id": "chatcmpl-llama", "object": "chat.completion",
+                                "choices": [{"index": 0, "message": {"role": "assistant",
+                                    "content": "{\"summary\": \"s\", \"words\": 1}"}, "finish_reason": "stop"}]
+                            }),
+                        };
+                        Ok::<_, hyper::Error>(hyper::Response::new(Full::new(bytes::Bytes::from(
+                            answer.to_string(),
+                        ))))
+                    },
+                );
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
+                    .await;
+            });
+        }
+    });
+    url
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_llama_server_counts_the_prompt_with_its_own_tokenize() {
+    let ledger = Ledger::new().await;
+    let e = &ledger.engine;
+    add_contract(e, &summary_contract()).await;
+    let url = llama_server().await;
+    for (name, window) in [("llama-small", 5), ("llama-large", 4096)] {
+        let config = json!({
+            "name": name, "kind": "openai", "base_url": format!("{url}/v1"), "model": "local",
+            "tokenizer": "llama_tokenize", "context_window": window,
+            "soft_timeout_ms": 2000, "hard_timeout_ms": 5000, "honours_idempotency_key": false
+        });
+        e.add_provider(&config.to_string()).await.expect("provider");
+    }
+    // "<s> You summarise text in one sentence. | Summarise: The cat sat on the mat. </s>"
+    let small = e
+        .check_contract("summary", "llama-small")
+        .await
+        .expect("check");
+    assert!(!small.passed);
+    let first = &small.samples[0];
+    assert_eq!(first.prompt_tokens, Some(16));
+    assert_eq!(first.tokenizer, "llama_tokenize");
+    assert!(
+        first.reason.contains("16 tokens") && first.reason.contains("5 tokens"),
+        "{}",
+        first.reason
+    );
+    let large = e
+        .check_contract("summary", "llama-large")
+        .await
+        .expect("check");
+    assert!(large.passed, "{large:#?}");
+    assert_eq!(large.samples[0].prompt_tokens, Some(16));
+}
