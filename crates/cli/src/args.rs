@@ -15,7 +15,9 @@ use onejob_engine::{default_db_path, JobStatus, Verdict};
     version,
     after_help = "Output is one JSON document on stdout. Errors are {\"error\": {\"code\", \"message\", \"details\"}} on stderr, \
 with exit code 2 invalid_input, 3 idempotency_conflict, 4 attempt_blocked or invalid_transition, \
-5 not_found, 6 fallback_not_validated, 1 storage, provider or internal."
+5 not_found, 6 fallback_not_validated, 1 storage, provider or internal. \
+`submit --wait` prints the job in every case and exits 0 when it succeeded, 10 when it failed or was cancelled, \
+11 when its outcome is unknown, 12 when --timeout-s ran out first."
 )]
 pub struct Cli {
     #[command(flatten)]
@@ -50,7 +52,7 @@ pub struct Global {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Submit an intent under an idempotency key; a repeat with the same intent returns the same job
+    /// Submit an intent under an idempotency key; a repeat with the same intent returns the same job; --wait runs it
     Submit(Submit),
     /// Show a job with its attempts and event history
     Job {
@@ -77,8 +79,38 @@ pub enum Command {
     /// Configure the providers jobs are sent to
     #[command(subcommand)]
     Provider(ProviderCommand),
+    /// Output contracts an AI provider's answers must keep, and checks of providers against them
+    #[command(subcommand)]
+    Contract(crate::contract::ContractCommand),
+    /// Look up an unknown attempt at its provider's status URL: completed, failed, or still unknown
+    #[command(
+        after_help = "Prints {\"job\", \"attempt\", \"outcome\"} as they stand after the lookup. \
+\"completed\": the provider did the work and its result went through the compare-and-swap (the attempt is \
+succeeded, or lost when another answer had already won). \"failed\": the provider says it did not happen; the \
+attempt is failed and the job may continue. \"still_unknown\": the provider cannot tell yet; nothing changed."
+    )]
+    Reconcile {
+        /// The attempt's id; it must be unknown, at a provider that declares a status_url
+        attempt_id: String,
+    },
+    /// Run the executor headless: send queued jobs, from this process or any other, until interrupted
+    Worker(WorkerArgs),
     /// Run the sandbox provider on loopback until interrupted; prints {"sandbox": {"url"}} once it listens
     Sandbox(SandboxArgs),
+}
+
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Jobs submitted by other processes on the same database are picked up within a second. \
+SIGINT or SIGTERM stops it once the attempts it sent have ended (answer or hard deadline); \
+a second signal stops it at once, and what was in flight becomes unknown when its lease expires. \
+It prints {\"worker\": {\"id\", \"stopped\": true, \"forced\"}} when it ends; the attempts it sent carry its id as executor_id."
+)]
+pub struct WorkerArgs {
+    /// Return when nothing is left to send and every connection it holds has ended (answer or
+    /// hard deadline); a signal stops it at once
+    #[arg(long)]
+    pub once: bool,
 }
 
 #[derive(Debug, Args)]
@@ -94,6 +126,12 @@ pub struct SandboxArgs {
 }
 
 #[derive(Debug, Args)]
+#[command(
+    after_help = "Prints {\"job\", \"replayed\"}. With --wait the job is printed as the wait left it, the reason \
+in job.error.code when it did not succeed (its own error, \"unknown\" or \"wait_timeout\"); exit 0 succeeded, \
+10 failed or cancelled, 11 unknown, 12 --timeout-s ran out. An unknown job must be resolved or reconciled \
+before another attempt. A progress line is shown on stderr when it is a terminal."
+)]
 pub struct Submit {
     /// The idempotency key: one per intent, kept for every repeat (1-255 printable ASCII characters)
     #[arg(long, value_name = "K", allow_hyphen_values = true)]
@@ -102,6 +140,14 @@ pub struct Submit {
     /// {"route": [providers…], "input": …, "contract"?, "params"?, "max_attempts"?}
     #[arg(long, value_name = "JSON|@FILE")]
     pub intent: String,
+    /// Run the executor until the job ends: exit 0 succeeded, 10 failed or cancelled, 11
+    /// unknown (as soon as it is, not at the hard deadline); the job is printed in every case
+    #[arg(long)]
+    pub wait: bool,
+    /// With --wait: stop waiting after N seconds and exit 12, the job as it stands with
+    /// error.code "wait_timeout"
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub timeout_s: Option<u64>,
 }
 
 #[derive(Debug, Args)]

@@ -3,30 +3,66 @@
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
+use onejob_engine::executor::{Executor, ExecutorOptions, Reconciled};
 use onejob_engine::intent::check_depth;
 use onejob_engine::providers::sandbox::{Dials, Sandbox};
 use onejob_engine::{Engine, Error, JobsQuery, Resolution, Result};
 use serde::Serialize;
 use serde_json::{json, Value};
 
-use crate::args::{Cli, Command, ProviderCommand, SandboxArgs};
+use crate::args::{Cli, Command, ProviderCommand, SandboxArgs, Submit};
+use crate::output::Reply;
+use crate::signals::Signals;
+use crate::{wait, worker};
 
 /// Runs the parsed command line. Files and JSON arguments are read before the database is
 /// opened, so a bad argument leaves no trace.
-pub async fn run(cli: Cli) -> Result<Value> {
+pub async fn run(cli: Cli) -> Result<Reply> {
     let db = database(cli.global.db)?;
     let owner = cli.global.owner;
     match cli.command {
-        Command::Submit(submit) => {
-            let intent = read_text("intent", &submit.intent)?;
-            with_engine(&db, async |engine| {
-                // The raw text goes to the engine, which checks its depth before parsing it.
-                to_json(engine.submit(&owner, &submit.key, &intent).await?)
-            })
-            .await
+        Command::Submit(submit) => run_submit(&db, &owner, submit).await,
+        Command::Worker(args) => {
+            with_engine(&db, async |engine| worker::run(engine, args.once).await)
+                .await
+                .map(Reply::from)
         }
+        Command::Sandbox(sandbox) => run_sandbox(sandbox).await.map(Reply::from),
+        Command::Contract(command) => {
+            let call = command.read(read_text)?;
+            let run = async |engine: &Engine| crate::contract::run(engine, call).await;
+            let (doc, code) = with_engine(&db, run).await?;
+            Ok(Reply { doc, code })
+        }
+        command => run_once(&db, &owner, command).await.map(Reply::from),
+    }
+}
+
+/// `submit`, and with `--wait` the executor until the job ends.
+async fn run_submit(db: &Path, owner: &str, submit: Submit) -> Result<Reply> {
+    if submit.timeout_s.is_some() && !submit.wait {
+        return Err(Error::invalid_input(
+            "timeout_s",
+            "--timeout-s limits --wait; give --wait with it",
+        ));
+    }
+    let intent = read_text("intent", &submit.intent)?;
+    with_engine(db, async |engine| {
+        if submit.wait {
+            let timeout = submit.timeout_s;
+            return wait::submit_and_wait(engine, owner, &submit.key, &intent, timeout).await;
+        }
+        // The raw text goes to the engine, which checks its depth before parsing it.
+        to_json(engine.submit(owner, &submit.key, &intent).await?).map(Reply::from)
+    })
+    .await
+}
+
+/// The subcommands that make one call and print its answer.
+async fn run_once(db: &Path, owner: &str, command: Command) -> Result<Value> {
+    match command {
         Command::Job { id } => {
-            with_engine(&db, async |engine| to_json(engine.job(&owner, &id).await?)).await
+            with_engine(db, async |engine| to_json(engine.job(owner, &id).await?)).await
         }
         Command::Jobs(jobs) => {
             let query = JobsQuery {
@@ -34,14 +70,14 @@ pub async fn run(cli: Cli) -> Result<Value> {
                 after: jobs.after,
                 limit: jobs.limit,
             };
-            with_engine(&db, async |engine| {
-                to_json(engine.jobs(&owner, &query).await?)
+            with_engine(db, async |engine| {
+                to_json(engine.jobs(owner, &query).await?)
             })
             .await
         }
         Command::Retry { job_id, provider } => {
-            with_engine(&db, async |engine| {
-                to_json(engine.retry(&owner, &job_id, provider.as_deref()).await?)
+            with_engine(db, async |engine| {
+                to_json(engine.retry(owner, &job_id, provider.as_deref()).await?)
             })
             .await
         }
@@ -55,45 +91,71 @@ pub async fn run(cli: Cli) -> Result<Value> {
                 note: resolve.note,
                 retry_on: resolve.retry_on,
             };
-            with_engine(&db, async |engine| {
+            with_engine(db, async |engine| {
                 let verdict = resolve.verdict.into();
                 let done = engine
-                    .resolve(&owner, &resolve.attempt_id, verdict, resolution)
+                    .resolve(owner, &resolve.attempt_id, verdict, resolution)
                     .await?;
                 to_json(done)
             })
             .await
         }
         Command::Cancel { job_id } => {
-            with_engine(&db, async |engine| {
-                Ok(json!({ "job": engine.cancel(&owner, &job_id).await? }))
+            with_engine(db, async |engine| {
+                Ok(json!({ "job": engine.cancel(owner, &job_id).await? }))
+            })
+            .await
+        }
+        Command::Reconcile { attempt_id } => {
+            with_engine(db, async |engine| {
+                reconcile(engine, owner, &attempt_id).await
             })
             .await
         }
         Command::Provider(ProviderCommand::Add { json }) => {
             // Named as the engine names the provider's configuration in its own errors.
             let config = read_text("provider", &json)?;
-            with_engine(&db, async |engine| {
+            with_engine(db, async |engine| {
                 let (provider, replaced) = engine.add_provider(&config).await?;
                 Ok(json!({ "provider": provider, "replaced": replaced }))
             })
             .await
         }
         Command::Provider(ProviderCommand::List) => {
-            with_engine(&db, async |engine| {
+            with_engine(db, async |engine| {
                 Ok(json!({ "providers": engine.providers().await? }))
             })
             .await
         }
         Command::Provider(ProviderCommand::Remove { name }) => {
-            with_engine(&db, async |engine| {
+            with_engine(db, async |engine| {
                 engine.remove_provider(&name).await?;
                 Ok(json!({ "removed": name }))
             })
             .await
         }
-        Command::Sandbox(sandbox) => run_sandbox(sandbox).await,
+        Command::Submit(_) | Command::Worker(_) | Command::Sandbox(_) | Command::Contract(_) => {
+            Err(Error::internal(
+                "a subcommand with its own dispatcher reached the one-call dispatcher",
+            ))
+        }
     }
+}
+
+/// Looks up the owner's `unknown` attempt at its provider's status URL; the job and attempt
+/// as they stand afterwards, and what the lookup said.
+async fn reconcile(engine: &Engine, owner: &str, attempt_id: &str) -> Result<Value> {
+    // Read through the owner first, so another owner's attempt is not_found.
+    let attempt = engine.attempt(owner, attempt_id).await?;
+    let executor = Executor::new(engine.clone(), ExecutorOptions::default())?;
+    let outcome = match executor.reconcile(&attempt).await? {
+        Reconciled::Completed(_) => "completed",
+        Reconciled::Failed(_) => "failed",
+        Reconciled::StillUnknown => "still_unknown",
+    };
+    let job = engine.job(owner, &attempt.job_id).await?.job;
+    let attempt = engine.attempt(owner, attempt_id).await?;
+    Ok(json!({ "job": job, "attempt": attempt, "outcome": outcome }))
 }
 
 /// Runs the sandbox in the foreground: prints its url once it listens, serves until SIGINT or
@@ -104,7 +166,7 @@ async fn run_sandbox(args: SandboxArgs) -> Result<Value> {
         None => Dials::default(),
     };
     // Handlers go in before the url is printed, so a script may signal as soon as it reads it.
-    let mut stop = StopSignal::listen()?;
+    let signals = Signals::listen()?;
     let sandbox = Sandbox::start(args.listen, dials).await?;
     let url = sandbox.url();
     let mut out = std::io::stdout().lock();
@@ -112,54 +174,15 @@ async fn run_sandbox(args: SandboxArgs) -> Result<Value> {
         .and_then(|()| out.flush())
         .map_err(|e| Error::internal(format!("cannot write to stdout: {e}")))?;
     drop(out);
-    stop.received().await;
+    signals.received(1).await;
     let requests = sandbox.log().len();
     sandbox.stop().await;
     Ok(json!({ "sandbox": { "url": url, "stopped": true, "requests": requests } }))
 }
 
-/// SIGINT or SIGTERM (Ctrl-C elsewhere), listened for from creation on.
-struct StopSignal {
-    #[cfg(unix)]
-    interrupt: tokio::signal::unix::Signal,
-    #[cfg(unix)]
-    terminate: tokio::signal::unix::Signal,
-}
-
-impl StopSignal {
-    fn listen() -> Result<StopSignal> {
-        #[cfg(unix)]
-        {
-            use tokio::signal::unix::{signal, SignalKind};
-            let listen = |kind| {
-                signal(kind).map_err(|e| Error::internal(format!("cannot listen for signals: {e}")))
-            };
-            Ok(StopSignal {
-                interrupt: listen(SignalKind::interrupt())?,
-                terminate: listen(SignalKind::terminate())?,
-            })
-        }
-        #[cfg(not(unix))]
-        Ok(StopSignal {})
-    }
-
-    async fn received(&mut self) {
-        #[cfg(unix)]
-        tokio::select! {
-            _ = self.interrupt.recv() => {}
-            _ = self.terminate.recv() => {}
-        }
-        #[cfg(not(unix))]
-        {
-            // If no handler can be installed, Ctrl-C still ends the process by default.
-            let _ = tokio::signal::ctrl_c().await;
-        }
-    }
-}
-
 /// Opens the ledger, runs one call, and closes the ledger whatever the call returned, so the
 /// WAL is checkpointed before the process exits.
-async fn with_engine(db: &Path, call: impl AsyncFnOnce(&Engine) -> Result<Value>) -> Result<Value> {
+async fn with_engine<T>(db: &Path, call: impl AsyncFnOnce(&Engine) -> Result<T>) -> Result<T> {
     let engine = Engine::open(db).await?;
     let out = call(&engine).await;
     engine.close().await;

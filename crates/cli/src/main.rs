@@ -3,7 +3,11 @@
 
 mod args;
 mod commands;
+mod contract;
 mod output;
+mod signals;
+mod wait;
+mod worker;
 
 use std::process::ExitCode;
 

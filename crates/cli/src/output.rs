@@ -8,11 +8,25 @@ use clap::error::{ContextKind, ContextValue, ErrorKind};
 use onejob_engine::Error;
 use serde_json::{json, Value};
 
-/// Prints a reply as compact JSON and a newline on stdout.
-pub fn reply(value: &Value) -> ExitCode {
+/// What a command prints on stdout, and the exit code it ends with.
+#[derive(Debug)]
+pub struct Reply {
+    pub doc: Value,
+    /// 0, or one of `submit --wait`'s outcome codes: the document is printed either way.
+    pub code: u8,
+}
+
+impl From<Value> for Reply {
+    fn from(doc: Value) -> Reply {
+        Reply { doc, code: 0 }
+    }
+}
+
+/// Prints a reply as compact JSON and a newline on stdout; returns its exit code.
+pub fn reply(reply: &Reply) -> ExitCode {
     let mut out = std::io::stdout().lock();
-    match writeln!(out, "{value}").and_then(|()| out.flush()) {
-        Ok(()) => ExitCode::SUCCESS,
+    match writeln!(out, "{}", reply.doc).and_then(|()| out.flush()) {
+        Ok(()) => ExitCode::from(reply.code),
         // Nobody is reading (a closed pipe): say so where someone may be.
         Err(e) => failure(&Error::internal(format!("cannot write to stdout: {e}"))),
     }

@@ -126,7 +126,7 @@ fn retry_on_an_unknown_provider_names_it() {
 #[test]
 fn help_exits_0_for_every_command() {
     let ledger = Ledger::empty();
-    let commands: [&[&str]; 11] = [
+    let commands: [&[&str]; 14] = [
         &[],
         &["submit"],
         &["job"],
@@ -138,6 +138,9 @@ fn help_exits_0_for_every_command() {
         &["provider", "add"],
         &["provider", "list"],
         &["provider", "remove"],
+        &["reconcile"],
+        &["worker"],
+        &["sandbox"],
     ];
     for command in commands {
         for flag in ["--help", "-h"] {
@@ -152,6 +155,10 @@ fn help_exits_0_for_every_command() {
     let run = ledger.run(&["help", "resolve"]);
     assert_eq!(run.code, 0, "{run:?}");
     assert!(run.stdout.contains("--retry-on"), "{run:?}");
+    let run = ledger.run(&["--help"]);
+    for code in ["10 when it failed", "11 when", "12 when --timeout-s"] {
+        assert!(run.stdout.contains(code), "{code}: {run:?}");
+    }
     let run = ledger.run(&["--version"]);
     assert_eq!(run.code, 0, "{run:?}");
     // Help never opens the ledger.
@@ -161,7 +168,7 @@ fn help_exits_0_for_every_command() {
 #[test]
 fn usage_errors_are_invalid_input_json() {
     let ledger = Ledger::new();
-    let cases: [(&[&str], &str); 7] = [
+    let cases: [(&[&str], &str); 10] = [
         (&["jobs", "--frobnicate"], "arguments"),
         (&["frobnicate"], "arguments"),
         (&[], "arguments"),
@@ -169,6 +176,21 @@ fn usage_errors_are_invalid_input_json() {
         (&["job"], "id"),
         (&["resolve", "some-attempt", "--as", "maybe"], "as"),
         (&["jobs", "--limit", "many"], "limit"),
+        (&["reconcile"], "attempt_id"),
+        (&["worker", "--twice"], "arguments"),
+        (
+            &[
+                "submit",
+                "--key",
+                "k",
+                "--intent",
+                "{}",
+                "--wait",
+                "--timeout-s",
+                "0",
+            ],
+            "timeout_s",
+        ),
     ];
     for (args, field) in cases {
         let error = ledger.run(args).err(2);
