@@ -227,7 +227,7 @@ impl Executor {
                 job.error = Some(reason(
                     "wait_timeout",
                     format!(
-                        "still {} when the wait ended; it goes on without the wait",
+                        "still {} when the wait ended; an attempt this process was sending is left to its lease and becomes unknown unless its answer was recorded",
                         job.status
                     ),
                 ));
@@ -542,6 +542,26 @@ impl Executor {
         Ok(url)
     }
 
+    /// The base URL a status lookup goes to. An in-process sandbox is only asked by the process
+    /// that runs it: another process's fresh sandbox never saw the key and would answer
+    /// "not found" for work that was done.
+    async fn lookup_base(&self, provider: &Provider) -> Result<String> {
+        let config = &provider.config;
+        if let Some(url) = &config.base_url {
+            return Ok(url.clone());
+        }
+        match self.inner.sandboxes.lock().await.get(&config.name) {
+            Some(sandbox) => Ok(sandbox.url()),
+            None => Err(Error::invalid_input(
+                "attempt",
+                format!(
+                    "provider {} runs inside the process that sent this attempt; only that process can look it up",
+                    config.name
+                ),
+            )),
+        }
+    }
+
     fn renew_lease(&self, attempt_id: &str) -> tokio::task::JoinHandle<()> {
         let (engine, id) = (self.inner.engine.clone(), self.inner.id.clone());
         let (attempt_id, options) = (attempt_id.to_owned(), self.inner.options.clone());
@@ -658,7 +678,7 @@ impl Executor {
                 ),
             ));
         };
-        let base = self.url_of(&provider).await?;
+        let base = self.lookup_base(&provider).await?;
         let url = template
             .replace("{base_url}", base.trim_end_matches('/'))
             .replace("{idempotency_key}", &attempt.job_id)

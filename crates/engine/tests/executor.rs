@@ -630,3 +630,42 @@ async fn a_renewed_lease_keeps_a_slow_attempt_in_flight_against_other_recoveries
     assert_eq!(done.attempts[0].state, AttemptState::Succeeded);
     assert!(!kinds(&done).contains(&"recovered_unknown"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_the_process_running_an_in_process_sandbox_looks_it_up() {
+    let ledger = Ledger::new().await;
+    let e = &ledger.engine;
+    let config = json!({
+        "name": "local-sandbox", "kind": "sandbox",
+        "soft_timeout_ms": 2000, "hard_timeout_ms": 10_000, "honours_idempotency_key": true,
+        "status_url": "{base_url}/status/{idempotency_key}",
+        "dials": { "latency_ms": 10, "jitter_ms": 0, "drop_after_processing": 1.0 }
+    });
+    e.add_provider(&config.to_string()).await.expect("provider");
+    let (sender, _stop) = start(e);
+    let job_id = submit(e, "in-process", &["local-sandbox"], 5).await;
+    let unknown = until(e, &job_id, |d| d.job.status == JobStatus::Unknown).await;
+
+    let elsewhere =
+        Executor::new(ledger.reopen().await, ExecutorOptions::default()).expect("executor");
+    let refused = elsewhere.reconcile(&unknown.attempts[0]).await;
+    assert_eq!(
+        refused.expect_err("not its sandbox").code(),
+        "invalid_input"
+    );
+    let still = e.job(OWNER, &job_id).await.expect("job");
+    assert_eq!(
+        still.attempts[0].state,
+        AttemptState::Unknown,
+        "not failed by a stranger"
+    );
+
+    match sender
+        .reconcile(&unknown.attempts[0])
+        .await
+        .expect("reconcile")
+    {
+        Reconciled::Completed(done) => assert_eq!(done.job.status, JobStatus::Succeeded),
+        other => panic!("expected a completion, got {other:?}"),
+    }
+}
