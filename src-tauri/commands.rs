@@ -1,10 +1,27 @@
 //! The Tauri commands: one-line adapters from the UI's calls to engine calls, scoped to the
 //! app's owner.
 
-use onejob_engine::{Error, JobDetail, JobPage, JobStatus, JobsQuery};
+use onejob_engine::{
+    Error, Job, JobAttempt, JobDetail, JobPage, JobStatus, JobsQuery, Resolution, Submitted,
+    Verdict,
+};
 use tauri::State;
 
+use crate::view::{ProviderView, Settings};
 use crate::AppState;
+
+/// Submits an intent (JSON text) under the draft's idempotency key: the first call creates
+/// the job, a repeat with the same intent returns it with `replayed: true`, a repeat with
+/// another intent is `idempotency_conflict`.
+#[tauri::command]
+#[specta::specta]
+pub async fn submit(
+    state: State<'_, AppState>,
+    key: String,
+    intent_json: String,
+) -> Result<Submitted, Error> {
+    state.engine.submit(&state.owner, &key, &intent_json).await
+}
 
 /// One page of jobs, newest first, optionally of one status; pass the previous page's `next`
 /// as `after` to continue.
@@ -36,4 +53,73 @@ pub async fn needs_attention(state: State<'_, AppState>) -> Result<u32, Error> {
 #[specta::specta]
 pub async fn job(state: State<'_, AppState>, id: String) -> Result<JobDetail, Error> {
     state.engine.job(&state.owner, &id).await
+}
+
+/// A person's retry: the next attempt starts now, at `provider` or where the last one ran;
+/// `attempt_blocked` while an attempt is open.
+#[tauri::command]
+#[specta::specta]
+pub async fn retry(
+    state: State<'_, AppState>,
+    job_id: String,
+    provider: Option<String>,
+) -> Result<JobAttempt, Error> {
+    state
+        .engine
+        .retry(&state.owner, &job_id, provider.as_deref())
+        .await
+}
+
+/// A person's verdict on an attempt: "it went through", "it did not happen", or "abandon".
+#[tauri::command]
+#[specta::specta]
+pub async fn resolve(
+    state: State<'_, AppState>,
+    attempt_id: String,
+    verdict: Verdict,
+    resolution: Resolution,
+) -> Result<JobAttempt, Error> {
+    state
+        .engine
+        .resolve(&state.owner, &attempt_id, verdict, resolution)
+        .await
+}
+
+/// Cancels a job; an answer that arrives afterwards is dropped and flagged for review.
+#[tauri::command]
+#[specta::specta]
+pub async fn cancel(state: State<'_, AppState>, job_id: String) -> Result<Job, Error> {
+    state.engine.cancel(&state.owner, &job_id).await
+}
+
+/// Every configured provider, by name: its configuration (never a key) and, for the
+/// sandbox, its fault dials.
+#[tauri::command]
+#[specta::specta]
+pub async fn providers(state: State<'_, AppState>) -> Result<Vec<ProviderView>, Error> {
+    ProviderView::all(state.engine.providers().await?)
+}
+
+/// Adds a provider from its JSON configuration, replacing one of the same name.
+#[tauri::command]
+#[specta::specta]
+pub async fn save_provider(
+    state: State<'_, AppState>,
+    config_json: String,
+) -> Result<ProviderView, Error> {
+    ProviderView::try_from(state.engine.add_provider(&config_json).await?.0)
+}
+
+/// Removes a provider; jobs and attempts that name it keep the name.
+#[tauri::command]
+#[specta::specta]
+pub async fn remove_provider(state: State<'_, AppState>, name: String) -> Result<(), Error> {
+    state.engine.remove_provider(&name).await
+}
+
+/// Where the app keeps its database, for the Settings screen.
+#[tauri::command]
+#[specta::specta]
+pub async fn settings(state: State<'_, AppState>) -> Result<Settings, Error> {
+    Ok(Settings::of(&state.engine))
 }

@@ -2,10 +2,19 @@
 //! the UI the commands in [`commands`], and owns no rule of its own.
 
 pub mod commands;
+pub mod view;
+
+use std::time::Duration;
 
 use onejob_engine::executor::{Executor, ExecutorOptions};
 use onejob_engine::{default_db_path, Engine};
-use tauri::{Context, Runtime, Wry};
+use tauri::{AppHandle, Context, Runtime, Wry};
+use tauri_specta::Event;
+
+use view::LedgerChanged;
+
+/// How often the ledger file is checked for changes made by any process.
+const CHANGE_CHECK: Duration = Duration::from_millis(250);
 
 /// The profile the app acts for (SPEC §1: the app's local profile is `local`).
 pub const OWNER: &str = "local";
@@ -28,15 +37,24 @@ impl AppState {
     }
 }
 
-/// Every command (and, later, event) the UI may use. The app serves exactly these, and the
+/// Every command and event the UI may use. The app serves exactly these, and the
 /// TypeScript bindings in `ui/src/bindings.ts` are generated from the same list.
 pub fn specta_builder<R: Runtime>() -> tauri_specta::Builder<R> {
     tauri_specta::Builder::new()
         .commands(tauri_specta::collect_commands![
+            commands::submit,
             commands::list_jobs,
             commands::needs_attention,
             commands::job,
+            commands::retry,
+            commands::resolve,
+            commands::cancel,
+            commands::providers,
+            commands::save_provider,
+            commands::remove_provider,
+            commands::settings,
         ])
+        .events(tauri_specta::collect_events![LedgerChanged])
         // The engine's own fields are u32 or strings; the only 64-bit integers are inside
         // `serde_json::Value`'s numbers, which reach JavaScript as JSON numbers anyway.
         .dangerously_cast_bigints_to_number()
@@ -48,9 +66,36 @@ pub fn specta_builder<R: Runtime>() -> tauri_specta::Builder<R> {
 /// share it, so both serve the same commands.
 pub fn with_commands<R: Runtime>(builder: tauri::Builder<R>, state: AppState) -> tauri::Builder<R> {
     let specta = specta_builder::<R>();
+    let engine = state.engine.clone();
     builder
         .manage(state)
         .invoke_handler(specta.invoke_handler())
+        .setup(move |app| {
+            specta.mount_events(app);
+            forward_changes(app.handle().clone(), engine);
+            Ok(())
+        })
+}
+
+/// Emits [`LedgerChanged`] to the window whenever the ledger changes, for as long as the app
+/// runs, so the UI refreshes on events instead of polling.
+fn forward_changes<R: Runtime>(app: AppHandle<R>, engine: Engine) {
+    tauri::async_runtime::spawn(async move {
+        let mut changes = match engine.changes(CHANGE_CHECK).await {
+            Ok(changes) => changes,
+            Err(e) => {
+                eprintln!("onejob: cannot watch the ledger for changes: {e}");
+                return;
+            }
+        };
+        while changes.changed().await.is_ok() {
+            let seq = u32::try_from(*changes.borrow_and_update() % u64::from(u32::MAX))
+                .unwrap_or_default();
+            if let Err(e) = (LedgerChanged { seq }).emit(&app) {
+                eprintln!("onejob: cannot announce a ledger change: {e}");
+            }
+        }
+    });
 }
 
 /// Opens the database at [`default_db_path`] (Tauri's app data dir for `dev.onejob.app`, which

@@ -180,3 +180,97 @@ fn errors_reach_the_ui_as_the_tagged_union() {
     let missing = invoke(&app.window, "job", json!({"id": "nope"})).unwrap_err();
     assert_eq!(missing["code"], json!("not_found"));
 }
+
+#[test]
+fn a_repeated_submit_of_one_draft_returns_the_same_job_and_a_new_intent_is_a_conflict() {
+    let app = headless_app();
+    let intent = r#"{"route": ["sandbox"], "input": {"n": 1}}"#;
+    let args = json!({"key": "draft-1", "intentJson": intent});
+    let first = invoke(&app.window, "submit", args.clone()).unwrap();
+    let second = invoke(&app.window, "submit", args).unwrap();
+    assert_eq!(first["replayed"], json!(false));
+    assert_eq!(second["replayed"], json!(true));
+    assert_eq!(first["job"]["id"], second["job"]["id"]);
+
+    let edited = r#"{"route": ["sandbox"], "input": {"n": 2}}"#;
+    let conflict = invoke(
+        &app.window,
+        "submit",
+        json!({"key": "draft-1", "intentJson": edited}),
+    )
+    .unwrap_err();
+    assert_eq!(conflict["code"], json!("idempotency_conflict"));
+    assert_eq!(conflict["details"]["existing_job_id"], first["job"]["id"]);
+}
+
+#[test]
+fn retry_cancel_and_resolve_reach_the_engine() {
+    let app = headless_app();
+    let job_id = submit(&app.engine, OWNER, "draft-1");
+    let started = invoke(&app.window, "retry", json!({"jobId": job_id})).unwrap();
+    let attempt_id = started["attempt"]["id"].as_str().unwrap().to_owned();
+    assert_eq!(started["attempt"]["state"], json!("pending"));
+
+    let blocked = invoke(&app.window, "retry", json!({"jobId": job_id})).unwrap_err();
+    assert_eq!(blocked["code"], json!("attempt_blocked"));
+    assert_eq!(blocked["details"]["attempt_id"], json!(attempt_id));
+
+    let abandoned = invoke(
+        &app.window,
+        "resolve",
+        json!({"attemptId": attempt_id, "verdict": "abandoned",
+               "resolution": {"result": null, "note": null, "retry_on": null}}),
+    )
+    .unwrap();
+    assert_eq!(abandoned["attempt"]["state"], json!("abandoned"));
+    assert_eq!(abandoned["job"]["status"], json!("queued"));
+
+    let cancelled = invoke(&app.window, "cancel", json!({"jobId": job_id})).unwrap();
+    assert_eq!(cancelled["status"], json!("cancelled"));
+}
+
+#[test]
+fn providers_show_the_configuration_and_the_sandbox_dials_and_save_them_back() {
+    let app = headless_app();
+    let listed = invoke(&app.window, "providers", json!({})).unwrap();
+    let sandbox = &listed[0];
+    assert_eq!(sandbox["name"], json!("sandbox"));
+    assert_eq!(sandbox["dials"]["never_answer"], json!(0.0));
+
+    let mut config = sandbox["config"].clone();
+    config["dials"] = json!({"never_answer": 1.0, "latency_ms": 0, "jitter_ms": 0});
+    let saved = invoke(
+        &app.window,
+        "save_provider",
+        json!({"configJson": config.to_string()}),
+    )
+    .unwrap();
+    assert_eq!(saved["dials"]["never_answer"], json!(1.0));
+    assert_eq!(
+        saved["dials"]["retry_after_s"],
+        json!(1),
+        "unset dials keep their defaults"
+    );
+
+    let secret = invoke(
+        &app.window,
+        "save_provider",
+        json!({"configJson": r#"{"name": "x", "kind": "http", "base_url": "http://127.0.0.1:1",
+            "soft_timeout_ms": 1, "hard_timeout_ms": 1, "honours_idempotency_key": false, "api_key": "s"}"#}),
+    )
+    .unwrap_err();
+    assert_eq!(secret["details"]["field"], json!("provider.api_key"));
+
+    invoke(&app.window, "remove_provider", json!({"name": "sandbox"})).unwrap();
+    let none = invoke(&app.window, "providers", json!({})).unwrap();
+    assert_eq!(none, json!([]));
+}
+
+#[test]
+fn settings_name_the_database_file() {
+    let app = headless_app();
+    let settings = invoke(&app.window, "settings", json!({})).unwrap();
+    let path = settings["db_path"].as_str().unwrap();
+    assert!(path.ends_with("onejob.db"), "{path}");
+    assert_eq!(settings["owner"], json!(OWNER));
+}

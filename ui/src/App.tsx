@@ -1,69 +1,84 @@
-// The onejob window: the jobs list with its filter and the "needs attention" count.
-import { useCallback, useState } from "react";
+// The onejob window: a bar with the screens and the "needs attention" count, and one screen.
+import { useState } from "react";
 
-import type { JobStatus } from "./bindings";
-import { EmptyState } from "./components/EmptyState";
-import { ErrorBanner } from "./components/ErrorBanner";
-import { JobsTable } from "./components/JobsTable";
-import { StatusFilter } from "./components/StatusFilter";
-import { useJobs, useNeedsAttention, useNow } from "./jobs";
+import { LedgerContext, useLedgerEvents, useNow, useRead } from "./api";
+import { commands } from "./bindings";
+import { JobScreen } from "./screens/JobScreen";
+import { JobsScreen } from "./screens/JobsScreen";
+import { ProvidersScreen } from "./screens/ProvidersScreen";
+import { SettingsScreen } from "./screens/SettingsScreen";
+import { SubmitScreen } from "./screens/SubmitScreen";
 
-/** The whole window. */
+type Screen = { name: "jobs" | "submit" | "providers" | "settings" } | { name: "job"; id: string };
+
+const TABS = [
+  { name: "jobs", label: "Jobs" },
+  { name: "submit", label: "Submit" },
+  { name: "providers", label: "Providers" },
+  { name: "settings", label: "Settings" },
+] as const;
+
 export function App() {
-  const [status, setStatus] = useState<JobStatus | null>(null);
-  const list = useJobs(status);
-  const attention = useNeedsAttention();
-  const now = useNow(15_000);
+  const ledger = useLedgerEvents();
+  return (
+    <LedgerContext.Provider value={ledger}>
+      <Window />
+    </LedgerContext.Provider>
+  );
+}
 
-  const { reload: reloadList } = list;
-  const { reload: reloadAttention } = attention;
-  const refresh = useCallback(() => {
-    reloadList();
-    reloadAttention();
-  }, [reloadList, reloadAttention]);
+function Window() {
+  const [screen, setScreen] = useState<Screen>({ name: "jobs" });
+  // One clock for relative times and the live clocks of open attempts: display, not data.
+  const now = useNow(1000);
+  const open = (id: string) => setScreen({ name: "job", id });
+  const go = (name: "jobs" | "submit" | "providers" | "settings") => setScreen({ name });
 
-  const needing = attention.count ?? 0;
   return (
     <div className="app">
       <header className="topbar">
         <h1 className="title">onejob</h1>
-        <span
-          className={needing > 0 ? "attention attention-some" : "attention"}
-          title="Jobs whose outcome is unknown, and late answers flagged for review"
-        >
-          needs attention <strong>{attention.count ?? "–"}</strong>
-        </span>
-        <span className="spacer" />
-        <button type="button" className="button" onClick={refresh}>
-          Refresh
-        </button>
-      </header>
-
-      <nav className="toolbar">
-        <StatusFilter value={status} onChange={setStatus} />
-      </nav>
-
-      <main className="content">
-        {attention.error !== null && <ErrorBanner error={attention.error} />}
-        {list.error !== null && <ErrorBanner error={list.error} onRetry={list.reload} />}
-        {list.jobs.length > 0 && <JobsTable jobs={list.jobs} now={now} />}
-        {list.jobs.length === 0 && !list.loading && list.error === null && (
-          <EmptyState status={status} />
-        )}
-        <div className="pager">
-          {list.loading && <span className="muted">Loading…</span>}
-          {!list.loading && list.next !== null && (
-            <button type="button" className="button" onClick={list.loadMore}>
-              Load more
+        <nav className="tabs" aria-label="Screens">
+          {TABS.map((t) => (
+            <button
+              key={t.name}
+              type="button"
+              className="tab"
+              aria-current={screen.name === t.name || (t.name === "jobs" && screen.name === "job") ? "page" : undefined}
+              data-screen={t.name}
+              onClick={() => go(t.name)}
+            >
+              {t.label}
             </button>
-          )}
-          {list.jobs.length > 0 && (
-            <span className="muted">
-              {list.jobs.length} shown{list.next === null ? ", all loaded" : ""}
-            </span>
-          )}
-        </div>
+          ))}
+        </nav>
+        <span className="spacer" />
+        <Attention onOpen={() => go("jobs")} />
+      </header>
+      <main className="content">
+        {screen.name === "jobs" && <JobsScreen now={now} open={open} go={go} />}
+        {screen.name === "submit" && <SubmitScreen open={open} />}
+        {screen.name === "providers" && <ProvidersScreen />}
+        {screen.name === "settings" && <SettingsScreen />}
+        {screen.name === "job" && <JobScreen id={screen.id} now={now} back={() => go("jobs")} />}
       </main>
     </div>
+  );
+}
+
+function Attention({ onOpen }: { onOpen: () => void }) {
+  const count = useRead(() => commands.needsAttention(), []);
+  const n = count.data ?? 0;
+  return (
+    <button
+      type="button"
+      className={n > 0 ? "attention attention-some" : "attention"}
+      title="Jobs whose outcome is unknown, and late answers flagged for review"
+      onClick={onOpen}
+      data-testid="needs-attention"
+      data-count={count.data ?? ""}
+    >
+      needs attention <strong>{count.data ?? "–"}</strong>
+    </button>
   );
 }

@@ -1,0 +1,570 @@
+//! End-to-end tests in the real window: each test starts its own Xvfb, tauri-driver (which
+//! starts WebKitWebDriver and the app) and a fresh data directory, drives the UI through
+//! classic WebDriver, and saves a screenshot of what it saw in `artifacts/`.
+//!
+//! Needs `tauri-driver` (cargo install tauri-driver --locked), `WebKitWebDriver` (Debian
+//! webkit2gtk-driver) and `Xvfb`; `scripts/setup` installs them.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use fantoccini::{Client, ClientBuilder, Locator};
+use onejob_engine::{Engine, Verdict};
+use serde_json::{json, Value};
+
+/// One window at a time: two cores do not run two WebKit processes and a build well.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+const APP: &str = env!("CARGO_BIN_EXE_onejob-app");
+
+/// A running app in its own X server, data directory and driver.
+struct Window {
+    client: Client,
+    engine: Engine,
+    driver: Child,
+    xvfb: Child,
+    _dir: tempfile::TempDir,
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free loopback port")
+}
+
+fn artifacts() -> PathBuf {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("artifacts");
+    std::fs::create_dir_all(&dir).expect("artifacts/ can be created");
+    dir
+}
+
+impl Window {
+    /// Prepares the database with `seed`, then opens the app on it.
+    async fn open<F, Fut>(seed: F) -> Window
+    where
+        F: FnOnce(Engine) -> Fut,
+        Fut: std::future::Future<Output = ()>,
+    {
+        let dir = tempfile::tempdir().unwrap();
+        let (data, config, cache) = (
+            dir.path().join("data"),
+            dir.path().join("config"),
+            dir.path().join("cache"),
+        );
+        let db = data.join("dev.onejob.app/onejob.db");
+        let engine = Engine::open(&db).await.unwrap();
+        seed(engine.clone()).await;
+
+        // Xvfb picks a free display and writes its number on the descriptor given.
+        let mut xvfb = Command::new("Xvfb")
+            .args([
+                "-displayfd",
+                "1",
+                "-screen",
+                "0",
+                "1280x800x24",
+                "-nolisten",
+                "tcp",
+            ])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("Xvfb runs (apt-get install xvfb)");
+        let mut line = String::new();
+        BufReader::new(xvfb.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let display = format!(":{}", line.trim());
+
+        let (port, native) = (free_port(), free_port());
+        let driver = Command::new("tauri-driver")
+            .args([
+                "--port",
+                &port.to_string(),
+                "--native-port",
+                &native.to_string(),
+            ])
+            .env("DISPLAY", &display)
+            .env("XDG_DATA_HOME", &data)
+            .env("XDG_CONFIG_HOME", &config)
+            .env("XDG_CACHE_HOME", &cache)
+            .env("GDK_BACKEND", "x11")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("tauri-driver runs (cargo install tauri-driver --locked)");
+
+        let mut caps = serde_json::Map::new();
+        caps.insert("browserName".into(), json!("wry"));
+        caps.insert("tauri:options".into(), json!({ "application": APP }));
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let client = loop {
+            match ClientBuilder::native()
+                .capabilities(caps.clone())
+                .connect(&format!("http://127.0.0.1:{port}"))
+                .await
+            {
+                Ok(client) => break client,
+                Err(e) if Instant::now() < deadline => {
+                    let _ = e;
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                }
+                Err(e) => panic!("no WebDriver session: {e}"),
+            }
+        };
+        let window = Window {
+            client,
+            engine,
+            driver,
+            xvfb,
+            _dir: dir,
+        };
+        window.wait_for("[data-screen=jobs]").await;
+        window
+    }
+
+    /// Waits up to 20 s for an element to be there, and returns it.
+    async fn wait_for(&self, css: &str) -> fantoccini::elements::Element {
+        self.client
+            .wait()
+            .at_most(Duration::from_secs(20))
+            .for_element(Locator::Css(css))
+            .await
+            .unwrap_or_else(|e| panic!("{css} did not appear: {e}"))
+    }
+
+    async fn click(&self, css: &str) {
+        self.wait_for(css).await.click().await.unwrap();
+    }
+
+    async fn text(&self, css: &str) -> String {
+        self.wait_for(css).await.text().await.unwrap()
+    }
+
+    /// Waits up to 20 s until `check` holds for the page's text of `css`.
+    async fn wait_text(&self, css: &str, check: impl Fn(&str) -> bool) -> String {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            if let Ok(el) = self.client.find(Locator::Css(css)).await {
+                if let Ok(text) = el.text().await {
+                    if check(&text) {
+                        return text;
+                    }
+                }
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{css} never showed what was expected"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    async fn attr(&self, css: &str, name: &str) -> Option<String> {
+        self.wait_for(css).await.attr(name).await.unwrap()
+    }
+
+    async fn screenshot(&self, name: &str) {
+        let png = self.client.screenshot().await.unwrap();
+        std::fs::write(artifacts().join(format!("{name}.png")), png).unwrap();
+    }
+
+    async fn open_job(&self, id: &str) {
+        self.click("[data-screen=jobs]").await;
+        self.click(&format!(".job-row[data-job-id='{id}']")).await;
+        self.wait_for("#job-title").await;
+    }
+
+    async fn close(mut self) {
+        let _ = self.client.close().await;
+        for child in [&mut self.driver, &mut self.xvfb] {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        self.engine.close().await;
+    }
+}
+
+/// The sandbox with these dials and a soft timeout short enough for a test.
+async fn sandbox(engine: &Engine, soft_ms: u64, dials: Value) {
+    let config = json!({"name": "sandbox", "kind": "sandbox", "soft_timeout_ms": soft_ms,
+        "hard_timeout_ms": 60_000, "honours_idempotency_key": true, "dials": dials});
+    engine.add_provider(&config.to_string()).await.unwrap();
+}
+
+fn run<F: std::future::Future<Output = ()>>(test: F) {
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(test);
+}
+
+#[test]
+fn two_clicks_within_50_ms_make_one_job_and_an_edited_intent_a_new_one() {
+    run(async {
+        let w = Window::open(|_| async {}).await;
+        w.wait_for("[data-testid=first-run]").await;
+        w.screenshot("jobs-first-run").await;
+        w.click("[data-screen=submit]").await;
+        let key = w.attr("[data-testid=draft-key]", "title").await.unwrap();
+
+        // Two clicks 10 ms apart, dispatched in the page so the gap is real.
+        w.client
+            .execute(
+                "const b = document.querySelector('[data-testid=submit]'); b.click(); \
+                 setTimeout(() => b.click(), 10);",
+                vec![],
+            )
+            .await
+            .unwrap();
+        w.wait_text("[data-testid=outcomes]", |t| {
+            t.contains("Already submitted")
+        })
+        .await;
+        let ids = job_ids(&w).await;
+        assert_eq!(ids.len(), 2, "one outcome per click");
+        assert_eq!(ids[0], ids[1], "both clicks name the same job");
+        let page = w.engine.jobs("local", &Default::default()).await.unwrap();
+        assert_eq!(page.jobs.len(), 1, "two clicks, one job");
+        assert_eq!(page.jobs[0].idempotency_key, key);
+        w.screenshot("submit").await;
+
+        // Re-submitting the unchanged draft: the same job again.
+        w.click("[data-testid=submit]").await;
+        w.wait_text("[data-testid=outcomes]", |t| {
+            t.matches("Already submitted").count() == 2
+        })
+        .await;
+
+        // Editing the intent after a submit starts a new draft with a new key.
+        let intent = w.wait_for("[data-testid=intent]").await;
+        intent.clear().await.unwrap();
+        intent
+            .send_keys(r#"{"route": ["sandbox"], "input": {"prompt": "Say hello again"}}"#)
+            .await
+            .unwrap();
+        let new_key = w.attr("[data-testid=draft-key]", "title").await.unwrap();
+        assert_ne!(new_key, key, "an edit after a submit makes a new key");
+        w.click("[data-testid=submit]").await;
+        w.wait_text("[data-testid=outcomes]", |t| {
+            t.contains("Submitted: new job")
+        })
+        .await;
+        let fresh = job_ids(&w).await;
+        assert_eq!(fresh.len(), 1);
+        assert_ne!(fresh[0], ids[0], "a new intent is a new job");
+        w.click("[data-testid=submit]").await;
+        w.wait_text("[data-testid=outcomes]", |t| {
+            t.contains("Already submitted")
+        })
+        .await;
+        assert_eq!(job_ids(&w).await, vec![fresh[0].clone(), fresh[0].clone()]);
+        let page = w.engine.jobs("local", &Default::default()).await.unwrap();
+        assert_eq!(page.jobs.len(), 2);
+
+        w.click("[data-screen=settings]").await;
+        let db = w.attr("[data-testid=db-path]", "title").await.unwrap();
+        assert!(db.ends_with("dev.onejob.app/onejob.db"), "{db}");
+        w.screenshot("settings").await;
+        w.click("[data-screen=providers]").await;
+        w.wait_for("[data-provider=sandbox]").await;
+        w.screenshot("providers").await;
+        w.click("[data-screen=jobs]").await;
+        w.wait_for(".job-row").await;
+        w.screenshot("jobs").await;
+        w.close().await;
+    });
+}
+
+async fn job_ids(w: &Window) -> Vec<String> {
+    let mut ids = Vec::new();
+    for el in w
+        .client
+        .find_all(Locator::Css("[data-testid=outcomes] [data-job-id]"))
+        .await
+        .unwrap()
+    {
+        ids.push(el.attr("data-job-id").await.unwrap().unwrap());
+    }
+    ids
+}
+
+#[test]
+fn an_unknown_attempt_blocks_retry_until_abandoned_and_went_through_records_the_result() {
+    run(async {
+        let w = Window::open(|engine| async move {
+            sandbox(
+                &engine,
+                400,
+                json!({"never_answer": 1.0, "latency_ms": 0, "jitter_ms": 0}),
+            )
+            .await;
+        })
+        .await;
+        let intent = r#"{"route": ["sandbox"], "input": {"n": 1}, "max_attempts": 1}"#;
+        let job = w
+            .engine
+            .submit("local", "order-45", intent)
+            .await
+            .unwrap()
+            .job;
+        w.wait_text("[data-testid=needs-attention]", |t| t.ends_with('1'))
+            .await;
+        w.open_job(&job.id).await;
+
+        // Unknown, with a live clock, and Retry blocked with the reason.
+        w.wait_for("[data-testid=resolve]").await;
+        let first = w.text("[data-testid=live-clock]").await;
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        let later = w.text("[data-testid=live-clock]").await;
+        assert_ne!(first, later, "the open attempt's clock runs");
+        let reason = w.text("[data-testid=retry-blocked]").await;
+        assert!(reason.contains("Attempt #1 is unknown"), "{reason}");
+        assert_eq!(
+            w.attr("[data-testid=retry]", "disabled").await.as_deref(),
+            Some("true")
+        );
+        w.screenshot("job-unknown").await;
+
+        // Abandon asks first; then Retry runs.
+        w.click("[data-testid=resolve-abandoned]").await;
+        let risk = w.text("[data-testid=confirm]").await;
+        assert!(risk.contains("done twice"), "{risk}");
+        assert_eq!(
+            w.engine.job("local", &job.id).await.unwrap().attempts[0]
+                .state
+                .as_str(),
+            "unknown",
+            "nothing changes before the confirmation"
+        );
+        w.click("[data-testid=confirm-yes]").await;
+        // With one attempt allowed, the job fails instead of retrying on its own.
+        w.wait_text("[data-testid=retry-blocked], [data-testid=retry]", |_| true)
+            .await;
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while w.attr("[data-testid=retry]", "disabled").await.is_some() {
+            assert!(Instant::now() < deadline, "Retry never became possible");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        w.click("[data-testid=retry]").await;
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let detail = w.engine.job("local", &job.id).await.unwrap();
+            if detail.attempts.len() == 2 && detail.attempts[1].state.as_str() == "unknown" {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the retried attempt never became unknown: {detail:#?}"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+
+        // "It went through" with a pasted result.
+        let pasted = w.wait_for("[data-testid=pasted-result]").await;
+        pasted.send_keys(r#"{"charged": 100}"#).await.unwrap();
+        w.click("[data-testid=resolve-succeeded]").await;
+        w.click("[data-testid=confirm-yes]").await;
+        w.wait_text("[data-testid=job-result]", |t| t.contains("charged"))
+            .await;
+        let detail = w.engine.job("local", &job.id).await.unwrap();
+        assert_eq!(detail.job.status.as_str(), "succeeded");
+        assert_eq!(detail.job.result, Some(json!({"charged": 100})));
+        w.screenshot("job-resolved").await;
+        w.close().await;
+    });
+}
+
+#[test]
+fn an_answer_after_a_cancel_is_flagged_for_review_and_counted() {
+    run(async {
+        let w = Window::open(|engine| async move {
+            sandbox(&engine, 300, json!({"latency_ms": 2500, "jitter_ms": 0})).await;
+        })
+        .await;
+        let job = w
+            .engine
+            .submit(
+                "local",
+                "late-1",
+                r#"{"route": ["sandbox"], "input": {"n": 5}}"#,
+            )
+            .await
+            .unwrap()
+            .job;
+        w.open_job(&job.id).await;
+        w.wait_for("[data-testid=resolve]").await;
+        w.click("[data-testid=cancel]").await;
+        w.click("[data-testid=confirm-yes]").await;
+        w.wait_for("[data-testid=job-flagged]").await;
+        w.wait_text("[data-testid=needs-attention]", |t| t.ends_with('1'))
+            .await;
+        let detail = w.engine.job("local", &job.id).await.unwrap();
+        assert_eq!(detail.job.status.as_str(), "cancelled");
+        assert!(detail.job.flagged_for_review);
+        w.screenshot("job-flagged").await;
+        w.close().await;
+    });
+}
+
+#[test]
+fn a_late_answer_loses_the_race_and_the_timeline_shows_it() {
+    run(async {
+        let w = Window::open(|engine| async move {
+            let dials =
+                json!({"latency_ms": 3000, "jitter_ms": 0, "honour_idempotency_key": false});
+            sandbox(&engine, 300, dials).await;
+        })
+        .await;
+        let intent = r#"{"route": ["sandbox"], "input": {"n": 4}, "max_attempts": 2}"#;
+        let job = w
+            .engine
+            .submit("local", "race-1", intent)
+            .await
+            .unwrap()
+            .job;
+        w.open_job(&job.id).await;
+        w.wait_for("[data-testid=resolve]").await;
+        // The second attempt answers at once; the first answers later and loses.
+        sandbox(
+            &w.engine,
+            1000,
+            json!({"latency_ms": 0, "jitter_ms": 0, "honour_idempotency_key": false}),
+        )
+        .await;
+        let detail = w.engine.job("local", &job.id).await.unwrap();
+        w.engine
+            .resolve(
+                "local",
+                &detail.attempts[0].id,
+                Verdict::Abandoned,
+                Default::default(),
+            )
+            .await
+            .unwrap();
+        w.wait_for(".timeline-row[data-state=lost]").await;
+        w.wait_for(".history tr[data-kind=race_lost]").await;
+        let detail = w.engine.job("local", &job.id).await.unwrap();
+        assert_eq!(detail.job.status.as_str(), "succeeded");
+        assert_eq!(detail.attempts[0].state.as_str(), "lost");
+        w.screenshot("job-race").await;
+        w.close().await;
+    });
+}
+
+/// How many jobs the large-list test seeds.
+const MANY: u32 = 100_000;
+
+/// Writes `n` finished jobs straight into the ledger file in one transaction: a test helper,
+/// far faster than `n` submits, and never executed since they are already cancelled.
+pub async fn seed_jobs(db: &Path, n: u32) {
+    use sqlx::Connection;
+    let mut conn = sqlx::SqliteConnection::connect(&format!("sqlite:{}", db.display()))
+        .await
+        .unwrap();
+    sqlx::query(
+        "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?1)
+         INSERT INTO jobs (id, owner_id, idempotency_key, fingerprint, intent, status, version,
+                           error, created_at, updated_at, finished_at)
+         SELECT printf('01900000-0000-7000-8000-%012d', i), 'local', 'seed-' || i,
+                printf('%064d', i), '{\"route\":[\"sandbox\"],\"input\":{\"n\":' || i || '}}',
+                'cancelled', 1, '{\"code\":\"cancelled\",\"message\":\"seeded\"}',
+                strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), strftime('%Y-%m-%dT%H:%M:%fZ', 'now'),
+                strftime('%Y-%m-%dT%H:%M:%fZ', 'now')
+         FROM n",
+    )
+    .bind(n)
+    .execute(&mut conn)
+    .await
+    .unwrap();
+    conn.close().await.unwrap();
+}
+
+#[test]
+fn a_hundred_thousand_jobs_page_in_as_they_scroll_into_view() {
+    run(async {
+        let w = Window::open(|engine| async move {
+            let db = engine.path().to_path_buf();
+            seed_jobs(&db, MANY).await;
+        })
+        .await;
+        let started = Instant::now();
+        w.wait_for(".job-row[data-job-id]").await;
+        println!(
+            "first page of {MANY} jobs shown after {:?}",
+            started.elapsed()
+        );
+
+        // Scroll down a screen at a time for a while, then jump to the end of what is known,
+        // and check that no more rows were fetched than were shown plus one page.
+        for step in 0..40 {
+            w.client
+                .execute(
+                    "const l = document.querySelector('.jobs-list'); \
+                     l.scrollTop = arguments[0] ? l.scrollHeight : l.scrollTop + l.clientHeight; \
+                     l.dispatchEvent(new Event('scroll'));",
+                    vec![json!(step % 10 == 9 && step < 39)],
+                )
+                .await
+                .unwrap();
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let fetched: u32 = w
+            .attr(".jobs-list", "data-fetched-rows")
+            .await
+            .unwrap()
+            .parse()
+            .unwrap();
+        let last_shown: u32 = w
+            .attr(".jobs-list", "data-last-shown")
+            .await
+            .unwrap()
+            .parse()
+            .unwrap();
+        let page = 100;
+        let refreshed = w.attr(".jobs-list", "data-refreshed-rows").await.unwrap();
+        let geometry = w
+            .client
+            .execute(
+                "const l = document.querySelector('.jobs-list'); \
+                 return [l.scrollTop, l.scrollHeight, l.clientHeight];",
+                vec![],
+            )
+            .await
+            .unwrap();
+        println!("list geometry (top, height, view): {geometry}");
+        println!(
+            "rows fetched {fetched} while scrolling (and {refreshed} again after ledger changes), \
+             furthest row shown {last_shown}"
+        );
+        assert!(last_shown > 1000, "the list scrolled far ({last_shown})");
+        assert!(
+            fetched <= last_shown + 1 + page,
+            "fetched {fetched} rows to show {} (one page is {page})",
+            last_shown + 1
+        );
+        let resident: u32 = w
+            .client
+            .execute(
+                "return document.querySelectorAll('.job-row').length",
+                vec![],
+            )
+            .await
+            .unwrap()
+            .as_u64()
+            .unwrap() as u32;
+        assert!(
+            resident < 200,
+            "only the rows in view are rendered ({resident})"
+        );
+        w.screenshot("jobs-100k").await;
+        w.close().await;
+    });
+}

@@ -1,0 +1,42 @@
+// A job's event history, read from the append-only job_events (SPEC §10).
+import type { Attempt, Event } from "../bindings";
+import { exactTime, timeAgo } from "../format";
+
+export function History({ events, attempts, now }: { events: Event[]; attempts: Attempt[]; now: number }) {
+  const number = new Map(attempts.map((a) => [a.id, a.number]));
+  return (
+    <table className="history">
+      <thead>
+        <tr>
+          <th scope="col">When</th>
+          <th scope="col">Event</th>
+          <th scope="col">Attempt</th>
+          <th scope="col">By</th>
+          <th scope="col">Detail</th>
+        </tr>
+      </thead>
+      <tbody>
+        {events.map((e, i) => (
+          <tr key={i} data-kind={e.kind} className={e.kind === "race_lost" || e.kind === "late_answer_flagged" ? "notable" : undefined}>
+            <td>
+              <time dateTime={e.at} title={exactTime(e.at)}>{timeAgo(e.at, now)}</time>
+            </td>
+            <td><code>{e.kind}</code></td>
+            <td>{e.attempt_id === null ? "" : `#${number.get(e.attempt_id) ?? "?"}`}</td>
+            <td>{e.actor}</td>
+            <td className="clip detail" title={JSON.stringify(e.detail)}>
+              {detailText(e.detail)}
+            </td>
+          </tr>
+        ))}
+      </tbody>
+    </table>
+  );
+}
+
+function detailText(detail: Event["detail"]): string {
+  if (detail === null || typeof detail !== "object" || Array.isArray(detail)) return JSON.stringify(detail);
+  return Object.entries(detail)
+    .map(([k, v]) => `${k}: ${typeof v === "string" ? v : JSON.stringify(v)}`)
+    .join(" · ");
+}

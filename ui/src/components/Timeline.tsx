@@ -1,0 +1,59 @@
+// The attempt timeline: one bar per attempt from created to finished, coloured by state, with
+// a live clock on open ones. Two bars that overlap are a race, visible at a glance.
+import type { Attempt } from "../bindings";
+import { exactTime } from "../format";
+
+const OPEN = new Set(["pending", "in_flight", "unknown"]);
+
+/** "4.2 s", "3 min 05 s": how long an attempt has been open or took. */
+export function duration(ms: number): string {
+  const s = Math.max(0, ms) / 1000;
+  if (s < 60) return `${s.toFixed(1)} s`;
+  const m = Math.floor(s / 60);
+  const rest = Math.floor(s % 60);
+  return `${m} min ${rest.toString().padStart(2, "0")} s`;
+}
+
+export function Timeline({ attempts, now }: { attempts: Attempt[]; now: number }) {
+  if (attempts.length === 0) {
+    return <p className="muted">No attempt yet: the executor starts one as soon as it can.</p>;
+  }
+  const start = Math.min(...attempts.map((a) => Date.parse(a.created_at)));
+  const end = Math.max(
+    ...attempts.map((a) => (a.finished_at === null || OPEN.has(a.state) ? now : Date.parse(a.finished_at))),
+    start + 1000,
+  );
+  const span = end - start;
+  return (
+    <ol className="timeline" aria-label="Attempts">
+      {attempts.map((a) => {
+        const from = Date.parse(a.created_at);
+        const open = OPEN.has(a.state);
+        const to = open || a.finished_at === null ? now : Date.parse(a.finished_at);
+        const left = ((from - start) / span) * 100;
+        const width = Math.max(0.6, ((to - from) / span) * 100);
+        return (
+          <li key={a.id} className="timeline-row" data-attempt-id={a.id} data-state={a.state}>
+            <span className="timeline-label">
+              #{a.number} <span className="muted">{a.provider}</span>
+            </span>
+            <span className="timeline-track">
+              <span
+                className={`timeline-bar state-${a.state}${open ? " open" : ""}`}
+                style={{ left: `${left}%`, width: `${width}%` }}
+                title={`${a.state}: ${exactTime(a.created_at)} → ${a.finished_at === null ? "still open" : exactTime(a.finished_at)}`}
+              />
+            </span>
+            <span className={`timeline-state state-text-${a.state}`}>
+              {a.state.replace("_", " ")}
+              {a.flagged_for_review && <span className="flag">review</span>}
+            </span>
+            <span className={open ? "timeline-clock live" : "timeline-clock"} data-testid={open ? "live-clock" : undefined}>
+              {duration(to - from)}
+            </span>
+          </li>
+        );
+      })}
+    </ol>
+  );
+}

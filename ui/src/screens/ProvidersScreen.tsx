@@ -1,0 +1,155 @@
+// The Providers screen: each provider's configuration (never a key: only the variable that
+// holds it) and, for the sandbox, its fault dials, editable and saved back as its `dials`.
+import { useState } from "react";
+
+import { call, useLedger, useRead } from "../api";
+import { commands, type Dials, type ProviderView, type Value } from "../bindings";
+import { ErrorBanner } from "../components/ErrorBanner";
+import type { Shown } from "../errors";
+
+export function ProvidersScreen() {
+  const providers = useRead(() => commands.providers(), []);
+  return (
+    <section className="screen providers" aria-labelledby="providers-title">
+      <h2 id="providers-title">Providers</h2>
+      {providers.error !== null && <ErrorBanner error={providers.error} />}
+      {providers.data?.length === 0 && (
+        <p className="muted">
+          No provider is configured. Add one with <code>onejob provider add --json …</code>.
+        </p>
+      )}
+      {providers.data?.map((p) => <ProviderCard key={`${p.name}-${p.updated_at}`} provider={p} />)}
+      <p className="muted">
+        Contract checks appear here once contracts are configured.
+      </p>
+    </section>
+  );
+}
+
+function ProviderCard({ provider }: { provider: ProviderView }) {
+  const rows: [string, string][] = [
+    ["Kind", provider.kind],
+    ["URL", provider.base_url ?? (provider.kind === "sandbox" ? "built in, on loopback" : "—")],
+    ["Model", provider.model ?? "—"],
+    ["Soft timeout", `${provider.soft_timeout_ms} ms (then the attempt is unknown)`],
+    ["Hard deadline", `${provider.hard_timeout_ms} ms (then the connection is dropped)`],
+    ["API key", provider.api_key_env === null ? "none" : `read from $${provider.api_key_env}`],
+    ["Honours Idempotency-Key", provider.honours_idempotency_key ? "yes" : "no"],
+    ["Status lookup", provider.status_url ?? "none: a person resolves unknown attempts"],
+  ];
+  return (
+    <article className="card" data-provider={provider.name}>
+      <h3>
+        <code>{provider.name}</code>
+      </h3>
+      <dl className="facts">
+        {rows.map(([k, v]) => (
+          <FactRow key={k} label={k} value={v} />
+        ))}
+      </dl>
+      {provider.dials !== null && <DialsForm provider={provider} dials={provider.dials} />}
+    </article>
+  );
+}
+
+function FactRow({ label, value }: { label: string; value: string }) {
+  return (
+    <>
+      <dt>{label}</dt>
+      <dd>{value}</dd>
+    </>
+  );
+}
+
+type Probability = "never_answer" | "drop_after_processing" | "server_error" | "throttle" | "malformed_json" | "extra_key";
+
+const FAULTS: { dial: Probability; label: string }[] = [
+  { dial: "never_answer", label: "Never answer (the attempt times out: unknown)" },
+  { dial: "drop_after_processing", label: "Drop the answer after doing the work" },
+  { dial: "server_error", label: "500 server error" },
+  { dial: "throttle", label: "429 throttled" },
+  { dial: "malformed_json", label: "Malformed JSON" },
+  { dial: "extra_key", label: "An extra top-level key" },
+];
+
+/** The sandbox's dials and its timeouts, edited together and saved as one configuration. */
+function DialsForm({ provider, dials }: { provider: ProviderView; dials: Dials }) {
+  const { changed } = useLedger();
+  const [form, setForm] = useState<Dials>(dials);
+  const [soft, setSoft] = useState(provider.soft_timeout_ms);
+  const [hard, setHard] = useState(provider.hard_timeout_ms);
+  const [error, setError] = useState<Shown | null>(null);
+  const [saved, setSaved] = useState(false);
+
+  const save = () => {
+    const base = provider.config !== null && typeof provider.config === "object" && !Array.isArray(provider.config) ? provider.config : {};
+    const config: { [key: string]: Value } = { ...base, soft_timeout_ms: soft, hard_timeout_ms: hard, dials: form as { [key: string]: Value } };
+    void call(() => commands.saveProvider(JSON.stringify(config))).then((r) => {
+      setError(r.status === "error" ? r.error : null);
+      setSaved(r.status === "ok");
+      changed();
+    });
+  };
+  const number = (value: string) => (value === "" ? 0 : Number(value));
+
+  return (
+    <form
+      className="dials"
+      aria-label={`Fault dials of ${provider.name}`}
+      onSubmit={(e) => {
+        e.preventDefault();
+        save();
+      }}
+    >
+      <h4>Fault dials</h4>
+      <p className="muted">Each request rolls one fault at most; the probabilities add up and must not exceed 1.</p>
+      <div className="dial-grid">
+        <label>
+          Latency (ms)
+          <input type="number" min={0} value={form.latency_ms ?? 0} data-dial="latency_ms" onChange={(e) => setForm({ ...form, latency_ms: number(e.currentTarget.value) })} />
+        </label>
+        <label>
+          Jitter (ms)
+          <input type="number" min={0} value={form.jitter_ms ?? 0} data-dial="jitter_ms" onChange={(e) => setForm({ ...form, jitter_ms: number(e.currentTarget.value) })} />
+        </label>
+        <label>
+          Soft timeout (ms)
+          <input type="number" min={1} value={soft} data-dial="soft_timeout_ms" onChange={(e) => setSoft(number(e.currentTarget.value))} />
+        </label>
+        <label>
+          Hard deadline (ms)
+          <input type="number" min={1} value={hard} data-dial="hard_timeout_ms" onChange={(e) => setHard(number(e.currentTarget.value))} />
+        </label>
+        {FAULTS.map(({ dial, label }) => (
+          <label key={dial}>
+            {label}
+            <input
+              type="number"
+              min={0}
+              max={1}
+              step={0.05}
+              value={form[dial] ?? 0}
+              data-dial={dial}
+              onChange={(e) => setForm({ ...form, [dial]: number(e.currentTarget.value) })}
+            />
+          </label>
+        ))}
+        <label className="check">
+          <input
+            type="checkbox"
+            checked={form.honour_idempotency_key ?? true}
+            onChange={(e) => setForm({ ...form, honour_idempotency_key: e.currentTarget.checked })}
+          />
+          Honour Idempotency-Key (a repeat gets the first answer)
+        </label>
+      </div>
+      {error !== null && <ErrorBanner error={error} />}
+      <div className="actions">
+        <button type="submit" className="button primary" data-testid={`save-${provider.name}`}>
+          Save dials
+        </button>
+        {saved && <span className="muted">Saved; the next request uses them.</span>}
+      </div>
+    </form>
+  );
+}
