@@ -1,0 +1,221 @@
+//! `onejob contract add|list|check` through the real binary, against the sandbox's chat mode
+//! run as `onejob sandbox` on loopback.
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+
+use common::{parse, Ledger};
+use serde_json::{json, Value};
+
+/// `onejob sandbox` on a free loopback port, stopped and reaped when dropped.
+struct SandboxProcess {
+    child: Child,
+    url: String,
+}
+
+impl SandboxProcess {
+    fn start(dials: Value) -> SandboxProcess {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_onejob"))
+            .args([
+                "sandbox",
+                "--listen",
+                "127.0.0.1:0",
+                "--dials",
+                &dials.to_string(),
+            ])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn the sandbox");
+        let stdout = child.stdout.take().expect("stdout");
+        let mut line = String::new();
+        BufReader::new(stdout)
+            .read_line(&mut line)
+            .expect("its url");
+        let doc: Value = serde_json::from_str(&line).expect("json");
+        let url = doc["sandbox"]["url"].as_str().expect("url").to_owned();
+        SandboxProcess { child, url }
+    }
+}
+
+impl Drop for SandboxProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn contract() -> Value {
+    json!({
+        "name": "summary",
+        "schema": {"type": "object", "properties": {"summary": {"type": "string"}}, "required": ["summary"]},
+        "template": {"system": "You summarise.", "user": "Summarise: {{text}}"},
+        "samples": [{"text": "one"}, {"text": "two"}]
+    })
+}
+
+fn openai(name: &str, sandbox: &SandboxProcess, extra: Value) -> String {
+    let mut config = json!({
+        "name": name, "kind": "openai", "base_url": format!("{}/v1", sandbox.url),
+        "model": "gpt-4o-mini", "context_window": 128000,
+        "soft_timeout_ms": 2000, "hard_timeout_ms": 5000, "honours_idempotency_key": false
+    });
+    if let (Some(config), Value::Object(extra)) = (config.as_object_mut(), extra) {
+        config.extend(extra);
+    }
+    config.to_string()
+}
+
+const QUICK: &str = r#"{"latency_ms": 5, "jitter_ms": 0}"#;
+
+#[test]
+fn contracts_are_added_listed_and_checked_with_the_spec_exit_codes() {
+    let ledger = Ledger::new();
+    let good = SandboxProcess::start(serde_json::from_str(QUICK).expect("dials"));
+    let bad = SandboxProcess::start(json!({"latency_ms": 5, "jitter_ms": 0, "extra_key": 1.0}));
+    ledger
+        .run(&[
+            "provider",
+            "add",
+            "--json",
+            &openai("good", &good, json!({})),
+        ])
+        .ok();
+    ledger
+        .run(&["provider", "add", "--json", &openai("bad", &bad, json!({}))])
+        .ok();
+
+    let file = ledger.home().join("contract.json");
+    std::fs::write(&file, contract().to_string()).expect("write");
+    let added = ledger
+        .run(&["contract", "add", "--json", &format!("@{}", file.display())])
+        .ok();
+    assert_eq!(added["contract"]["name"], json!("summary"));
+    assert_eq!(added["replaced"], json!(false));
+    assert!(added["contract"]["hash"]
+        .as_str()
+        .is_some_and(|h| h.len() == 64));
+
+    let passed = ledger.run(&["contract", "check", "summary", "--provider", "good"]);
+    let doc = passed.ok();
+    assert_eq!(doc["check"]["passed"], json!(true));
+    let samples = doc["check"]["samples"].as_array().expect("samples");
+    assert_eq!(samples.len(), 2);
+    for sample in samples {
+        assert_eq!(sample["passed"], json!(true));
+        assert!(sample["reason"].is_string());
+        assert!(sample["latency_ms"].is_u64());
+        assert!(
+            sample["prompt_tokens"].is_u64(),
+            "counted with tiktoken: {sample}"
+        );
+    }
+
+    let failed = ledger.run(&["contract", "check", "summary", "--provider", "bad"]);
+    assert_eq!(failed.code, 13, "{failed:?}");
+    let doc = parse(&failed.stdout);
+    assert_eq!(doc["check"]["passed"], json!(false));
+    assert!(doc["check"]["samples"][0]["reason"]
+        .as_str()
+        .is_some_and(|r| r.contains("contract_violation") && r.contains("/unexpected")));
+
+    let listed = ledger.run(&["contract", "list"]).ok();
+    let checks = listed["contracts"][0]["checks"].as_array().expect("checks");
+    let by = |p: &str| checks.iter().find(|c| c["provider"] == json!(p)).cloned();
+    assert_eq!(by("good").map(|c| c["current"].clone()), Some(json!(true)));
+    assert_eq!(by("bad").map(|c| c["passed"].clone()), Some(json!(false)));
+
+    // A changed template makes the passed check stale.
+    let mut changed = contract();
+    changed["template"]["user"] = json!("Summarise shortly: {{text}}");
+    let replaced = ledger
+        .run(&["contract", "add", "--json", &changed.to_string()])
+        .ok();
+    assert_eq!(
+        (replaced["replaced"].clone(), replaced["changed"].clone()),
+        (json!(true), json!(true))
+    );
+    let listed = ledger.run(&["contract", "list"]).ok();
+    assert!(listed["contracts"][0]["checks"]
+        .as_array()
+        .expect("checks")
+        .iter()
+        .all(|c| c["current"] == json!(false)));
+
+    let missing = ledger.run(&["contract", "check", "nope", "--provider", "good"]);
+    assert_eq!(missing.err(5)["details"]["entity"], json!("contract"));
+    let bad_contract = ledger.run(&[
+        "contract",
+        "add",
+        "--json",
+        r#"{"name": "x", "schema": {}, "template": {"user": "{{a}}"}, "samples": [{}]}"#,
+    ]);
+    assert_eq!(
+        bad_contract.err(2)["details"]["field"],
+        json!("contract.samples.0")
+    );
+}
+
+#[test]
+fn a_planted_api_key_appears_in_no_output_and_not_in_the_database() {
+    const VAR: &str = "ONEJOB_TEST_PLANTED_KEY_CLI";
+    const KEY: &str = "sk-planted-cli-9876543210-secret";
+    let ledger = Ledger::new();
+    let good = SandboxProcess::start(serde_json::from_str(QUICK).expect("dials"));
+    let bad = SandboxProcess::start(json!({"latency_ms": 5, "jitter_ms": 0, "prose": 1.0}));
+    let keyed = json!({"api_key_env": VAR});
+    let run = |args: &[&str]| {
+        let output = ledger
+            .command(args)
+            .env(VAR, KEY)
+            .output()
+            .expect("run onejob");
+        common::finish(output)
+    };
+    let mut outputs = Vec::new();
+    for args in [
+        vec!["provider".to_owned(), "add".into(), "--json".into(), openai("good", &good, keyed.clone())],
+        vec!["provider".into(), "add".into(), "--json".into(), openai("bad", &bad, keyed.clone())],
+        vec!["contract".into(), "add".into(), "--json".into(), contract().to_string()],
+        vec!["contract".into(), "check".into(), "summary".into(), "--provider".into(), "good".into()],
+        vec!["contract".into(), "check".into(), "summary".into(), "--provider".into(), "bad".into()],
+        vec!["contract".into(), "list".into()],
+        vec!["provider".into(), "list".into()],
+        // The fallback passed its check, so the prose at "bad" fails over to it by itself.
+        vec!["submit".into(), "--key".into(), "k1".into(), "--wait".into(), "--timeout-s".into(), "30".into(),
+             "--intent".into(),
+             json!({"route": ["bad", "good"], "input": {"text": "x"}, "contract": "summary", "max_attempts": 2}).to_string()],
+    ] {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        outputs.push(run(&args));
+    }
+    assert_eq!(outputs[3].code, 0, "{:?}", outputs[3]);
+    assert_eq!(outputs[4].code, 13, "{:?}", outputs[4]);
+    assert_eq!(outputs[7].code, 0, "{:?}", outputs[7]);
+    let job = parse(&outputs[7].stdout)["job"]["id"]
+        .as_str()
+        .expect("job id")
+        .to_owned();
+    let detail = run(&["job", &job]);
+    let doc = parse(&detail.stdout);
+    assert_eq!(
+        doc["attempts"][0]["error"]["kind"],
+        json!("contract_violation")
+    );
+    assert_eq!(doc["attempts"][1]["provider"], json!("good"));
+    outputs.push(detail);
+    for output in &outputs {
+        assert!(
+            !output.stdout.contains(KEY) && !output.stderr.contains(KEY),
+            "{output:?}"
+        );
+    }
+    let dir = ledger.db.parent().expect("ledger dir");
+    for entry in std::fs::read_dir(dir).expect("dir") {
+        let bytes = std::fs::read(entry.expect("entry").path()).expect("read");
+        assert!(!String::from_utf8_lossy(&bytes).contains(KEY));
+    }
+}
