@@ -626,14 +626,15 @@ impl Executor {
         };
         for attempt in unknown {
             let due = {
+                // First looked up one period after it is first seen unknown: right after a
+                // timeout the provider is likely still at work.
                 let mut last = self
                     .inner
                     .last_lookup
                     .lock()
                     .unwrap_or_else(|p| p.into_inner());
-                let due = last
-                    .get(&attempt.id)
-                    .is_none_or(|t| t.elapsed() >= self.inner.options.reconcile_every);
+                let seen = *last.entry(attempt.id.clone()).or_insert_with(Instant::now);
+                let due = seen.elapsed() >= self.inner.options.reconcile_every;
                 if due {
                     last.insert(attempt.id.clone(), Instant::now());
                 }

@@ -6,8 +6,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{Ledger, OWNER};
-use onejob_engine::executor::{Executor, ExecutorOptions};
+use common::{sandbox, start, until, Ledger, OWNER};
 use onejob_engine::providers::sandbox::{Dials, Sandbox};
 use onejob_engine::{AttemptState, Engine, JobDetail, JobStatus};
 use serde_json::{json, Value};
@@ -18,12 +17,6 @@ fn quick() -> Dials {
         jitter_ms: 0,
         ..Dials::default()
     }
-}
-
-async fn sandbox(dials: Dials) -> Sandbox {
-    Sandbox::start(([127, 0, 0, 1], 0).into(), dials)
-        .await
-        .expect("sandbox")
 }
 
 fn summary_contract() -> Value {
@@ -62,26 +55,6 @@ async fn openai(engine: &Engine, name: &str, sandbox: &Sandbox, extra: Value) {
         .expect("provider");
 }
 
-fn start(engine: &Engine) -> (Executor, tokio::sync::oneshot::Sender<()>) {
-    let options = ExecutorOptions {
-        poll_every: Duration::from_millis(50),
-        backoff_base: Duration::from_millis(20),
-        reconcile_every: Duration::from_secs(3600),
-        ..ExecutorOptions::default()
-    };
-    let executor = Executor::new(engine.clone(), options).expect("executor");
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let running = executor.clone();
-    tokio::spawn(async move {
-        running
-            .run(async {
-                let _ = stopped.await;
-            })
-            .await
-    });
-    (executor, stop)
-}
-
 async fn submit(engine: &Engine, key: &str, route: &[&str], max_attempts: u32) -> String {
     let intent = json!({
         "route": route, "input": {"text": format!("text of {key}")}, "contract": "summary",
@@ -93,17 +66,6 @@ async fn submit(engine: &Engine, key: &str, route: &[&str], max_attempts: u32) -
         .expect("submit")
         .job
         .id
-}
-
-async fn until(engine: &Engine, job_id: &str, done: impl Fn(&JobDetail) -> bool) -> JobDetail {
-    for _ in 0..400 {
-        let detail = engine.job(OWNER, job_id).await.expect("job");
-        if done(&detail) {
-            return detail;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("{:#?}", engine.job(OWNER, job_id).await.expect("job"));
 }
 
 fn terminal(d: &JobDetail) -> bool {

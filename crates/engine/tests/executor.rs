@@ -5,19 +5,12 @@ mod common;
 
 use std::time::Duration;
 
-use common::{kinds, Ledger, OWNER};
+use common::{kinds, sandbox, start, until, Ledger, OWNER};
 use onejob_engine::executor::{Executor, ExecutorOptions, Reconciled};
-use onejob_engine::providers::sandbox::{Dials, Sandbox};
+use onejob_engine::providers::sandbox::Dials;
 use onejob_engine::{AttemptState, Engine, Error, JobDetail, JobStatus, Resolution, Verdict};
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-
-/// A sandbox on a random loopback port.
-async fn sandbox(dials: Dials) -> Sandbox {
-    Sandbox::start(([127, 0, 0, 1], 0).into(), dials)
-        .await
-        .expect("sandbox")
-}
 
 fn quick(latency_ms: u32) -> Dials {
     Dials {
@@ -41,27 +34,6 @@ async fn provider(engine: &Engine, name: &str, url: &str, soft_ms: u64, honours_
         .expect("provider");
 }
 
-/// An executor that paces itself for tests, running until the returned sender is dropped.
-fn start(engine: &Engine) -> (Executor, tokio::sync::oneshot::Sender<()>) {
-    let options = ExecutorOptions {
-        poll_every: Duration::from_millis(100),
-        backoff_base: Duration::from_millis(50),
-        reconcile_every: Duration::from_secs(3600),
-        ..ExecutorOptions::default()
-    };
-    let executor = Executor::new(engine.clone(), options).expect("executor");
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let running = executor.clone();
-    tokio::spawn(async move {
-        running
-            .run(async {
-                let _ = stopped.await;
-            })
-            .await
-    });
-    (executor, stop)
-}
-
 async fn submit(engine: &Engine, key: &str, route: &[&str], max_attempts: u32) -> String {
     let intent = json!({ "route": route, "input": { "key": key }, "max_attempts": max_attempts });
     engine
@@ -70,18 +42,6 @@ async fn submit(engine: &Engine, key: &str, route: &[&str], max_attempts: u32) -
         .expect("submit")
         .job
         .id
-}
-
-/// Polls the job until `done` holds, for at most 20 s.
-async fn until(engine: &Engine, job_id: &str, done: impl Fn(&JobDetail) -> bool) -> JobDetail {
-    for _ in 0..400 {
-        let detail = engine.job(OWNER, job_id).await.expect("job");
-        if done(&detail) {
-            return detail;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("{:#?}", engine.job(OWNER, job_id).await.expect("job"));
 }
 
 fn state(detail: &JobDetail, number: u32) -> AttemptState {

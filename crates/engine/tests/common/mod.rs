@@ -4,7 +4,9 @@
 
 use std::time::Duration;
 
-use onejob_engine::{AttemptError, Engine, JobAttempt, Resolution, Submitted, Verdict};
+use onejob_engine::executor::{Executor, ExecutorOptions};
+use onejob_engine::providers::sandbox::{Dials, Sandbox};
+use onejob_engine::{AttemptError, Engine, JobAttempt, JobDetail, Resolution, Submitted, Verdict};
 use serde_json::{json, Value};
 
 pub const OWNER: &str = "local";
@@ -116,4 +118,44 @@ pub fn why(kind: &str) -> AttemptError {
 
 pub fn kinds(detail: &onejob_engine::JobDetail) -> Vec<&str> {
     detail.events.iter().map(|e| e.kind.as_str()).collect()
+}
+
+/// A sandbox on a random loopback port.
+pub async fn sandbox(dials: Dials) -> Sandbox {
+    Sandbox::start(([127, 0, 0, 1], 0).into(), dials)
+        .await
+        .expect("sandbox")
+}
+
+/// An executor paced for tests, running until the returned sender is dropped.
+pub fn start(engine: &Engine) -> (Executor, tokio::sync::oneshot::Sender<()>) {
+    let options = ExecutorOptions {
+        poll_every: Duration::from_millis(50),
+        backoff_base: Duration::from_millis(50),
+        reconcile_every: Duration::from_secs(3600),
+        ..ExecutorOptions::default()
+    };
+    let executor = Executor::new(engine.clone(), options).expect("executor");
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let running = executor.clone();
+    tokio::spawn(async move {
+        running
+            .run(async {
+                let _ = stopped.await;
+            })
+            .await
+    });
+    (executor, stop)
+}
+
+/// Polls the job until `done` holds, for at most 20 s.
+pub async fn until(engine: &Engine, job_id: &str, done: impl Fn(&JobDetail) -> bool) -> JobDetail {
+    for _ in 0..400 {
+        let detail = engine.job(OWNER, job_id).await.expect("job");
+        if done(&detail) {
+            return detail;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("{:#?}", engine.job(OWNER, job_id).await.expect("job"));
 }
