@@ -37,6 +37,7 @@ pub async fn list_jobs(
         status,
         after,
         limit,
+        oldest_first: false,
     };
     state.engine.jobs(&state.owner, &query).await
 }

@@ -69,6 +69,7 @@ async fn run_once(db: &Path, owner: &str, command: Command) -> Result<Value> {
                 status: jobs.status,
                 after: jobs.after,
                 limit: jobs.limit,
+                oldest_first: false,
             };
             with_engine(db, async |engine| {
                 to_json(engine.jobs(owner, &query).await?)

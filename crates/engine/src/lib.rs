@@ -67,6 +67,8 @@ pub struct JobsQuery {
     /// Return jobs after this cursor (the `next` of the previous page).
     pub after: Option<String>,
     pub limit: Option<u32>,
+    /// Oldest first instead of newest first: the far end of the list in one page.
+    pub oldest_first: bool,
 }
 
 impl Engine {

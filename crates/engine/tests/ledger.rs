@@ -860,3 +860,48 @@ async fn changes_are_announced_whoever_writes() {
         .expect("watcher alive");
     assert!(*changes.borrow() > before);
 }
+
+#[tokio::test]
+async fn the_far_end_of_the_list_is_one_page_away_and_counted() {
+    let ledger = Ledger::new().await;
+    let mut ids = Vec::new();
+    for i in 0..7 {
+        ids.push(ledger.submit(&format!("end-{i}")).await.job.id);
+    }
+    let query = JobsQuery {
+        limit: Some(3),
+        oldest_first: true,
+        ..JobsQuery::default()
+    };
+    let first = ledger
+        .engine
+        .jobs(OWNER, &query)
+        .await
+        .expect("oldest page");
+    let got: Vec<_> = first.jobs.iter().map(|j| j.id.clone()).collect();
+    assert_eq!(got, ids[..3]);
+    let query = JobsQuery {
+        after: first.next,
+        ..query
+    };
+    let second = ledger
+        .engine
+        .jobs(OWNER, &query)
+        .await
+        .expect("next oldest page");
+    assert_eq!(second.jobs[0].id, ids[3]);
+    assert_eq!(
+        ledger.engine.count_jobs(OWNER, None).await.expect("count"),
+        7
+    );
+    let queued = ledger
+        .engine
+        .count_jobs(OWNER, Some(JobStatus::Queued))
+        .await;
+    assert_eq!(queued.expect("count"), 7);
+    let done = ledger
+        .engine
+        .count_jobs(OWNER, Some(JobStatus::Succeeded))
+        .await;
+    assert_eq!(done.expect("count"), 0);
+}

@@ -4,7 +4,7 @@ use crate::error::{Error, Result};
 use crate::intent::validate_owner;
 use crate::model::{Attempt, JobDetail, JobPage};
 use crate::store::{attempts as attempt_rows, events, jobs as job_rows};
-use crate::{Engine, JobsQuery, DEFAULT_PAGE, MAX_PAGE};
+use crate::{Engine, JobStatus, JobsQuery, DEFAULT_PAGE, MAX_PAGE};
 
 use super::{owned_attempt_row, owned_job_row};
 
@@ -34,8 +34,9 @@ impl Engine {
             .into_attempt()
     }
 
-    /// One page of the owner's jobs, newest first, by keyset: `next` is the cursor to pass
-    /// as `after` for the following page, `None` on the last.
+    /// One page of the owner's jobs, newest first (oldest first with `oldest_first`), by
+    /// keyset: `next` is the cursor to pass as `after` for the following page, `None` on the
+    /// last.
     pub async fn jobs(&self, owner: &str, query: &JobsQuery) -> Result<JobPage> {
         validate_owner(owner)?;
         let limit = query.limit.unwrap_or(DEFAULT_PAGE);
@@ -61,6 +62,7 @@ impl Engine {
             query.status,
             query.after.as_deref(),
             limit + 1,
+            query.oldest_first,
         )
         .await?;
         let more = rows.len() > limit as usize;
@@ -75,6 +77,15 @@ impl Engine {
             None
         };
         Ok(JobPage { jobs, next })
+    }
+
+    /// How many of the owner's jobs there are, of one status when given (for a list's
+    /// scrollbar: pages are fetched by keyset, never counted by offset).
+    pub async fn count_jobs(&self, owner: &str, status: Option<JobStatus>) -> Result<u32> {
+        validate_owner(owner)?;
+        let mut conn = self.reader.acquire().await?;
+        let n = job_rows::count(&mut conn, owner, status).await?;
+        Ok(u32::try_from(n).unwrap_or(u32::MAX))
     }
 
     /// How many of the owner's jobs need a person: `unknown`, or flagged for review.

@@ -133,30 +133,55 @@ pub async fn owned(
     .await
 }
 
-/// Up to `limit` of the owner's jobs, newest first, strictly older than `before` when given.
+/// Up to `limit` of the owner's jobs, newest first and strictly older than `cursor` (or
+/// oldest first and strictly newer, with `oldest_first`).
 pub async fn page(
     conn: &mut SqliteConnection,
     owner: &str,
     status: Option<JobStatus>,
-    before: Option<&str>,
+    cursor: Option<&str>,
     limit: u32,
+    oldest_first: bool,
 ) -> sqlx::Result<Vec<JobRow>> {
+    let (beyond, order) = if oldest_first {
+        (">", "ASC")
+    } else {
+        ("<", "DESC")
+    };
     // Four spellings so each uses its index without `OR ? IS NULL` defeating the planner.
-    let filter = match (status.is_some(), before.is_some()) {
-        (false, false) => "owner_id = ?1",
-        (false, true) => "owner_id = ?1 AND id < ?3",
-        (true, false) => "owner_id = ?1 AND status = ?2",
-        (true, true) => "owner_id = ?1 AND status = ?2 AND id < ?3",
+    let filter = match (status.is_some(), cursor.is_some()) {
+        (false, false) => "owner_id = ?1".to_owned(),
+        (false, true) => format!("owner_id = ?1 AND id {beyond} ?3"),
+        (true, false) => "owner_id = ?1 AND status = ?2".to_owned(),
+        (true, true) => format!("owner_id = ?1 AND status = ?2 AND id {beyond} ?3"),
     };
     sqlx::query_as(&format!(
-        "SELECT {COLUMNS} FROM jobs WHERE {filter} ORDER BY id DESC LIMIT ?4"
+        "SELECT {COLUMNS} FROM jobs WHERE {filter} ORDER BY id {order} LIMIT ?4"
     ))
     .bind(owner)
     .bind(status.map(JobStatus::as_str))
-    .bind(before)
+    .bind(cursor)
     .bind(i64::from(limit))
     .fetch_all(conn)
     .await
+}
+
+/// How many of the owner's jobs there are, of one status when given.
+pub async fn count(
+    conn: &mut SqliteConnection,
+    owner: &str,
+    status: Option<JobStatus>,
+) -> sqlx::Result<i64> {
+    let filter = if status.is_some() {
+        "owner_id = ?1 AND status = ?2"
+    } else {
+        "owner_id = ?1"
+    };
+    sqlx::query_scalar(&format!("SELECT count(*) FROM jobs WHERE {filter}"))
+        .bind(owner)
+        .bind(status.map(JobStatus::as_str))
+        .fetch_one(conn)
+        .await
 }
 
 /// Moves a job between non-outcome statuses (queued ⇄ running ⇄ unknown) if it is in `from`.
