@@ -47,7 +47,10 @@ export function SubmitScreen({ open }: { open: (jobId: string) => void }) {
         result.status === "ok"
           ? { click, kind: result.data.replayed ? "replayed" : "submitted", submitted: result.data }
           : { click, kind: "error", error: result.error };
-      setOutcomes((all) => [...all, outcome].sort((a, b) => a.click - b.click));
+      // An answer for a draft that has since been edited away belongs to no outcome shown now.
+      if (current.current.key === d.key) {
+        setOutcomes((all) => [...all, outcome].sort((a, b) => a.click - b.click));
+      }
       changed();
     });
   };
