@@ -23,8 +23,8 @@ pub async fn submit(
     state.engine.submit(&state.owner, &key, &intent_json).await
 }
 
-/// One page of jobs, newest first, optionally of one status; pass the previous page's `next`
-/// as `after` to continue.
+/// One page of jobs, newest first (oldest first with `oldest_first`), optionally of one
+/// status; pass the previous page's `next` as `after` to continue in the same direction.
 #[tauri::command]
 #[specta::specta]
 pub async fn list_jobs(
@@ -32,14 +32,25 @@ pub async fn list_jobs(
     status: Option<JobStatus>,
     after: Option<String>,
     limit: Option<u32>,
+    oldest_first: Option<bool>,
 ) -> Result<JobPage, Error> {
     let query = JobsQuery {
         status,
         after,
         limit,
-        oldest_first: false,
+        oldest_first: oldest_first.unwrap_or(false),
     };
     state.engine.jobs(&state.owner, &query).await
+}
+
+/// How many jobs there are, optionally of one status: the length of the Jobs list.
+#[tauri::command]
+#[specta::specta]
+pub async fn count_jobs(
+    state: State<'_, AppState>,
+    status: Option<JobStatus>,
+) -> Result<u32, Error> {
+    state.engine.count_jobs(&state.owner, status).await
 }
 
 /// How many jobs need a person: `unknown` ones and those flagged for review.

@@ -44,6 +44,7 @@ pub fn specta_builder<R: Runtime>() -> tauri_specta::Builder<R> {
         .commands(tauri_specta::collect_commands![
             commands::submit,
             commands::list_jobs,
+            commands::count_jobs,
             commands::needs_attention,
             commands::job,
             commands::retry,

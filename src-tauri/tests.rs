@@ -167,6 +167,18 @@ fn list_jobs_shows_only_the_local_owners_jobs_and_pages_by_cursor() {
         Value::Null,
         "the other owner's job is not listed"
     );
+
+    let oldest = invoke(
+        &app.window,
+        "list_jobs",
+        json!({"limit": 1, "oldestFirst": true}),
+    )
+    .unwrap();
+    assert_eq!(oldest["jobs"][0]["id"], json!(first), "oldest first");
+    let count = invoke(&app.window, "count_jobs", json!({})).unwrap();
+    assert_eq!(count, json!(2), "only the local owner's jobs are counted");
+    let none = invoke(&app.window, "count_jobs", json!({"status": "succeeded"})).unwrap();
+    assert_eq!(none, json!(0));
 }
 
 #[test]

@@ -13,10 +13,12 @@ export const commands = {
 	 */
 	submit: (key: string, intentJson: string) => typedError<Submitted, Error>(__TAURI_INVOKE("submit", { key, intentJson })),
 	/**
-	 *  One page of jobs, newest first, optionally of one status; pass the previous page's `next`
-	 *  as `after` to continue.
+	 *  One page of jobs, newest first (oldest first with `oldest_first`), optionally of one
+	 *  status; pass the previous page's `next` as `after` to continue in the same direction.
 	 */
-	listJobs: (status: JobStatus | null, after: string | null, limit: number | null) => typedError<JobPage, Error>(__TAURI_INVOKE("list_jobs", { status, after, limit })),
+	listJobs: (status: JobStatus | null, after: string | null, limit: number | null, oldestFirst: boolean | null) => typedError<JobPage, Error>(__TAURI_INVOKE("list_jobs", { status, after, limit, oldestFirst })),
+	/**  How many jobs there are, optionally of one status: the length of the Jobs list. */
+	countJobs: (status: JobStatus | null) => typedError<number, Error>(__TAURI_INVOKE("count_jobs", { status })),
 	/**  How many jobs need a person: `unknown` ones and those flagged for review. */
 	needsAttention: () => typedError<number, Error>(__TAURI_INVOKE("needs_attention")),
 	/**  One job with its attempts and event history. */

@@ -1,5 +1,6 @@
-// The Jobs list's memory: keyset pages fetched on demand as rows scroll into view, and
-// dropped again when they are far from it, so 100,000 jobs never sit in memory at once.
+// The Jobs list's memory: the list is as long as the jobs' count, and keyset pages are fetched
+// from whichever end (newest or oldest) is nearer to the rows in view, so a jump to the end
+// costs one page; pages far from the view are dropped, so 100,000 jobs never sit in memory.
 import type { Job } from "./bindings";
 
 /** Rows per page fetched. */
@@ -7,82 +8,134 @@ export const PAGE = 100;
 /** Pages kept on either side of the visible ones; the rest are dropped. */
 export const KEEP = 2;
 
-/** What is known of the list: the cursor each page starts after, and the resident pages. */
+/** Which end a page is counted from: "top" pages are newest first, "bottom" oldest first. */
+export type End = "top" | "bottom";
+
+/** One page: the i-th from its end. */
+export interface PageRef {
+  end: End;
+  i: number;
+}
+
+/** What is known of the list. */
 export interface Pages {
-  /** `starts[i]` is the `after` cursor of page i (null for the first). */
+  /** How many rows the list has (the count of jobs when it was read). */
+  total: number;
+  /** `starts[i]` is the `after` cursor of top page i (null for the first). */
   starts: (string | null)[];
-  /** Whether the page after the last known one exists. */
-  more: boolean;
-  /** Rows of the pages in memory, by page number. */
-  rows: Map<number, Job[]>;
+  /** `ends[i]` is the `after` cursor of bottom page i (null for the last). */
+  ends: (string | null)[];
+  /** Rows in memory, by row number from the top. */
+  rows: Map<number, Job>;
   /** Rows fetched to fill pages scrolled into view, for the record (and the test that reads it). */
   fetched: number;
   /** Rows fetched again because the ledger changed. */
   refreshed: number;
-  /** The last page's length, once it is known to be the last. */
-  lastLength: number;
+  /** Whether a page found the list shorter than `total`: it must be counted again. */
+  stale: boolean;
 }
 
-export function emptyPages(): Pages {
-  return { starts: [null], more: true, rows: new Map(), fetched: 0, refreshed: 0, lastLength: 0 };
+export function emptyPages(total: number): Pages {
+  return { total, starts: [null], ends: [null], rows: new Map(), fetched: 0, refreshed: 0, stale: false };
 }
 
-/** How many rows the list is known to have so far (the scroll height). */
-export function knownRows(p: Pages): number {
-  // Every page but the last is full; a page not fetched yet counts as full until it is.
-  return p.more ? p.starts.length * PAGE : (p.starts.length - 1) * PAGE + p.lastLength;
-}
-
-/** The page holding row `index`. */
+/** The top page holding row `index`. */
 export function pageOf(index: number): number {
   return Math.floor(index / PAGE);
 }
 
-/** The pages needed to show rows `first..=last`, which are not in memory yet. */
-export function missing(p: Pages, first: number, last: number): number[] {
-  const out: number[] = [];
-  for (let i = pageOf(first); i <= pageOf(last); i++) {
-    if (i < p.starts.length && !p.rows.has(i)) out.push(i);
-  }
-  return out;
+/** The bottom page holding row `index`. */
+function bottomPageOf(p: Pages, index: number): number {
+  return Math.floor((p.total - 1 - index) / PAGE);
 }
 
-/** Records page `i` as fetched (with the next page's cursor), and drops far pages. */
+/** The `after` cursor a page is fetched with, once the page before it on its end was seen. */
+export function cursorOf(p: Pages, ref: PageRef): string | null | undefined {
+  return ref.end === "top" ? p.starts[ref.i] : p.ends[ref.i];
+}
+
+/**
+ * The page to fetch towards row `index`: its own page from the end that reaches it in fewer
+ * fetches, or, when neither reaches it yet, the next page along the cheaper end.
+ */
+export function planFor(p: Pages, index: number): PageRef {
+  const top = pageOf(index);
+  const bottom = bottomPageOf(p, index);
+  const topCost = Math.max(0, top - (p.starts.length - 1));
+  const bottomCost = Math.max(0, bottom - (p.ends.length - 1));
+  if (topCost < bottomCost || (topCost === bottomCost && top <= bottom)) {
+    return { end: "top", i: Math.min(top, p.starts.length - 1) };
+  }
+  return { end: "bottom", i: Math.min(bottom, p.ends.length - 1) };
+}
+
+/** A page's name, for sets of pages being fetched. */
+export function keyOf(ref: PageRef): string {
+  return `${ref.end}:${ref.i}`;
+}
+
+/** The pages to fetch to show rows `first..=last` that are not in memory. */
+export function missing(p: Pages, first: number, last: number): PageRef[] {
+  const out = new Map<string, PageRef>();
+  for (let index = first; index <= Math.min(last, p.total - 1); index++) {
+    if (p.rows.has(index)) continue;
+    const ref = planFor(p, index);
+    out.set(keyOf(ref), ref);
+  }
+  return [...out.values()];
+}
+
+/** The pages that show rows `first..=last`, to read again when the ledger changes. */
+export function inView(p: Pages, first: number, last: number): PageRef[] {
+  const out = new Map<string, PageRef>();
+  for (let index = first; index <= Math.min(last, p.total - 1); index++) {
+    const ref = planFor(p, index);
+    if (cursorOf(p, ref) !== undefined) out.set(keyOf(ref), ref);
+  }
+  return [...out.values()];
+}
+
+/** The row number of a page's `k`-th job. */
+function rowOf(p: Pages, ref: PageRef, k: number): number {
+  return ref.end === "top" ? ref.i * PAGE + k : p.total - 1 - ref.i * PAGE - k;
+}
+
+/**
+ * Records a fetched page (and the cursor of the page after it on its end), and drops rows
+ * more than KEEP pages away from row `around`.
+ */
 export function withPage(
   p: Pages,
-  i: number,
+  ref: PageRef,
   jobs: Job[],
   next: string | null,
   around: number,
   refresh = false,
 ): Pages {
-  const starts = p.starts.slice();
-  let more = p.more;
-  let lastLength = p.lastLength;
-  if (i === starts.length - 1) {
-    if (next !== null) starts.push(next);
-    else {
-      more = false;
-      lastLength = jobs.length;
-    }
-  }
+  const chain = (ref.end === "top" ? p.starts : p.ends).slice();
+  if (ref.i === chain.length - 1 && next !== null) chain.push(next);
+  // The last page on an end that does not reach the other end: jobs left the list meanwhile.
+  const stale = p.stale || (next === null && ref.i * PAGE + jobs.length < p.total);
   const rows = new Map(p.rows);
-  rows.set(i, jobs);
-  for (const k of rows.keys()) {
-    if (Math.abs(k - around) > KEEP + 1) rows.delete(k);
+  jobs.forEach((job, k) => {
+    const index = rowOf(p, ref, k);
+    if (index >= 0 && index < p.total) rows.set(index, job);
+  });
+  for (const index of rows.keys()) {
+    if (Math.abs(index - around) > (KEEP + 1) * PAGE) rows.delete(index);
   }
-  const fetched = refresh ? p.fetched : p.fetched + jobs.length;
-  const refreshed = refresh ? p.refreshed + jobs.length : p.refreshed;
-  return { starts, more, rows, fetched, refreshed, lastLength };
+  return {
+    ...p,
+    starts: ref.end === "top" ? chain : p.starts,
+    ends: ref.end === "bottom" ? chain : p.ends,
+    rows,
+    fetched: refresh ? p.fetched : p.fetched + jobs.length,
+    refreshed: refresh ? p.refreshed + jobs.length : p.refreshed,
+    stale,
+  };
 }
 
 /** The job at row `index`, if its page is in memory. */
 export function rowAt(p: Pages, index: number): Job | undefined {
-  return p.rows.get(pageOf(index))?.[index % PAGE];
-}
-
-/** The list after a change in the ledger: only the pages in view stay, to be fetched again. */
-export function forRefresh(p: Pages, inView: number[]): Pages {
-  const rows = new Map([...p.rows].filter(([i]) => inView.includes(i)));
-  return { ...p, rows };
+  return p.rows.get(index);
 }

@@ -1,5 +1,6 @@
-// The Jobs screen: status, provider and age of every job, filtered by status, in a list that
-// renders only the rows in view and fetches keyset pages as they scroll into it.
+// The Jobs screen: status, provider and age of every job, filtered by status, in a list as
+// long as the jobs' count that renders only the rows in view and fetches keyset pages for them
+// from the nearer end.
 import { useCallback, useEffect, useRef, useState } from "react";
 
 import { call, useLedger } from "../api";
@@ -10,7 +11,18 @@ import { StatusFilter } from "../components/StatusFilter";
 import { FirstRun } from "../components/FirstRun";
 import type { Shown } from "../errors";
 import { exactTime, routeOf, shortId, timeAgo } from "../format";
-import { emptyPages, forRefresh, knownRows, missing, pageOf, PAGE, rowAt, withPage, type Pages } from "../pager";
+import {
+  cursorOf,
+  emptyPages,
+  inView,
+  keyOf,
+  missing,
+  PAGE,
+  rowAt,
+  withPage,
+  type PageRef,
+  type Pages,
+} from "../pager";
 
 /** Height of one row, in pixels; fixed so the list can place rows without measuring them. */
 export const ROW = 30;
@@ -25,68 +37,97 @@ interface Props {
 
 export function JobsScreen({ now, open, go }: Props) {
   const [status, setStatus] = useState<JobStatus | null>(null);
-  const [pages, setPages] = useState<Pages>(emptyPages);
+  // Null until the jobs are counted: the list's length comes first.
+  const [pages, setPages] = useState<Pages | null>(null);
   const [error, setError] = useState<Shown | null>(null);
   const [view, setView] = useState({ top: 0, height: 600 });
   const list = useRef<HTMLDivElement>(null);
-  const loading = useRef(new Set<number>());
+  const loading = useRef(new Set<string>());
   const generation = useRef(0);
   const { seq } = useLedger();
 
   const first = Math.max(0, Math.floor(view.top / ROW) - OVERSCAN);
   const last = Math.max(first, Math.ceil((view.top + view.height) / ROW) + OVERSCAN);
-  // Where the view is when a page arrives, not when it was asked for: far pages are dropped.
+  // Where the view is when a page arrives, not when it was asked for: far rows are dropped.
   const around = useRef(0);
-  around.current = pageOf(first);
+  around.current = first;
+  const shown = useRef({ first, last });
+  shown.current = { first, last };
 
   const fetchPage = useCallback(
-    (p: Pages, i: number, refresh = false) => {
-      if (loading.current.has(i)) return;
-      loading.current.add(i);
+    (p: Pages, ref: PageRef, refresh = false) => {
+      const key = keyOf(ref);
+      const after = cursorOf(p, ref);
+      if (loading.current.has(key) || after === undefined) return;
+      loading.current.add(key);
       const gen = generation.current;
-      const after = p.starts[i] ?? null;
-      void call(() => commands.listJobs(status, after, PAGE)).then((result) => {
-        loading.current.delete(i);
+      void call(() => commands.listJobs(status, after, PAGE, ref.end === "bottom")).then((result) => {
         if (gen !== generation.current) return;
+        loading.current.delete(key);
         if (result.status === "error") {
           setError(result.error);
           return;
         }
         setError(null);
-        setPages((cur) => withPage(cur, i, result.data.jobs, result.data.next, around.current, refresh));
+        setPages((cur) =>
+          cur === null ? cur : withPage(cur, ref, result.data.jobs, result.data.next, around.current, refresh),
+        );
       });
     },
     [status],
+  );
+
+  // Counts the jobs; an unchanged count keeps the list and re-reads the pages in view
+  // (statuses change in place), otherwise the list starts over at its new length.
+  const recount = useCallback(
+    (inPlace: boolean) => {
+      const gen = generation.current;
+      void call(() => commands.countJobs(status)).then((result) => {
+        if (gen !== generation.current) return;
+        if (result.status === "error") {
+          setError(result.error);
+          return;
+        }
+        setPages((cur) => {
+          if (inPlace && cur !== null && cur.total === result.data && !cur.stale) {
+            for (const ref of inView(cur, shown.current.first, shown.current.last)) fetchPage(cur, ref, true);
+            return cur;
+          }
+          generation.current++;
+          loading.current.clear();
+          return emptyPages(result.data);
+        });
+      });
+    },
+    [status, fetchPage],
   );
 
   // A new filter starts over.
   useEffect(() => {
     generation.current++;
     loading.current.clear();
-    setPages(emptyPages());
+    setPages(null);
     list.current?.scrollTo({ top: 0 });
-  }, [status]);
+    recount(false);
+  }, [recount]);
 
-  // A change in the ledger: re-read the pages in view (statuses change in place) and drop the
-  // rest; near the top, start over so new jobs appear first.
+  // A change in the ledger: near the top, start over so new jobs appear first.
   useEffect(() => {
     if (seq === 0) return;
-    setPages((cur) => {
-      if (view.top < PAGE * ROW) {
-        generation.current++;
-        loading.current.clear();
-        return emptyPages();
-      }
-      const inView = [pageOf(first), pageOf(last)].filter((i, k, all) => all.indexOf(i) === k);
-      for (const i of inView) fetchPage(cur, i, true);
-      return forRefresh(cur, inView);
-    });
+    recount(view.top >= PAGE * ROW);
     // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [seq]);
 
+  // A page found fewer jobs than counted: count again.
+  const stale = pages?.stale ?? false;
+  useEffect(() => {
+    if (stale) recount(false);
+  }, [stale, recount]);
+
   // Fetch what is in view and not in memory.
   useEffect(() => {
-    for (const i of missing(pages, first, last)) fetchPage(pages, i);
+    if (pages === null) return;
+    for (const ref of missing(pages, first, last)) fetchPage(pages, ref);
   }, [pages, first, last, fetchPage]);
 
   useEffect(() => {
@@ -99,10 +140,12 @@ export function JobsScreen({ now, open, go }: Props) {
     return () => observer.disconnect();
   }, []);
 
-  const total = knownRows(pages);
+  const total = pages?.total ?? 0;
   const shownRows: { index: number; job: Job | undefined }[] = [];
-  for (let i = first; i <= Math.min(last, total - 1); i++) shownRows.push({ index: i, job: rowAt(pages, i) });
-  const empty = !pages.more && total === 0;
+  if (pages !== null) {
+    for (let i = first; i <= Math.min(last, total - 1); i++) shownRows.push({ index: i, job: rowAt(pages, i) });
+  }
+  const empty = pages !== null && total === 0;
 
   return (
     <>
@@ -110,7 +153,7 @@ export function JobsScreen({ now, open, go }: Props) {
         <StatusFilter value={status} onChange={setStatus} />
         <span className="spacer" />
         <span className="muted" data-testid="jobs-loaded">
-          {pages.more ? `${total - PAGE}+ jobs` : `${total} ${total === 1 ? "job" : "jobs"}`}
+          {pages === null ? "…" : `${total} ${total === 1 ? "job" : "jobs"}`}
         </span>
       </nav>
       {error !== null && <ErrorBanner error={error} />}
@@ -131,8 +174,8 @@ export function JobsScreen({ now, open, go }: Props) {
         role="grid"
         aria-rowcount={total}
         aria-label="Jobs, newest first"
-        data-fetched-rows={pages.fetched}
-        data-refreshed-rows={pages.refreshed}
+        data-fetched-rows={pages?.fetched ?? 0}
+        data-refreshed-rows={pages?.refreshed ?? 0}
         data-last-shown={Math.min(last, total - 1)}
         hidden={empty}
         onScroll={(e) => setView({ top: e.currentTarget.scrollTop, height: e.currentTarget.clientHeight })}
