@@ -6,7 +6,7 @@ import { commands, type Submitted } from "../bindings";
 import { CopyId } from "../components/CopyId";
 import { StatusBadge } from "../components/StatusBadge";
 import { clicked, edited, startDraft, type Draft } from "../draft";
-import type { Shown } from "../errors";
+import { existingJob, type Shown } from "../errors";
 
 /** What a new draft starts with: a job for the built-in sandbox. */
 export const TEMPLATE = `{
@@ -120,8 +120,11 @@ function OutcomeLine({ outcome, open }: { outcome: Outcome; open: (jobId: string
 /** A submit's error in words a person can act on. */
 export function explain(error: Shown): string {
   switch (error.code) {
-    case "idempotency_conflict":
-      return `This key already belongs to another job with a different intent (${error.message}). Edit the intent to start a new draft with a new key.`;
+    case "idempotency_conflict": {
+      const job = existingJob(error);
+      const which = job === null ? "another job" : `job ${job}`;
+      return `This key already belongs to ${which}, submitted with a different intent (${error.message}). Edit the intent to start a new draft with a new key.`;
+    }
     case "invalid_input":
       return `The intent is not valid: ${error.message}`;
     default:

@@ -1,0 +1,42 @@
+// Jobs and attempts for the component tests, with only the fields a test cares about set.
+import type { Attempt, AttemptState, Job, JobStatus } from "../bindings";
+
+export function job(id: string, status: JobStatus = "queued"): Job {
+  return {
+    id,
+    owner_id: "local",
+    idempotency_key: `key-${id}`,
+    fingerprint: "0".repeat(64),
+    intent: { route: ["sandbox"], input: {} },
+    status,
+    version: 1,
+    completed_by: null,
+    result: null,
+    error: null,
+    flagged_for_review: false,
+    created_at: "2026-01-01T00:00:00Z",
+    updated_at: "2026-01-01T00:00:00Z",
+    finished_at: null,
+    not_before: null,
+  };
+}
+
+export function attempt(number: number, state: AttemptState): Attempt {
+  return {
+    id: `attempt-${number}`,
+    job_id: "job-1",
+    number,
+    provider: "sandbox",
+    state,
+    job_version: 1,
+    request_id: null,
+    http_status: null,
+    error: null,
+    executor_id: null,
+    lease_expires_at: null,
+    flagged_for_review: false,
+    created_at: "2026-01-01T00:00:00Z",
+    sent_at: null,
+    finished_at: null,
+  };
+}
