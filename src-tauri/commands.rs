@@ -135,3 +135,17 @@ pub async fn remove_provider(state: State<'_, AppState>, name: String) -> Result
 pub async fn settings(state: State<'_, AppState>) -> Result<Settings, Error> {
     Ok(Settings::of(&state.engine))
 }
+
+/// Prints the wall-clock time (Unix ms) at which the window first showed the Jobs screen's
+/// content, once, when `ONEJOB_REPORT_FIRST_PAINT=1`: the cold-start benchmark's end mark.
+#[tauri::command]
+#[specta::specta]
+pub fn first_paint() {
+    if std::env::var_os("ONEJOB_REPORT_FIRST_PAINT").is_some_and(|v| v == "1") {
+        let ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_millis())
+            .unwrap_or(0);
+        println!("first-paint-epoch-ms {ms}");
+    }
+}

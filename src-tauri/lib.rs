@@ -54,6 +54,7 @@ pub fn specta_builder<R: Runtime>() -> tauri_specta::Builder<R> {
             commands::save_provider,
             commands::remove_provider,
             commands::settings,
+            commands::first_paint,
         ])
         .events(tauri_specta::collect_events![LedgerChanged])
         // The engine's own fields are u32 or strings; the only 64-bit integers are inside

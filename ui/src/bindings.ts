@@ -43,6 +43,11 @@ export const commands = {
 	removeProvider: (name: string) => typedError<null, Error>(__TAURI_INVOKE("remove_provider", { name })),
 	/**  Where the app keeps its database, for the Settings screen. */
 	settings: () => typedError<Settings, Error>(__TAURI_INVOKE("settings")),
+	/**
+	 *  Prints the wall-clock time (Unix ms) at which the window first showed the Jobs screen's
+	 *  content, once, when `ONEJOB_REPORT_FIRST_PAINT=1`: the cold-start benchmark's end mark.
+	 */
+	firstPaint: () => __TAURI_INVOKE<void>("first_paint"),
 };
 
 /** Events */
