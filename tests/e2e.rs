@@ -184,14 +184,44 @@ impl Window {
         self.wait_for("#job-title").await;
     }
 
-    async fn close(mut self) {
-        let _ = self.client.close().await;
+    async fn close(self) {
+        let _ = self.client.clone().close().await;
+        self.engine.close().await;
+    }
+}
+
+impl Drop for Window {
+    /// Stops the driver and what it started (a killed tauri-driver leaves WebKitWebDriver and
+    /// the app running) and the X server, also when a test fails before `close`.
+    fn drop(&mut self) {
+        let started = descendants(self.driver.id());
         for child in [&mut self.driver, &mut self.xvfb] {
             let _ = child.kill();
             let _ = child.wait();
         }
-        self.engine.close().await;
+        for pid in started {
+            let _ = Command::new("kill")
+                .arg(pid.to_string())
+                .stderr(Stdio::null())
+                .status();
+        }
     }
+}
+
+/// Every process `pid` started, and theirs, from the children lists of all its threads.
+fn descendants(pid: u32) -> Vec<u32> {
+    let mut found = Vec::new();
+    let tasks = std::fs::read_dir(format!("/proc/{pid}/task"))
+        .into_iter()
+        .flatten();
+    for task in tasks.flatten() {
+        let children = std::fs::read_to_string(task.path().join("children")).unwrap_or_default();
+        for child in children.split_whitespace().filter_map(|c| c.parse().ok()) {
+            found.push(child);
+            found.extend(descendants(child));
+        }
+    }
+    found
 }
 
 /// The sandbox with these dials and a soft timeout short enough for a test.
