@@ -8,7 +8,7 @@ use sqlx::SqliteConnection;
 use crate::attempt::{AttemptState, Cause};
 use crate::error::{Error, Result};
 use crate::job::JobStatus;
-use crate::model::{Actor, AfterFailure, Attempt, AttemptError, Job, JobAttempt, JobError};
+use crate::model::{Actor, AfterFailure, Attempt, AttemptError, Job, JobAttempt};
 use crate::store::{
     attempts as attempt_rows, jobs as job_rows, now, now_plus, providers as provider_rows,
 };
@@ -288,40 +288,6 @@ impl Engine {
             attempt,
             next_attempt: None,
         })
-    }
-
-    /// For the executor: no further automatic attempt for a `queued` job.
-    pub async fn fail_job(&self, job_id: &str, error: JobError) -> Result<Job> {
-        let mut tx = self.begin().await?;
-        let job = job_row(&mut tx, job_id).await?.into_job()?;
-        if !job_rows::decide(
-            &mut tx,
-            job_id,
-            &[JobStatus::Queued],
-            JobStatus::Failed,
-            Some(&error),
-        )
-        .await?
-        {
-            return Err(Error::invalid_transition(
-                "job",
-                job_id,
-                job.status.as_str(),
-                JobStatus::Failed.as_str(),
-            ));
-        }
-        event(
-            &mut tx,
-            job_id,
-            None,
-            "job_failed",
-            Actor::Executor,
-            json!(error),
-        )
-        .await?;
-        let job = job_row(&mut tx, job_id).await?.into_job()?;
-        tx.commit().await?;
-        Ok(job)
     }
 
     /// For an out-of-band process: gives up waiting on an attempt without a person.
