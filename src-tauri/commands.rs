@@ -7,7 +7,7 @@ use onejob_engine::{
 };
 use tauri::State;
 
-use crate::view::{ProviderView, Settings};
+use crate::view::{CheckView, ContractView, ProviderView, Settings};
 use crate::AppState;
 
 /// Submits an intent (JSON text) under the draft's idempotency key: the first call creates
@@ -127,6 +127,34 @@ pub async fn save_provider(
 #[specta::specta]
 pub async fn remove_provider(state: State<'_, AppState>, name: String) -> Result<(), Error> {
     state.engine.remove_provider(&name).await
+}
+
+/// Every contract, by name, with its last check against each provider it was checked with.
+#[tauri::command]
+#[specta::specta]
+pub async fn contracts(state: State<'_, AppState>) -> Result<Vec<ContractView>, Error> {
+    let mut views = Vec::new();
+    for contract in state.engine.contracts().await? {
+        let checks = state.engine.contract_checks(&contract.name).await?;
+        views.push(ContractView::new(contract, checks));
+    }
+    Ok(views)
+}
+
+/// Runs a contract check: every sample is sent to the provider at temperature 0, and the stored
+/// check comes back.
+#[tauri::command]
+#[specta::specta]
+pub async fn check_contract(
+    state: State<'_, AppState>,
+    contract: String,
+    provider: String,
+) -> Result<CheckView, Error> {
+    Ok(state
+        .engine
+        .check_contract(&contract, &provider)
+        .await?
+        .into())
 }
 
 /// Where the app keeps its database, for the Settings screen.

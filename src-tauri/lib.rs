@@ -53,6 +53,8 @@ pub fn specta_builder<R: Runtime>() -> tauri_specta::Builder<R> {
             commands::providers,
             commands::save_provider,
             commands::remove_provider,
+            commands::contracts,
+            commands::check_contract,
             commands::settings,
             commands::first_paint,
         ])

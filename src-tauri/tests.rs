@@ -286,3 +286,115 @@ fn settings_name_the_database_file() {
     assert!(path.ends_with("onejob.db"), "{path}");
     assert_eq!(settings["owner"], json!(OWNER));
 }
+
+#[test]
+fn a_contract_check_runs_against_a_provider_and_shows_per_sample_results_and_whether_it_counts() {
+    use onejob_engine::providers::sandbox::{Dials, Sandbox};
+
+    let app = headless_app();
+    let contract = json!({
+        "name": "summary",
+        "schema": {
+            "type": "object",
+            "properties": {"summary": {"type": "string"}, "words": {"type": "integer"}},
+            "required": ["summary", "words"]
+        },
+        "template": {"system": "You summarise text in one sentence.", "user": "Summarise: {{text}}"},
+        "samples": [{"text": "The cat sat on the mat."}, {"text": "Rain, then sun."}]
+    });
+    let quick = Dials {
+        latency_ms: 5,
+        jitter_ms: 0,
+        ..Dials::default()
+    };
+    // The sandbox's chat mode answers an `openai` provider whose base_url is its url plus /v1.
+    let server = tauri::async_runtime::block_on(async {
+        app.engine
+            .add_contract(&contract.to_string())
+            .await
+            .unwrap();
+        Sandbox::start(([127, 0, 0, 1], 0).into(), quick.clone())
+            .await
+            .unwrap()
+    });
+    let openai = |extra: Value| {
+        let mut config = json!({
+            "name": "model-a", "kind": "openai", "base_url": format!("{}/v1", server.url()),
+            "model": "sandbox-model", "soft_timeout_ms": 2000, "hard_timeout_ms": 5000,
+            "honours_idempotency_key": false
+        });
+        if let (Some(config), Value::Object(extra)) = (config.as_object_mut(), extra) {
+            config.extend(extra);
+        }
+        tauri::async_runtime::block_on(app.engine.add_provider(&config.to_string())).unwrap();
+    };
+    openai(json!({}));
+
+    let listed = invoke(&app.window, "contracts", json!({})).unwrap();
+    assert_eq!(listed[0]["name"], json!("summary"));
+    assert_eq!(listed[0]["checks"], json!([]));
+    let hash = listed[0]["hash"].clone();
+
+    let check = invoke(
+        &app.window,
+        "check_contract",
+        json!({"contract": "summary", "provider": "model-a"}),
+    )
+    .unwrap();
+    assert_eq!(check["passed"], json!(true), "{check:#}");
+    assert_eq!(check["current"], json!(true));
+    assert_eq!(check["contract_hash"], hash);
+    let samples = check["samples"].as_array().unwrap();
+    assert_eq!(samples.len(), 2);
+    for sample in samples {
+        assert_eq!(sample["passed"], json!(true));
+        assert!(sample["latency_ms"].is_u64(), "{sample:#}");
+        // No tokenizer is known for this model: "not checked", which does not fail the check.
+        assert_eq!(sample["prompt_tokens"], Value::Null);
+        assert!(sample["tokenizer"]
+            .as_str()
+            .unwrap()
+            .starts_with("not checked"));
+    }
+    let listed = invoke(&app.window, "contracts", json!({})).unwrap();
+    assert_eq!(listed[0]["checks"][0]["id"], check["id"]);
+    assert_eq!(listed[0]["checks"][0]["current"], json!(true));
+
+    server.set_dials(Dials {
+        extra_key: 1.0,
+        ..quick
+    });
+    let failed = invoke(
+        &app.window,
+        "check_contract",
+        json!({"contract": "summary", "provider": "model-a"}),
+    )
+    .unwrap();
+    assert_eq!(failed["passed"], json!(false));
+    assert_eq!(failed["current"], json!(false));
+    let reason = failed["samples"][0]["reason"].as_str().unwrap();
+    assert!(reason.contains("/unexpected"), "{reason}");
+
+    server.set_dials(quick);
+    invoke(
+        &app.window,
+        "check_contract",
+        json!({"contract": "summary", "provider": "model-a"}),
+    )
+    .unwrap();
+    // A changed provider: the passed check stays shown but no longer counts.
+    openai(json!({"supports_json_schema": false}));
+    let listed = invoke(&app.window, "contracts", json!({})).unwrap();
+    let last = &listed[0]["checks"][0];
+    assert_eq!(last["passed"], json!(true));
+    assert_eq!(last["current"], json!(false));
+
+    let missing = invoke(
+        &app.window,
+        "check_contract",
+        json!({"contract": "nope", "provider": "model-a"}),
+    )
+    .unwrap_err();
+    assert_eq!(missing["code"], json!("not_found"));
+    tauri::async_runtime::block_on(server.stop());
+}

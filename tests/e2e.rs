@@ -320,6 +320,34 @@ fn two_clicks_within_50_ms_make_one_job_and_an_edited_intent_a_new_one() {
         w.screenshot("settings").await;
         w.click("[data-screen=providers]").await;
         w.wait_for("[data-provider=sandbox]").await;
+        // A contract added from outside arrives on the ledger event; its check runs on a click.
+        let contract = json!({"name": "summary",
+            "schema": {"type": "object", "properties": {"summary": {"type": "string"}}},
+            "template": {"system": "Summarise.", "user": "{{text}}"},
+            "samples": [{"text": "Rain, then sun."}]});
+        w.engine.add_contract(&contract.to_string()).await.unwrap();
+        w.wait_text("[data-check='summary/sandbox']", |t| {
+            t.contains("Never checked")
+        })
+        .await;
+        w.click("[data-testid=run-check-summary-sandbox]").await;
+        let shown = w
+            .wait_text("[data-check='summary/sandbox'] [data-check-id]", |t| {
+                t.contains("passed") || t.contains("failed")
+            })
+            .await;
+        let checks = w.engine.contract_checks("summary").await.unwrap();
+        assert_eq!(checks.len(), 1, "one click, one check");
+        let verdict = if checks[0].passed { "passed" } else { "failed" };
+        assert!(shown.contains(verdict), "{shown}");
+        assert!(shown.contains(&checks[0].samples[0].reason), "{shown}");
+        w.client
+            .execute(
+                "document.querySelector('[data-contract=summary]').scrollIntoView();",
+                vec![],
+            )
+            .await
+            .unwrap();
         w.screenshot("providers").await;
         w.click("[data-screen=jobs]").await;
         w.wait_for(".job-row").await;

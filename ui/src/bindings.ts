@@ -41,6 +41,13 @@ export const commands = {
 	saveProvider: (configJson: string) => typedError<ProviderView, Error>(__TAURI_INVOKE("save_provider", { configJson })),
 	/**  Removes a provider; jobs and attempts that name it keep the name. */
 	removeProvider: (name: string) => typedError<null, Error>(__TAURI_INVOKE("remove_provider", { name })),
+	/**  Every contract, by name, with its last check against each provider it was checked with. */
+	contracts: () => typedError<ContractView[], Error>(__TAURI_INVOKE("contracts")),
+	/**
+	 *  Runs a contract check: every sample is sent to the provider at temperature 0, and the stored
+	 *  check comes back.
+	 */
+	checkContract: (contract: string, provider: string) => typedError<CheckView, Error>(__TAURI_INVOKE("check_contract", { contract, provider })),
 	/**  Where the app keeps its database, for the Settings screen. */
 	settings: () => typedError<Settings, Error>(__TAURI_INVOKE("settings")),
 	/**
@@ -121,9 +128,41 @@ export type BlockedDetails = {
 	state: string,
 };
 
+/**  One stored contract check, as the engine reports it. */
+export type CheckView = {
+	id: string,
+	contract: string,
+	/**  The contract's hash when it was checked. */
+	contract_hash: string,
+	provider: string,
+	/**  The provider's `updated_at` when it was checked. */
+	provider_updated_at: string,
+	/**  Every sample passed. */
+	passed: boolean,
+	samples: SampleView[],
+	checked_at: string,
+	/**
+	 *  The engine's verdict: it passed and neither the contract nor the provider changed since,
+	 *  so it still counts for automatic failover.
+	 */
+	current: boolean,
+};
+
 /**  Details of `idempotency_conflict`. */
 export type ConflictDetails = {
 	existing_job_id: string,
+};
+
+/**
+ *  A contract as the Providers screen shows it: what identifies its content, and the last
+ *  check against each provider it was checked with.
+ */
+export type ContractView = {
+	name: string,
+	/**  The hash of its schema, template and samples; a check made under another hash is stale. */
+	hash: string,
+	updated_at: string,
+	checks: CheckView[],
 };
 
 /**
@@ -342,6 +381,22 @@ export type Resolution = {
 	note: string | null,
 	/**  With `failed` or `abandoned`: start the next attempt on this provider at once. */
 	retry_on: string | null,
+};
+
+/**  One sample's outcome in a check. */
+export type SampleView = {
+	passed: boolean,
+	/**  Why it failed, or what passing meant. */
+	reason: string,
+	/**  From sending to the whole answer; absent when nothing was sent. */
+	latency_ms: number | null,
+	/**  The rendered prompt's tokens by the provider's tokenizer; absent: not checked. */
+	prompt_tokens: number | null,
+	/**  What counted `prompt_tokens`, or why nothing did. */
+	tokenizer: string,
+	context_window: number | null,
+	/**  The token usage the provider reported for its answer. */
+	usage: Value | null,
 };
 
 /**  What the Settings screen shows. */

@@ -1,9 +1,11 @@
 // The Providers screen: each provider's configuration (never a key: only the variable that
-// holds it) and, for the sandbox, its fault dials, editable and saved back as its `dials`.
+// holds it), for the sandbox its fault dials, editable and saved back as its `dials`, and the
+// contracts with their last check per provider.
 import { useState } from "react";
 
 import { call, useLedger, useRead } from "../api";
 import { commands, type Dials, type ProviderView, type Value } from "../bindings";
+import { Contracts } from "../components/ContractChecks";
 import { ErrorBanner } from "../components/ErrorBanner";
 import type { Shown } from "../errors";
 
@@ -19,9 +21,7 @@ export function ProvidersScreen() {
         </p>
       )}
       {providers.data?.map((p) => <ProviderCard key={`${p.name}-${p.updated_at}`} provider={p} />)}
-      <p className="muted">
-        Contract checks appear here once contracts are configured.
-      </p>
+      {providers.data !== null && <Contracts providers={providers.data.map((p) => p.name)} />}
     </section>
   );
 }
