@@ -4,7 +4,7 @@
 
 use onejob_engine::contracts::check::{Check, SampleResult};
 use onejob_engine::contracts::Contract;
-use onejob_engine::executor::sandbox_dials;
+
 use onejob_engine::providers::sandbox::Dials;
 use onejob_engine::{Engine, Error, Provider, ProviderKind};
 use serde::{Deserialize, Serialize};
@@ -46,7 +46,7 @@ impl TryFrom<Provider> for ProviderView {
     fn try_from(provider: Provider) -> Result<Self, Error> {
         let c = provider.config;
         let dials = match c.kind {
-            ProviderKind::Sandbox => Some(sandbox_dials(&c)?),
+            ProviderKind::Sandbox => Some(c.sandbox_dials()?),
             _ => None,
         };
         let config = serde_json::to_value(&c).map_err(|e| Error::internal(e.to_string()))?;

@@ -5,8 +5,8 @@ use std::future::Future;
 use std::io::{IsTerminal, Write};
 use std::time::{Duration, Instant};
 
-use onejob_engine::executor::{Executor, ExecutorOptions, WaitEnd, Waited};
-use onejob_engine::{Engine, JobDetail, Result};
+use onejob_engine::executor::{Executor, ExecutorOptions};
+use onejob_engine::{Engine, Job, JobDetail, JobError, JobStatus, Result};
 use serde_json::json;
 
 use crate::output::Reply;
@@ -40,14 +40,49 @@ pub async fn submit_and_wait(
     } else {
         wait.await?
     };
-    let code = match waited.end {
-        WaitEnd::Succeeded => 0,
-        WaitEnd::Failed => EXIT_FAILED,
-        WaitEnd::Unknown => EXIT_UNKNOWN,
-        WaitEnd::TimedOut => EXIT_TIMED_OUT,
-    };
-    let doc = json!({ "job": waited.job, "replayed": submitted.replayed });
+    let (job, code) = ended(engine, waited).await?;
+    let doc = json!({ "job": job, "replayed": submitted.replayed });
     Ok(Reply { doc, code })
+}
+
+/// The exit code of a wait that left the job as it is, with the reason in `error` when it
+/// did not succeed.
+async fn ended(engine: &Engine, mut job: Job) -> Result<(Job, u8)> {
+    let reason = |code: &str, message: String| JobError {
+        code: code.to_owned(),
+        message,
+    };
+    let code = match job.status {
+        JobStatus::Succeeded => 0,
+        JobStatus::Failed | JobStatus::Cancelled => EXIT_FAILED,
+        JobStatus::Unknown => {
+            let detail = engine.job(&job.owner_id, &job.id).await?;
+            let open = detail.attempts.iter().rev().find(|a| a.state.is_open());
+            let why = open
+                .and_then(|a| {
+                    a.error
+                        .as_ref()
+                        .map(|e| format!("attempt {} {}: {}", a.number, e.kind, e.message))
+                })
+                .unwrap_or_else(|| "an attempt's outcome is unknown".to_owned());
+            job.error = Some(reason(
+                "unknown",
+                format!("{why}; resolve it before another attempt"),
+            ));
+            EXIT_UNKNOWN
+        }
+        JobStatus::Queued | JobStatus::Running => {
+            job.error = Some(reason(
+                "wait_timeout",
+                format!(
+                    "still {} when the wait ended; an attempt this process was sending is left to its lease and becomes unknown unless its answer was recorded",
+                    job.status
+                ),
+            ));
+            EXIT_TIMED_OUT
+        }
+    };
+    Ok((job, code))
 }
 
 /// Runs the wait while a line on stderr says where the job stands, cleared when it ends.
@@ -55,8 +90,8 @@ async fn with_progress(
     engine: &Engine,
     owner: &str,
     job_id: &str,
-    wait: impl Future<Output = Result<Waited>>,
-) -> Result<Waited> {
+    wait: impl Future<Output = Result<Job>>,
+) -> Result<Job> {
     let started = Instant::now();
     let mut line = ProgressLine::default();
     tokio::pin!(wait);

@@ -121,7 +121,7 @@ fn resolve_refuses_bad_arguments_before_touching_the_attempt() {
 }
 
 #[test]
-fn cancel_fails_a_pending_attempt() {
+fn cancel_abandons_a_pending_attempt_that_was_never_sent() {
     let ledger = Ledger::new();
     let job = id(&ledger.submit("k", &intent("1"))["job"]);
     let attempt = ledger.retry(&job);
@@ -130,5 +130,10 @@ fn cancel_fails_a_pending_attempt() {
     assert_eq!(reply["job"]["error"]["code"], "cancelled");
     let detail = ledger.run(&["job", &job]).ok();
     assert_eq!(detail["attempts"][0]["id"], attempt.as_str());
-    assert_eq!(detail["attempts"][0]["state"], "failed");
+    assert_eq!(detail["attempts"][0]["state"], "abandoned");
+    assert!(detail["events"]
+        .as_array()
+        .expect("events")
+        .iter()
+        .any(|e| e["kind"] == "attempt_abandoned" && e["detail"]["never_sent"] == true));
 }

@@ -51,6 +51,40 @@ impl JobStatus {
     pub fn is_terminal(self) -> bool {
         matches!(self, JobStatus::Succeeded | JobStatus::Cancelled)
     }
+
+    /// True for statuses in which no attempt is sent: terminal, or `failed` (no further
+    /// automatic attempt until a person reopens it).
+    pub fn is_closed(self) -> bool {
+        self.is_terminal() || self == JobStatus::Failed
+    }
+
+    /// The moves a job may make; the ledger makes no other.
+    /// - `queued → running` an attempt is created; `→ succeeded` a late answer of an
+    ///   abandoned attempt wins; `→ failed` the route policy allows no attempt; `→ cancelled`.
+    /// - `running → unknown` its attempt's outcome is lost; `→ queued` its attempt ended
+    ///   without a result; `→ succeeded`, `→ failed`, `→ cancelled`.
+    /// - `unknown → queued` (resolved as failed or abandoned), `→ succeeded`, `→ failed`,
+    ///   `→ cancelled`.
+    /// - `failed → queued` a person's retry; `→ cancelled`.
+    /// - `succeeded` and `cancelled` are terminal.
+    pub fn may_become(self, to: JobStatus) -> bool {
+        use JobStatus::*;
+        match self {
+            Queued => matches!(to, Running | Succeeded | Failed | Cancelled),
+            Running => matches!(to, Unknown | Queued | Succeeded | Failed | Cancelled),
+            Unknown => matches!(to, Queued | Succeeded | Failed | Cancelled),
+            Failed => matches!(to, Queued | Cancelled),
+            Succeeded | Cancelled => false,
+        }
+    }
+
+    /// The statuses from which a job may move to `to`.
+    pub fn sources(to: JobStatus) -> Vec<JobStatus> {
+        JobStatus::ALL
+            .into_iter()
+            .filter(|from| from.may_become(to))
+            .collect()
+    }
 }
 
 impl std::str::FromStr for JobStatus {
@@ -75,5 +109,42 @@ impl std::str::FromStr for JobStatus {
 impl std::fmt::Display for JobStatus {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::JobStatus::*;
+    use super::*;
+
+    /// The job moves, pair by pair, so a change to `may_become` must match them.
+    const ALLOWED: [(JobStatus, JobStatus); 15] = [
+        (Queued, Running),
+        (Queued, Succeeded),
+        (Queued, Failed),
+        (Queued, Cancelled),
+        (Running, Unknown),
+        (Running, Queued),
+        (Running, Succeeded),
+        (Running, Failed),
+        (Running, Cancelled),
+        (Unknown, Queued),
+        (Unknown, Succeeded),
+        (Unknown, Failed),
+        (Unknown, Cancelled),
+        (Failed, Queued),
+        (Failed, Cancelled),
+    ];
+
+    #[test]
+    fn every_job_move_not_in_the_table_is_refused() {
+        for from in JobStatus::ALL {
+            for to in JobStatus::ALL {
+                let allowed = ALLOWED.contains(&(from, to));
+                assert_eq!(from.may_become(to), allowed, "{from} -> {to}");
+            }
+        }
+        assert!(JobStatus::ALL.iter().all(|s| !Succeeded.may_become(*s)));
+        assert!(JobStatus::ALL.iter().all(|s| !Cancelled.may_become(*s)));
     }
 }

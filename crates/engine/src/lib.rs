@@ -7,7 +7,9 @@
 pub mod attempt;
 pub mod contracts;
 pub mod error;
+pub mod events;
 pub mod executor;
+pub mod failure;
 pub mod intent;
 pub mod job;
 mod ledger;
@@ -15,6 +17,10 @@ pub mod model;
 pub mod policy;
 pub mod providers;
 pub mod store;
+/// The sandbox provider server (being moved here from `providers`).
+pub mod sandbox {
+    pub use crate::providers::sandbox::*;
+}
 
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
@@ -27,6 +33,8 @@ use tokio::sync::Notify;
 
 pub use attempt::{AttemptState, Cause};
 pub use error::{Error, Result};
+pub use events::EventKind;
+pub use failure::{FailureKind, RetryHere};
 pub use intent::Intent;
 pub use job::JobStatus;
 pub use ledger::{AddedContract, Claim};

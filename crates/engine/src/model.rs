@@ -181,8 +181,12 @@ pub struct Resolution {
 pub enum AfterFailure {
     /// The job goes back to `queued` for another attempt.
     Requeue,
-    /// The job goes back to `queued`, with no attempt before this much time has passed.
-    RequeueAfter(std::time::Duration),
+    /// The job goes back to `queued`, with no attempt before `wait` has passed (at most an
+    /// hour); `retry_after` is what the provider asked for, recorded beside it.
+    RequeueAfter {
+        wait: std::time::Duration,
+        retry_after: Option<std::time::Duration>,
+    },
     /// The job is `failed` with this error.
     FailJob(JobError),
 }

@@ -1,10 +1,9 @@
 //! The route policy of SPEC §7: where a job's next automatic attempt goes, or why there is none.
 
+use crate::failure::RetryHere;
 use crate::intent::Intent;
 use crate::model::{Attempt, JobError};
 
-/// Kinds of attempt failure after which the same provider is not tried again automatically.
-pub const NOT_RETRYABLE_HERE: [&str; 3] = ["rejected", "contract_violation", "misconfigured"];
 /// Tries at one provider before the route moves on.
 pub const TRIES_PER_PROVIDER: usize = 2;
 
@@ -19,6 +18,11 @@ pub enum Next {
 
 /// Decides the next automatic step from the job's intent and its attempts so far (oldest
 /// first). `validated(provider)` says whether automatic failover to that provider is allowed.
+///
+/// The last attempt's failure kind decides (SPEC §6, §7, through [`crate::FailureKind::rule`]):
+/// whether the same provider may be tried again, and whether the route may move on. An
+/// outcome that does not permit failover (a 5xx, an attempt a person abandoned) keeps the
+/// job at the same provider until the budget is spent.
 pub fn next_step(intent: &Intent, attempts: &[Attempt], validated: impl Fn(&str) -> bool) -> Next {
     let budget = intent.max_attempts() as usize;
     if attempts.len() >= budget {
@@ -37,8 +41,13 @@ pub fn next_step(intent: &Intent, attempts: &[Attempt], validated: impl Fn(&str)
         };
     };
     let here = last.provider.as_str();
-    let last_kind = last.error.as_ref().map(|e| e.kind.as_str());
-    let not_here = last_kind.is_some_and(|k| NOT_RETRYABLE_HERE.contains(&k));
+    let kind = last.error.as_ref().map(|e| e.failure());
+    // An attempt closed without an error (abandoned by a person) may have happened: retry
+    // where it ran, never fail over by itself.
+    let (retry, failover) = kind.map_or((RetryHere::Yes, false), |k| {
+        (k.retry_here(), k.permits_failover())
+    });
+    let not_here = retry == RetryHere::NotHere;
     let tries_here = attempts
         .iter()
         .rev()
@@ -47,29 +56,35 @@ pub fn next_step(intent: &Intent, attempts: &[Attempt], validated: impl Fn(&str)
     if !not_here && tries_here < TRIES_PER_PROVIDER {
         return Next::Attempt(here.to_owned());
     }
+    let what = kind.map_or("abandoned", |k| k.as_str());
     // A provider outside the route (a person's explicit choice) hands back to the primary.
     let next = match intent.route.iter().position(|p| p == here) {
         Some(i) => intent.route.get(i + 1),
         None => Some(primary),
     };
     match next {
-        Some(next) if validated(next) => Next::Attempt(next.clone()),
-        Some(next) => Next::Fail(JobError {
+        Some(next) if failover && validated(next) => Next::Attempt(next.clone()),
+        Some(next) if failover => Next::Fail(JobError {
             code: "fallback_not_validated".to_owned(),
             message: format!(
-                "{here} cannot take it ({}); {next} has not passed the contract check for this job's contract, so onejob will not fail over to it by itself",
-                last_kind.unwrap_or("tried twice")
+                "{here} cannot take it ({what}); {next} has not passed the contract check for this job's contract, so onejob will not fail over to it by itself"
             ),
         }),
-        None if not_here => Next::Fail(JobError {
-            code: last_kind.unwrap_or("rejected").to_owned(),
+        // The outcome does not prove the effect did not happen: never another provider.
+        Some(_) | None if !not_here => Next::Attempt(here.to_owned()),
+        Some(next) => Next::Fail(JobError {
+            code: what.to_owned(),
+            message: format!(
+                "{here} refused it ({what}) and onejob may not fail over to {next} after it"
+            ),
+        }),
+        None => Next::Fail(JobError {
+            code: what.to_owned(),
             message: format!(
                 "{here} refused it ({}) and no provider follows it in the route",
                 last.error.as_ref().map(|e| e.message.as_str()).unwrap_or("")
             ),
         }),
-        // The route's last provider keeps being retried until the budget is spent.
-        None => Next::Attempt(here.to_owned()),
     }
 }
 
@@ -122,8 +137,8 @@ mod tests {
     #[test]
     fn two_tries_at_a_provider_then_the_next_only_if_validated() {
         let route = intent(&["a", "b"], 5);
-        let one = [failed("a", "server_error")];
-        let two = [failed("a", "server_error"), failed("a", "server_error")];
+        let one = [failed("a", "never_sent")];
+        let two = [failed("a", "never_sent"), failed("a", "never_sent")];
         assert_eq!(provider(next_step(&route, &[], |_| false)), "a");
         assert_eq!(provider(next_step(&route, &one, |_| false)), "a");
         assert_eq!(
@@ -131,6 +146,16 @@ mod tests {
             "fail:fallback_not_validated"
         );
         assert_eq!(provider(next_step(&route, &two, |p| p == "b")), "b");
+    }
+
+    #[test]
+    fn an_http_server_error_stays_at_its_provider_even_with_a_validated_fallback() {
+        let route = intent(&["a", "b"], 5);
+        let two = [
+            failed("a", "server_error_keyed"),
+            failed("a", "server_error_keyed"),
+        ];
+        assert_eq!(provider(next_step(&route, &two, |_| true)), "a");
     }
 
     #[test]

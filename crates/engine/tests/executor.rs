@@ -265,7 +265,7 @@ fn parse(at: Option<&str>) -> chrono::DateTime<chrono::Utc> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_500_from_http_is_unknown_unless_the_provider_honours_the_key() {
+async fn a_500_from_http_is_unknown_unless_the_provider_honours_the_key_and_never_fails_over() {
     let ledger = Ledger::new().await;
     let e = &ledger.engine;
     let server = sandbox(Dials {
@@ -282,19 +282,29 @@ async fn a_500_from_http_is_unknown_unless_the_provider_honours_the_key() {
     assert_eq!(unknown.attempts.len(), 1);
     assert_eq!(unknown.attempts[0].http_status, Some(500));
 
-    let keyed = submit(e, "keyed-500", &["keyed", "plain"], 5).await;
-    let done = until(e, &keyed, |d| d.job.status == JobStatus::Failed).await;
-    assert_eq!(done.attempts.len(), 2, "retried at the same provider");
-    assert!(done
+    // Retried at the same provider with the same key until the budget is spent, never at
+    // another provider (which does not know the key); the last try is unknown.
+    let keyed = submit(e, "keyed-500", &["keyed", "plain"], 3).await;
+    let done = until(e, &keyed, |d| d.job.status == JobStatus::Unknown).await;
+    let states: Vec<_> = done
         .attempts
         .iter()
-        .all(|a| a.provider == "keyed" && a.state == AttemptState::Failed));
+        .map(|a| (a.provider.as_str(), a.state))
+        .collect();
+    assert_eq!(
+        states,
+        [
+            ("keyed", AttemptState::Failed),
+            ("keyed", AttemptState::Failed),
+            ("keyed", AttemptState::Unknown)
+        ]
+    );
     let keys: Vec<_> = server
         .log()
         .into_iter()
         .filter(|r| r.idempotency_key.as_deref() == Some(keyed.as_str()))
         .collect();
-    assert_eq!(keys.len(), 2, "with the same Idempotency-Key: the job id");
+    assert_eq!(keys.len(), 3, "with the same Idempotency-Key: the job id");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

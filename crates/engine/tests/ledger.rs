@@ -182,7 +182,7 @@ async fn no_attempt_on_a_succeeded_or_cancelled_job() {
 }
 
 /// The operations that move an attempt, with the state each one aims for.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 enum Move {
     Send,
     Unknown,
@@ -324,6 +324,13 @@ async fn every_pair_not_allowed_is_an_invalid_transition() {
             let allowed = from.check(m.target(), m.cause(), &id).is_ok();
             let result = apply(&ledger, &id, m).await;
             let now = ledger.engine.attempt(OWNER, &id).await.expect("read").state;
+            let settled = matches!(from, AttemptState::Succeeded | AttemptState::Lost);
+            if m == Move::Answer && settled {
+                // An answer for an attempt whose outcome is recorded is dropped and logged.
+                assert_eq!(result.expect("dropped, not refused"), from);
+                assert_eq!(now, from);
+                continue;
+            }
             match result {
                 Ok(state) => {
                     assert!(allowed, "{from} --{m:?}--> {state} should be refused");

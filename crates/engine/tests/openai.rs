@@ -168,9 +168,9 @@ async fn a_job_with_a_contract_succeeds_against_a_third_party_openai_compatible_
         .await
         .expect("run");
     let detail = e.job(OWNER, &job.id).await.expect("job");
-    assert_eq!(waited.job.status, JobStatus::Succeeded, "{detail:#?}");
+    assert_eq!(waited.status, JobStatus::Succeeded, "{detail:#?}");
     assert_eq!(
-        waited.job.result,
+        waited.result,
         Some(json!({"summary": "hello", "key": job.id})),
         "the server saw the job id as the Idempotency-Key"
     );

@@ -6,12 +6,15 @@ use sqlx::SqliteConnection;
 
 use crate::attempt::{AttemptState, Cause};
 use crate::error::{Error, Result};
+use crate::events::EventKind;
 use crate::intent::canonical_sha256;
+use crate::job::JobStatus;
 use crate::model::{Actor, Completion, Outcome};
-use crate::store::{attempts as attempt_rows, jobs as job_rows};
+use crate::store::attempts::{self as attempt_rows, Patch};
+use crate::store::jobs as job_rows;
 use crate::Engine;
 
-use super::attempts::move_attempt;
+use super::transition::{close_pending, move_attempt, AttemptMove};
 use super::{attempt_row, event, job_row, reread};
 
 /// How an answer arrived, for the transition's cause and its events.
@@ -19,7 +22,7 @@ pub(super) struct Via {
     pub cause: Cause,
     pub actor: Actor,
     /// The event written when it wins.
-    pub win_kind: &'static str,
+    pub win_kind: EventKind,
     /// Extra fields for every event it writes (a person's note, say).
     pub detail: Map<String, Value>,
 }
@@ -40,26 +43,11 @@ pub(super) async fn settle(
         extra.insert("payload_sha256".into(), json!(payload_sha256));
         Value::Object(extra)
     };
-    if from == AttemptState::Failed {
-        // Someone already said it did not happen; the answer says it did.
-        attempt_rows::flag(conn, &row.id).await?;
-        job_rows::flag(conn, &row.job_id).await?;
-        let why = "an answer arrived for an attempt already marked failed; it was dropped";
-        event(
-            conn,
-            &row.job_id,
-            Some(&row.id),
-            "late_answer_flagged",
-            via.actor,
-            detail(Map::from_iter([("reason".into(), json!(why))])),
-        )
-        .await?;
-        let mut refusal = Error::invalid_transition("attempt", &row.id, "failed", "succeeded");
-        if let Error::InvalidTransition { details, message } = &mut refusal {
-            details.flagged_for_review = true;
-            message.push_str("; the answer was dropped and the job flagged for review");
-        }
-        return Ok(Err(refusal));
+    if matches!(
+        from,
+        AttemptState::Failed | AttemptState::Succeeded | AttemptState::Lost
+    ) {
+        return dropped_after_verdict(conn, row, from, answer, via.actor, detail(Map::new())).await;
     }
     from.check(AttemptState::Succeeded, via.cause, &row.id)?;
 
@@ -73,79 +61,122 @@ pub(super) async fn settle(
     .await?;
     let late = from == AttemptState::Abandoned;
     if won {
-        let patch = attempt_rows::Patch {
-            finished: true,
-            flag: late,
-            ..Default::default()
-        };
-        move_attempt(conn, row, AttemptState::Succeeded, via.cause, &patch).await?;
-        if late {
-            job_rows::flag(conn, &row.job_id).await?;
-        }
         let extra = Map::from_iter([
             ("from".into(), json!(from)),
             ("flagged_for_review".into(), json!(late)),
         ]);
-        event(
-            conn,
-            &row.job_id,
-            Some(&row.id),
-            via.win_kind,
-            via.actor,
-            detail(extra),
-        )
-        .await?;
+        let m = AttemptMove {
+            to: AttemptState::Succeeded,
+            cause: via.cause,
+            patch: Patch {
+                finished: true,
+                flag: late,
+                ..Default::default()
+            },
+            event: via.win_kind,
+            actor: via.actor,
+            detail: detail(extra),
+        };
+        move_attempt(conn, row, m).await?;
+        if late {
+            job_rows::flag(conn, &row.job_id).await?;
+        }
+        // A retry a person started while this one was abandoned is never sent now.
+        close_pending(conn, &row.job_id, JobStatus::Succeeded).await?;
         return Ok(Ok(Outcome::Won));
     }
 
     let job = job_row(conn, &row.job_id).await?.into_job()?;
     // A person's "it went through" that loses means the effect may have happened twice.
     let flag = late || via.cause == Cause::Person || job.completed_by.is_none();
-    let patch = attempt_rows::Patch {
-        finished: true,
-        flag,
-        ..Default::default()
-    };
-    move_attempt(conn, row, AttemptState::Lost, via.cause, &patch).await?;
     if flag {
         job_rows::flag(conn, &row.job_id).await?;
     }
-    match &job.completed_by {
-        Some(winner) => {
-            let extra = Map::from_iter([
+    let (kind, extra, outcome) = match &job.completed_by {
+        Some(winner) => (
+            EventKind::RaceLost,
+            Map::from_iter([
                 ("winner".into(), json!(winner)),
                 ("loser".into(), json!(row.id)),
                 ("flagged_for_review".into(), json!(flag)),
-            ]);
-            event(
-                conn,
-                &row.job_id,
-                Some(&row.id),
-                "race_lost",
-                via.actor,
-                detail(extra),
-            )
-            .await?;
-            Ok(Ok(Outcome::Lost))
-        }
+            ]),
+            Outcome::Lost,
+        ),
         None => {
             let why = format!(
                 "the job is {} at version {}, the attempt began at version {}; the answer was dropped",
                 job.status, job.version, row.job_version
             );
-            let extra = Map::from_iter([("reason".into(), json!(why))]);
-            event(
-                conn,
-                &row.job_id,
-                Some(&row.id),
-                "late_answer_flagged",
-                via.actor,
-                detail(extra),
+            (
+                EventKind::LateAnswerFlagged,
+                Map::from_iter([("reason".into(), json!(why))]),
+                Outcome::Dropped,
             )
-            .await?;
-            Ok(Ok(Outcome::Dropped))
         }
+    };
+    let m = AttemptMove {
+        to: AttemptState::Lost,
+        cause: via.cause,
+        patch: Patch {
+            finished: true,
+            flag,
+            ..Default::default()
+        },
+        event: kind,
+        actor: via.actor,
+        detail: detail(extra),
+    };
+    move_attempt(conn, row, m).await?;
+    Ok(Ok(outcome))
+}
+
+/// An answer for an attempt whose outcome is already recorded: dropped, logged, and flagged
+/// for review unless it only repeats the result the attempt already won with. For an
+/// attempt marked `failed` ("it did not happen") the answer is refused with
+/// `invalid_transition` after the flag is recorded.
+async fn dropped_after_verdict(
+    conn: &mut SqliteConnection,
+    row: &attempt_rows::AttemptRow,
+    from: AttemptState,
+    answer: &Value,
+    actor: Actor,
+    mut detail: Value,
+) -> Result<std::result::Result<Outcome, Error>> {
+    let job = job_row(conn, &row.job_id).await?.into_job()?;
+    let repeats_result = from == AttemptState::Succeeded
+        && job.completed_by.as_deref() == Some(row.id.as_str())
+        && job.result.as_ref().map(canonical_sha256) == Some(canonical_sha256(answer));
+    let why = if repeats_result {
+        "the attempt already succeeded with this answer; the repeat was dropped".to_owned()
+    } else {
+        format!("an answer arrived for an attempt already marked {from}; it was dropped")
+    };
+    if let Value::Object(fields) = &mut detail {
+        fields.insert("reason".into(), json!(why));
+        fields.insert("flagged_for_review".into(), json!(!repeats_result));
     }
+    if !repeats_result {
+        attempt_rows::flag(conn, &row.id).await?;
+        job_rows::flag(conn, &row.job_id).await?;
+    }
+    event(
+        conn,
+        &row.job_id,
+        Some(&row.id),
+        EventKind::LateAnswerFlagged,
+        actor,
+        detail,
+    )
+    .await?;
+    if from != AttemptState::Failed {
+        return Ok(Ok(Outcome::Dropped));
+    }
+    let mut refusal = Error::invalid_transition("attempt", &row.id, "failed", "succeeded");
+    if let Error::InvalidTransition { details, message } = &mut refusal {
+        details.flagged_for_review = true;
+        message.push_str("; the answer was dropped and the job flagged for review");
+    }
+    Ok(Err(refusal))
 }
 
 impl Engine {
@@ -153,7 +184,8 @@ impl Engine {
     /// commit claims the job's result (`won`); later ones are `lost` and their payload dropped,
     /// with a `race_lost` event; an answer after the job was cancelled or failed is dropped and
     /// flagged for review. An answer for an attempt already marked `failed` is refused as
-    /// `invalid_transition`, after flagging the contradiction for review.
+    /// `invalid_transition`, after flagging the contradiction for review; one for an attempt
+    /// already `succeeded` or `lost` is dropped (`Outcome::Dropped`) and logged.
     ///
     /// `cause` is [`Cause::Answer`] for the provider's own answer, [`Cause::Reconciliation`]
     /// for a status lookup.
@@ -171,7 +203,7 @@ impl Engine {
         let via = Via {
             cause,
             actor: Actor::Provider,
-            win_kind: "attempt_succeeded",
+            win_kind: EventKind::AttemptSucceeded,
             detail: Map::from_iter([(
                 "via".into(),
                 json!(if cause == Cause::Answer {

@@ -7,14 +7,22 @@ use sqlx::SqliteConnection;
 
 use crate::attempt::{AttemptState, Cause};
 use crate::error::{Error, Result};
+use crate::events::EventKind;
+use crate::failure::FailureKind;
 use crate::job::JobStatus;
 use crate::model::{Actor, AfterFailure, Attempt, AttemptError, Job, JobAttempt};
-use crate::store::{
-    attempts as attempt_rows, jobs as job_rows, now, now_plus, providers as provider_rows,
-};
+use crate::store::attempts::{self as attempt_rows, Patch};
+use crate::store::jobs::{self as job_rows, JobPatch};
+use crate::store::{now, now_plus, providers as provider_rows};
 use crate::Engine;
 
-use super::{attempt_row, blocked, event, job_row, reread};
+use super::transition::{
+    block_job, fail_job, move_attempt, move_job, release_job, AttemptMove, JobMove,
+};
+use super::{attempt_row, blocked, job_row, reread};
+
+/// The longest wait before a retry, whatever a provider's `Retry-After` asks (SPEC §6).
+pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(3600);
 
 /// Who starts an attempt, for its event.
 pub(super) struct Starter {
@@ -26,14 +34,14 @@ pub(super) struct Starter {
 }
 
 /// Inserts the job's next attempt as `pending` and moves the job to `running`.
-/// A terminal or failed job refuses; an open attempt makes the index refuse (`attempt_blocked`).
+/// A closed job refuses; an open attempt makes the index refuse (`attempt_blocked`).
 pub(super) async fn start_attempt(
     conn: &mut SqliteConnection,
     job: &Job,
     provider: &str,
     starter: Starter,
 ) -> Result<attempt_rows::AttemptRow> {
-    if job.status.is_terminal() || job.status == JobStatus::Failed {
+    if job.status.is_closed() {
         return Err(Error::invalid_transition(
             "job",
             &job.id,
@@ -57,12 +65,22 @@ pub(super) async fn start_attempt(
         }
         Err(e) => return Err(e.into()),
     };
-    job_rows::shift(conn, &job.id, &[JobStatus::Queued], JobStatus::Running).await?;
-    event(
+    if job.status == JobStatus::Queued {
+        let m = JobMove {
+            to: JobStatus::Running,
+            patch: JobPatch {
+                clear_not_before: true,
+                ..Default::default()
+            },
+            event: None,
+        };
+        move_job(conn, &job.id, JobStatus::Queued, m).await?;
+    }
+    super::event(
         conn,
         &job.id,
         Some(&id),
-        "attempt_created",
+        EventKind::AttemptCreated,
         starter.actor,
         json!({ "number": row.number, "provider": provider, "explicit": starter.explicit }),
     )
@@ -70,38 +88,62 @@ pub(super) async fn start_attempt(
     Ok(row)
 }
 
-/// Moves an attempt in one guarded statement, or reports the move as invalid.
-pub(super) async fn move_attempt(
+/// Fails an attempt and moves its job on as `after` says, in the caller's transaction.
+async fn fail_in(
     conn: &mut SqliteConnection,
     row: &attempt_rows::AttemptRow,
-    to: AttemptState,
-    cause: Cause,
-    patch: &attempt_rows::Patch<'_>,
+    why: &AttemptError,
+    http_status: Option<u16>,
+    after: &AfterFailure,
 ) -> Result<()> {
-    let from = row.state()?;
-    from.check(to, cause, &row.id)?;
-    if attempt_rows::transition(conn, &row.id, from, to, patch).await? {
-        Ok(())
-    } else {
-        // Inside a write transaction nobody can move it between our read and our write.
-        Err(Error::internal(format!(
-            "attempt {} left {from} inside its transaction",
-            row.id
-        )))
+    let m = AttemptMove {
+        to: AttemptState::Failed,
+        cause: Cause::Executor,
+        patch: Patch {
+            error: Some(why),
+            http_status,
+            finished: true,
+            ..Default::default()
+        },
+        event: EventKind::AttemptFailed,
+        actor: Actor::Executor,
+        detail: json!({ "kind": why.kind, "message": why.message, "http_status": http_status }),
+    };
+    move_attempt(conn, row, m).await?;
+    match after {
+        AfterFailure::Requeue => release_job(conn, &row.job_id).await,
+        AfterFailure::RequeueAfter { wait, retry_after } => {
+            release_job(conn, &row.job_id).await?;
+            let job = job_row(conn, &row.job_id).await?.into_job()?;
+            if job.status != JobStatus::Queued {
+                return Ok(());
+            }
+            let wait = (*wait).min(MAX_RETRY_AFTER);
+            let until = now_plus(wait);
+            job_rows::set_not_before(conn, &row.job_id, Some(&until)).await?;
+            super::event(
+                conn,
+                &row.job_id,
+                Some(&row.id),
+                EventKind::BackoffSet,
+                Actor::Executor,
+                json!({
+                    "not_before": until,
+                    "wait_ms": wait.as_millis() as u64,
+                    "retry_after_s": retry_after.map(|d| d.as_secs()),
+                    "capped": retry_after.is_some_and(|d| d > MAX_RETRY_AFTER),
+                }),
+            )
+            .await
+        }
+        AfterFailure::FailJob(error) => {
+            let status = job_row(conn, &row.job_id).await?.into_job()?.status;
+            if status.is_closed() {
+                return Ok(());
+            }
+            fail_job(conn, &row.job_id, error, Actor::Executor).await
+        }
     }
-}
-
-/// After an open attempt ends without a result, a job that was waiting on it is queued again.
-pub(super) async fn requeue(conn: &mut SqliteConnection, job_id: &str) -> Result<()> {
-    job_rows::set_not_before(conn, job_id, None).await?;
-    job_rows::shift(
-        conn,
-        job_id,
-        &[JobStatus::Running, JobStatus::Unknown],
-        JobStatus::Queued,
-    )
-    .await?;
-    Ok(())
 }
 
 impl Engine {
@@ -127,6 +169,8 @@ impl Engine {
     }
 
     /// For the executor: commits `pending → in_flight` with its lease, before a byte is sent.
+    /// Refused unless the attempt is `pending` and its job `running` with no result: only the
+    /// executor whose move succeeds may send it.
     pub async fn mark_sent(
         &self,
         attempt_id: &str,
@@ -136,29 +180,20 @@ impl Engine {
         let mut tx = self.begin().await?;
         let row = attempt_row(&mut tx, attempt_id).await?;
         let until = now_plus(lease);
-        let patch = attempt_rows::Patch {
-            executor_id: Some(executor_id),
-            lease_expires_at: Some(&until),
-            sent: true,
-            ..Default::default()
+        let m = AttemptMove {
+            to: AttemptState::InFlight,
+            cause: Cause::Executor,
+            patch: Patch {
+                executor_id: Some(executor_id),
+                lease_expires_at: Some(&until),
+                sent: true,
+                ..Default::default()
+            },
+            event: EventKind::AttemptSent,
+            actor: Actor::Executor,
+            detail: json!({ "executor_id": executor_id, "lease_expires_at": until }),
         };
-        move_attempt(
-            &mut tx,
-            &row,
-            AttemptState::InFlight,
-            Cause::Executor,
-            &patch,
-        )
-        .await?;
-        event(
-            &mut tx,
-            &row.job_id,
-            Some(attempt_id),
-            "attempt_sent",
-            Actor::Executor,
-            json!({ "executor_id": executor_id, "lease_expires_at": until }),
-        )
-        .await?;
+        move_attempt(&mut tx, &row, m).await?;
         let attempt = attempt_row(&mut tx, attempt_id).await?.into_attempt()?;
         tx.commit().await?;
         Ok(attempt)
@@ -198,37 +233,48 @@ impl Engine {
     pub async fn mark_unknown(&self, attempt_id: &str, why: AttemptError) -> Result<Attempt> {
         let mut tx = self.begin().await?;
         let row = attempt_row(&mut tx, attempt_id).await?;
-        let patch = attempt_rows::Patch {
-            error: Some(&why),
-            ..Default::default()
+        let m = AttemptMove {
+            to: AttemptState::Unknown,
+            cause: Cause::Executor,
+            patch: Patch {
+                error: Some(&why),
+                ..Default::default()
+            },
+            event: EventKind::AttemptUnknown,
+            actor: Actor::Executor,
+            detail: json!({ "kind": why.kind, "reason": why.message }),
         };
-        move_attempt(
-            &mut tx,
-            &row,
-            AttemptState::Unknown,
-            Cause::Executor,
-            &patch,
-        )
-        .await?;
-        job_rows::shift(
-            &mut tx,
-            &row.job_id,
-            &[JobStatus::Running],
-            JobStatus::Unknown,
-        )
-        .await?;
-        event(
-            &mut tx,
-            &row.job_id,
-            Some(attempt_id),
-            "attempt_unknown",
-            Actor::Executor,
-            json!({ "kind": why.kind, "reason": why.message }),
-        )
-        .await?;
+        move_attempt(&mut tx, &row, m).await?;
+        block_job(&mut tx, &row.job_id).await?;
         let attempt = attempt_row(&mut tx, attempt_id).await?.into_attempt()?;
         tx.commit().await?;
         Ok(attempt)
+    }
+
+    /// For the executor: a failure found before sending (a missing key, a provider removed
+    /// since). It only ever moves `pending → failed`: an attempt another process already
+    /// marked `in_flight` is left alone (`invalid_transition`), since its request may be out.
+    pub async fn fail_unsent(&self, attempt_id: &str, why: AttemptError) -> Result<JobAttempt> {
+        let mut tx = self.begin().await?;
+        let row = attempt_row(&mut tx, attempt_id).await?;
+        let state = row.state()?;
+        if state != AttemptState::Pending {
+            return Err(Error::invalid_transition(
+                "attempt",
+                attempt_id,
+                state.as_str(),
+                "failed before sending",
+            ));
+        }
+        fail_in(&mut tx, &row, &why, None, &AfterFailure::Requeue).await?;
+        let (job, attempt) = reread(&mut tx, &row.job_id, attempt_id).await?;
+        tx.commit().await?;
+        self.wake_executor();
+        Ok(JobAttempt {
+            job,
+            attempt,
+            next_attempt: None,
+        })
     }
 
     /// For the executor: a definite failure. The job is queued again or failed, as decided.
@@ -241,45 +287,7 @@ impl Engine {
     ) -> Result<JobAttempt> {
         let mut tx = self.begin().await?;
         let row = attempt_row(&mut tx, attempt_id).await?;
-        let patch = attempt_rows::Patch {
-            error: Some(&why),
-            http_status,
-            finished: true,
-            ..Default::default()
-        };
-        move_attempt(&mut tx, &row, AttemptState::Failed, Cause::Executor, &patch).await?;
-        event(
-            &mut tx,
-            &row.job_id,
-            Some(attempt_id),
-            "attempt_failed",
-            Actor::Executor,
-            json!({ "kind": why.kind, "message": why.message, "http_status": http_status }),
-        )
-        .await?;
-        match after {
-            AfterFailure::Requeue => requeue(&mut tx, &row.job_id).await?,
-            AfterFailure::RequeueAfter(wait) => {
-                requeue(&mut tx, &row.job_id).await?;
-                job_rows::set_not_before(&mut tx, &row.job_id, Some(&now_plus(wait))).await?;
-            }
-            AfterFailure::FailJob(error) => {
-                let from = [JobStatus::Running, JobStatus::Unknown, JobStatus::Queued];
-                if job_rows::decide(&mut tx, &row.job_id, &from, JobStatus::Failed, Some(&error))
-                    .await?
-                {
-                    event(
-                        &mut tx,
-                        &row.job_id,
-                        None,
-                        "job_failed",
-                        Actor::Executor,
-                        json!(error),
-                    )
-                    .await?;
-                }
-            }
-        }
+        fail_in(&mut tx, &row, &why, http_status, &after).await?;
         let (job, attempt) = reread(&mut tx, &row.job_id, attempt_id).await?;
         tx.commit().await?;
         self.wake_executor();
@@ -294,28 +302,19 @@ impl Engine {
     pub async fn abandon_attempt(&self, attempt_id: &str, reason: &str) -> Result<JobAttempt> {
         let mut tx = self.begin().await?;
         let row = attempt_row(&mut tx, attempt_id).await?;
-        let patch = attempt_rows::Patch {
-            finished: true,
-            ..Default::default()
+        let m = AttemptMove {
+            to: AttemptState::Abandoned,
+            cause: Cause::Executor,
+            patch: Patch {
+                finished: true,
+                ..Default::default()
+            },
+            event: EventKind::AttemptAbandoned,
+            actor: Actor::System,
+            detail: json!({ "reason": reason }),
         };
-        move_attempt(
-            &mut tx,
-            &row,
-            AttemptState::Abandoned,
-            Cause::Executor,
-            &patch,
-        )
-        .await?;
-        requeue(&mut tx, &row.job_id).await?;
-        event(
-            &mut tx,
-            &row.job_id,
-            Some(attempt_id),
-            "attempt_abandoned",
-            Actor::System,
-            json!({ "reason": reason }),
-        )
-        .await?;
+        move_attempt(&mut tx, &row, m).await?;
+        release_job(&mut tx, &row.job_id).await?;
         let (job, attempt) = reread(&mut tx, &row.job_id, attempt_id).await?;
         tx.commit().await?;
         self.wake_executor();
@@ -333,39 +332,28 @@ impl Engine {
         let mut tx = self.begin().await?;
         let expired = attempt_rows::expired_leases(&mut tx, &now()).await?;
         for row in &expired {
-            let why = AttemptError {
-                kind: "lease_expired".to_owned(),
-                message: format!(
-                    "executor {} stopped renewing its lease (expired {}); the request may have been sent",
-                    row.executor_id.as_deref().unwrap_or("?"),
-                    row.lease_expires_at.as_deref().unwrap_or("?"),
-                ),
-            };
-            let patch = attempt_rows::Patch {
-                error: Some(&why),
-                ..Default::default()
-            };
-            move_attempt(&mut tx, row, AttemptState::Unknown, Cause::Executor, &patch).await?;
-            job_rows::shift(
-                &mut tx,
-                &row.job_id,
-                &[JobStatus::Running],
-                JobStatus::Unknown,
-            )
-            .await?;
-            event(
-                &mut tx,
-                &row.job_id,
-                Some(&row.id),
-                "recovered_unknown",
-                Actor::System,
-                json!({
+            let why = FailureKind::LeaseExpired.because(format!(
+                "executor {} stopped renewing its lease (expired {}); the request may have been sent",
+                row.executor_id.as_deref().unwrap_or("?"),
+                row.lease_expires_at.as_deref().unwrap_or("?"),
+            ));
+            let m = AttemptMove {
+                to: AttemptState::Unknown,
+                cause: Cause::Executor,
+                patch: Patch {
+                    error: Some(&why),
+                    ..Default::default()
+                },
+                event: EventKind::RecoveredUnknown,
+                actor: Actor::System,
+                detail: json!({
                     "reason": why.message,
                     "executor_id": row.executor_id,
                     "lease_expires_at": row.lease_expires_at,
                 }),
-            )
-            .await?;
+            };
+            move_attempt(&mut tx, row, m).await?;
+            block_job(&mut tx, &row.job_id).await?;
         }
         tx.commit().await?;
         Ok(expired.len())

@@ -4,38 +4,42 @@
 use crate::error::{Error, Result};
 use crate::intent::validate_intent;
 use crate::job::JobStatus;
-use crate::model::{Attempt, Job, JobAttempt};
+use crate::model::{Actor, Attempt, Job, JobAttempt, JobError};
 use crate::policy::{next_step, Next};
-use crate::store::{attempts as attempt_rows, jobs as job_rows, now};
+use crate::store::{attempts as attempt_rows, jobs as job_rows, now, providers as provider_rows};
 use crate::Engine;
 
 use super::attempts::{start_attempt, Starter};
-use super::{event, job_row, reread};
-use crate::model::Actor;
+use super::contracts::validated_in;
+use super::transition::fail_job;
+use super::{job_row, reread};
 
 /// The outcome of trying to claim a queued job.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Claim {
     /// A new `pending` attempt, to be sent by the claimer.
     Attempt(Box<JobAttempt>),
-    /// The route policy allows no further attempt; the job is now `failed`.
+    /// The route policy allows no further attempt, or the job cannot be sent (its provider
+    /// was removed); the job is now `failed` with the reason.
     Failed(Box<Job>),
-    /// Someone else got there first (an open attempt, a cancel, another executor).
+    /// Not claimable now: someone else got there first (an open attempt, a cancel, another
+    /// executor), or its backoff has not ended.
     Skipped,
 }
 
 impl Engine {
     /// For the executor: claims a `queued` job's next attempt where the route policy sends it,
-    /// or fails the job when the policy allows none. `validated(provider, contract)` says
-    /// whether automatic failover to a provider is allowed for the job's contract.
-    pub async fn claim_next(
-        &self,
-        job_id: &str,
-        validated: impl Fn(&str, Option<&str>) -> bool,
-    ) -> Result<Claim> {
+    /// or fails the job when the policy allows none. Everything the policy reads — the job's
+    /// status and backoff, its attempts, the validated fallbacks of its contract, the
+    /// providers — is read inside the claiming transaction.
+    pub async fn claim_next(&self, job_id: &str) -> Result<Claim> {
         let mut tx = self.begin().await?;
         let job = job_row(&mut tx, job_id).await?.into_job()?;
-        if job.status != JobStatus::Queued {
+        let waiting = job
+            .not_before
+            .as_deref()
+            .is_some_and(|t| t > now().as_str());
+        if job.status != JobStatus::Queued || waiting {
             return Ok(Claim::Skipped);
         }
         let intent = validate_intent(job.intent.clone())?.intent;
@@ -44,8 +48,18 @@ impl Engine {
             .into_iter()
             .map(|a| a.into_attempt())
             .collect::<Result<Vec<Attempt>>>()?;
-        let contract = intent.contract.as_deref();
-        match next_step(&intent, &attempts, |p| validated(p, contract)) {
+        // Only a provider whose current contract check passed takes over by itself; a job
+        // without a contract has none.
+        let validated = validated_in(&mut tx, &intent).await?;
+        let error = match next_step(&intent, &attempts, |p| validated.contains(p)) {
+            Next::Attempt(provider) if provider_rows::get(&mut tx, &provider).await?.is_none() => {
+                JobError {
+                    code: "misconfigured".to_owned(),
+                    message: format!(
+                        "provider {provider} is no longer configured; add it again, or retry the job on another provider"
+                    ),
+                }
+            }
             Next::Attempt(provider) => {
                 let starter = Starter {
                     actor: Actor::Executor,
@@ -57,38 +71,20 @@ impl Engine {
                     Err(Error::AttemptBlocked { .. }) => return Ok(Claim::Skipped),
                     Err(e) => return Err(e),
                 };
-                job_rows::set_not_before(&mut tx, job_id, None).await?;
                 let (job, attempt) = reread(&mut tx, job_id, &row.id).await?;
                 tx.commit().await?;
-                Ok(Claim::Attempt(Box::new(JobAttempt {
+                return Ok(Claim::Attempt(Box::new(JobAttempt {
                     job,
                     attempt,
                     next_attempt: None,
-                })))
+                })));
             }
-            Next::Fail(error) => {
-                job_rows::decide(
-                    &mut tx,
-                    job_id,
-                    &[JobStatus::Queued],
-                    JobStatus::Failed,
-                    Some(&error),
-                )
-                .await?;
-                event(
-                    &mut tx,
-                    job_id,
-                    None,
-                    "job_failed",
-                    Actor::Executor,
-                    serde_json::json!(error),
-                )
-                .await?;
-                let job = job_row(&mut tx, job_id).await?.into_job()?;
-                tx.commit().await?;
-                Ok(Claim::Failed(Box::new(job)))
-            }
-        }
+            Next::Fail(error) => error,
+        };
+        fail_job(&mut tx, job_id, &error, Actor::Executor).await?;
+        let job = job_row(&mut tx, job_id).await?.into_job()?;
+        tx.commit().await?;
+        Ok(Claim::Failed(Box::new(job)))
     }
 
     /// For the executor: ids of queued jobs whose backoff has passed, oldest first.
@@ -103,7 +99,8 @@ impl Engine {
         Ok(job_rows::next_not_before(&mut conn).await?)
     }
 
-    /// For the executor: attempts committed `pending` and never sent, oldest first.
+    /// For the executor: attempts committed `pending` and never sent whose job is running,
+    /// oldest first.
     pub async fn pending_attempts(&self, limit: u32) -> Result<Vec<Attempt>> {
         let mut conn = self.reader.acquire().await?;
         attempt_rows::pending(&mut conn, limit)
@@ -128,9 +125,7 @@ impl Engine {
         let mut conn = self.reader.acquire().await?;
         job_row(&mut conn, job_id).await?.into_job()
     }
-}
 
-impl Engine {
     /// For the executor: an attempt by id, whoever owns its job.
     pub async fn attempt_by_id(&self, attempt_id: &str) -> Result<Attempt> {
         let mut conn = self.reader.acquire().await?;

@@ -111,7 +111,7 @@ impl Engine {
         let (base_url, sandbox) = match &provider.config.base_url {
             Some(url) => (url.clone(), None),
             None if provider.config.kind == ProviderKind::Sandbox => {
-                let dials = crate::executor::sandbox_dials(&provider.config)?;
+                let dials = provider.config.sandbox_dials()?;
                 let sandbox = Sandbox::start(([127, 0, 0, 1], 0).into(), dials).await?;
                 (sandbox.url(), Some(sandbox))
             }
@@ -149,19 +149,8 @@ impl Engine {
     pub async fn validated_fallbacks(&self, job_id: &str) -> Result<HashSet<String>> {
         let job = self.job_by_id(job_id).await?;
         let intent = validate_intent(job.intent)?.intent;
-        let Some(contract) = intent.contract else {
-            return Ok(HashSet::new());
-        };
         let mut conn = self.reader.acquire().await?;
-        let mut validated = HashSet::new();
-        for provider in intent.route {
-            if let Some(row) = check_rows::latest(&mut conn, &contract, &provider).await? {
-                if row.passed && is_current(&mut conn, &row).await? {
-                    validated.insert(provider);
-                }
-            }
-        }
-        Ok(validated)
+        validated_in(&mut conn, &intent).await
     }
 
     /// Keeps an AI provider's token usage for an attempt, and the answer's own id as its request
@@ -187,6 +176,26 @@ impl Engine {
             .as_deref()
             .map(json_column))
     }
+}
+
+/// The providers of the intent's route whose last check of its contract passed and is
+/// current, read on `conn` (inside the claiming transaction, for the route policy).
+pub(super) async fn validated_in(
+    conn: &mut SqliteConnection,
+    intent: &crate::intent::Intent,
+) -> Result<HashSet<String>> {
+    let Some(contract) = &intent.contract else {
+        return Ok(HashSet::new());
+    };
+    let mut validated = HashSet::new();
+    for provider in &intent.route {
+        if let Some(row) = check_rows::latest(conn, contract, provider).await? {
+            if row.passed && is_current(conn, &row).await? {
+                validated.insert(provider.clone());
+            }
+        }
+    }
+    Ok(validated)
 }
 
 /// Whether a check still describes the contract and the provider as they are now.

@@ -4,6 +4,7 @@
 mod answers;
 mod attempts;
 mod claim;
+mod transition;
 pub use claim::Claim;
 mod contracts;
 pub use contracts::AddedContract;
@@ -16,6 +17,7 @@ use serde_json::Value;
 use sqlx::SqliteConnection;
 
 use crate::error::{BlockedDetails, Error, Result};
+use crate::events::EventKind;
 use crate::intent::validate_owner;
 use crate::model::{Actor, Attempt, Job};
 use crate::store::{attempts as attempt_rows, events, jobs as job_rows};
@@ -74,7 +76,7 @@ async fn event(
     conn: &mut SqliteConnection,
     job_id: &str,
     attempt_id: Option<&str>,
-    kind: &str,
+    kind: EventKind,
     actor: Actor,
     detail: Value,
 ) -> Result<()> {

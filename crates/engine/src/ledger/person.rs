@@ -4,14 +4,18 @@ use serde_json::{json, Map, Value};
 
 use crate::attempt::{AttemptState, Cause};
 use crate::error::{Error, Result};
+use crate::events::EventKind;
+use crate::failure::FailureKind;
 use crate::job::JobStatus;
-use crate::model::{Actor, AttemptError, Job, JobAttempt, JobError, Resolution, Verdict};
-use crate::store::{attempts as attempt_rows, jobs as job_rows};
+use crate::model::{Actor, Job, JobAttempt, JobError, Resolution, Verdict};
+use crate::store::attempts::{self as attempt_rows, Patch};
+use crate::store::jobs::JobPatch;
 use crate::Engine;
 
 use super::answers::{settle, Via};
-use super::attempts::{move_attempt, requeue, start_attempt, Starter};
-use super::{event, job_row, owned_attempt_row, owned_job_row, reread};
+use super::attempts::{start_attempt, Starter};
+use super::transition::{move_attempt, move_job, release_job, AttemptMove, JobMove};
+use super::{job_row, owned_attempt_row, owned_job_row, reread};
 
 /// The longest note a person may attach.
 const MAX_NOTE: usize = 4000;
@@ -45,7 +49,7 @@ impl Engine {
                 let via = Via {
                     cause: Cause::Person,
                     actor: Actor::User,
-                    win_kind: "resolved_by_person",
+                    win_kind: EventKind::ResolvedByPerson,
                     detail,
                 };
                 let answer = resolution.result.clone().unwrap_or(Value::Null);
@@ -59,29 +63,26 @@ impl Engine {
                 } else {
                     AttemptState::Abandoned
                 };
-                let why = AttemptError {
-                    kind: "resolved_by_person".to_owned(),
-                    message: resolution.note.clone().unwrap_or_else(|| match verdict {
+                let why = FailureKind::ResolvedByPerson.because(
+                    resolution.note.clone().unwrap_or_else(|| match verdict {
                         Verdict::Failed => "a person said it did not happen".to_owned(),
                         _ => "a person stopped waiting for it".to_owned(),
                     }),
+                );
+                let m = AttemptMove {
+                    to,
+                    cause: Cause::Person,
+                    patch: Patch {
+                        error: (verdict == Verdict::Failed).then_some(&why),
+                        finished: true,
+                        ..Default::default()
+                    },
+                    event: EventKind::ResolvedByPerson,
+                    actor: Actor::User,
+                    detail: Value::Object(detail),
                 };
-                let patch = attempt_rows::Patch {
-                    error: (verdict == Verdict::Failed).then_some(&why),
-                    finished: true,
-                    ..Default::default()
-                };
-                move_attempt(&mut tx, &row, to, Cause::Person, &patch).await?;
-                requeue(&mut tx, &row.job_id).await?;
-                event(
-                    &mut tx,
-                    &row.job_id,
-                    Some(attempt_id),
-                    "resolved_by_person",
-                    Actor::User,
-                    Value::Object(detail),
-                )
-                .await?;
+                move_attempt(&mut tx, &row, m).await?;
+                release_job(&mut tx, &row.job_id).await?;
             }
         }
         let next_attempt = match &resolution.retry_on {
@@ -124,53 +125,28 @@ impl Engine {
                 "cancelled",
             ));
         }
-        if let Some(open) = attempt_rows::open_for_job(&mut tx, job_id).await? {
-            if open.state()? == AttemptState::Pending {
-                let why = AttemptError {
-                    kind: "cancelled".to_owned(),
-                    message: "the job was cancelled before this attempt was sent".to_owned(),
-                };
-                let patch = attempt_rows::Patch {
-                    error: Some(&why),
-                    finished: true,
-                    ..Default::default()
-                };
-                move_attempt(&mut tx, &open, AttemptState::Failed, Cause::Person, &patch).await?;
-                event(
-                    &mut tx,
-                    job_id,
-                    Some(&open.id),
-                    "attempt_failed",
-                    Actor::User,
-                    json!(why),
-                )
-                .await?;
-            }
-        }
+        // A `pending` attempt (never sent) is closed as abandoned by the move itself; one that
+        // may be out stays as it is, for its answer to be seen.
         let error = JobError {
             code: "cancelled".to_owned(),
             message: "cancelled by a person".to_owned(),
         };
-        let from = [
-            JobStatus::Queued,
-            JobStatus::Running,
-            JobStatus::Unknown,
-            JobStatus::Failed,
-        ];
-        if !job_rows::decide(&mut tx, job_id, &from, JobStatus::Cancelled, Some(&error)).await? {
-            return Err(Error::internal(format!(
-                "job {job_id} changed inside its transaction"
-            )));
-        }
-        event(
-            &mut tx,
-            job_id,
-            None,
-            "job_cancelled",
-            Actor::User,
-            json!({ "from": job.status }),
-        )
-        .await?;
+        let m = JobMove {
+            to: JobStatus::Cancelled,
+            patch: JobPatch {
+                error: Some(&error),
+                set_error: true,
+                bump_version: true,
+                finished: true,
+                clear_not_before: true,
+            },
+            event: Some((
+                EventKind::JobCancelled,
+                Actor::User,
+                json!({ "from": job.status }),
+            )),
+        };
+        move_job(&mut tx, job_id, job.status, m).await?;
         let job = job_row(&mut tx, job_id).await?.into_job()?;
         tx.commit().await?;
         Ok(job)
@@ -201,23 +177,21 @@ impl Engine {
             None => default_provider(&mut tx, &job).await?,
         };
         if job.status == JobStatus::Failed {
-            job_rows::decide(
-                &mut tx,
-                job_id,
-                &[JobStatus::Failed],
-                JobStatus::Queued,
-                None,
-            )
-            .await?;
-            event(
-                &mut tx,
-                job_id,
-                None,
-                "job_retried",
-                Actor::User,
-                json!({ "provider": provider }),
-            )
-            .await?;
+            let m = JobMove {
+                to: JobStatus::Queued,
+                patch: JobPatch {
+                    set_error: true,
+                    bump_version: true,
+                    clear_not_before: true,
+                    ..Default::default()
+                },
+                event: Some((
+                    EventKind::JobRetried,
+                    Actor::User,
+                    json!({ "provider": provider }),
+                )),
+            };
+            move_job(&mut tx, job_id, JobStatus::Failed, m).await?;
             job = job_row(&mut tx, job_id).await?.into_job()?;
         }
         let starter = Starter {

@@ -1,11 +1,9 @@
 //! `submit` (SPEC §2): one job per (owner, key), decided by the database's unique constraint.
 
-use sqlx::SqliteConnection;
-
 use crate::error::{ConflictDetails, Error, Result};
 use crate::intent::{parse_intent, validate_intent, validate_key, validate_owner, ValidIntent};
 use crate::model::Submitted;
-use crate::store::{jobs as job_rows, providers as provider_rows};
+use crate::store::{contracts as contract_rows, jobs as job_rows, providers as provider_rows};
 use crate::Engine;
 
 impl Engine {
@@ -42,61 +40,53 @@ impl Engine {
             fingerprint: &intent.fingerprint,
             intent: &intent.stored,
         };
-        let mut conn = self.writer.acquire().await?;
-        // One statement: its triggers check the route and write the `submitted` event.
-        match job_rows::insert_if_new(&mut conn, &new).await {
-            Ok(Some(row)) => {
-                drop(conn);
-                self.wake_executor();
-                return Ok(Submitted {
-                    job: row.into_job()?,
-                    replayed: false,
-                });
-            }
-            Ok(None) => {}
-            Err(sqlx::Error::Database(e)) if e.message().contains("intent.route") => {
-                return Err(missing_provider(&mut conn, &intent.intent.route).await)
-            }
-            Err(sqlx::Error::Database(e)) if e.message().contains("intent.contract") => {
-                let name = intent.intent.contract.unwrap_or_default();
+        // One write transaction: the route and contract are checked where they cannot change
+        // before the insert, and nothing is reported before the commit has returned success.
+        let mut tx = self.begin().await?;
+        if let Some((i, name)) = provider_rows::first_missing(&mut tx, &intent.intent.route).await?
+        {
+            return Err(Error::invalid_input(
+                format!("intent.route.{i}"),
+                format!("no provider named {name} is configured"),
+            ));
+        }
+        if let Some(name) = &intent.intent.contract {
+            if contract_rows::get(&mut tx, name).await?.is_none() {
                 return Err(Error::invalid_input(
                     "intent.contract",
                     format!("no contract named {name} is configured"),
                 ));
             }
-            Err(e) => return Err(e.into()),
         }
-        let existing = job_rows::by_key(&mut conn, owner, key)
-            .await?
-            .ok_or_else(|| Error::internal("the key was taken, yet no job holds it"))?
-            .into_job()?;
-        if existing.fingerprint == intent.fingerprint {
-            Ok(Submitted {
-                job: existing,
-                replayed: true,
-            })
+        // The schema's triggers write the `submitted` event in the same statement.
+        let inserted = job_rows::insert_if_new(&mut tx, &new).await?;
+        let (job, replayed) = match inserted {
+            Some(row) => (row.into_job()?, false),
+            None => {
+                let existing = job_rows::by_key(&mut tx, owner, key)
+                    .await?
+                    .ok_or_else(|| Error::internal("the key was taken, yet no job holds it"))?
+                    .into_job()?;
+                (existing, true)
+            }
+        };
+        tx.commit().await?;
+        if !replayed {
+            self.wake_executor();
+            return Ok(Submitted { job, replayed });
+        }
+        if job.fingerprint == intent.fingerprint {
+            Ok(Submitted { job, replayed })
         } else {
             Err(Error::IdempotencyConflict {
                 message: format!(
                     "key {key:?} already belongs to job {} with another intent; use a new key for a new intent",
-                    existing.id
+                    job.id
                 ),
                 details: ConflictDetails {
-                    existing_job_id: existing.id,
+                    existing_job_id: job.id,
                 },
             })
         }
-    }
-}
-
-/// Names the first provider of the route that is not configured.
-async fn missing_provider(conn: &mut SqliteConnection, route: &[String]) -> Error {
-    match provider_rows::first_missing(conn, route).await {
-        Ok(Some((i, name))) => Error::invalid_input(
-            format!("intent.route.{i}"),
-            format!("no provider named {name} is configured"),
-        ),
-        Ok(None) => Error::invalid_input("intent.route", "names a provider that is not configured"),
-        Err(e) => e.into(),
     }
 }

@@ -9,8 +9,14 @@ use reqwest::header::{HeaderMap, RETRY_AFTER};
 use reqwest::StatusCode;
 use serde_json::Value;
 
+use crate::failure::FailureKind;
 use crate::model::AttemptError;
 use crate::providers::{ProviderConfig, ProviderKind};
+
+/// The largest answer body read (SPEC §6); a larger 2xx answer makes the attempt `unknown`.
+pub const MAX_ANSWER: usize = 8 * 1024 * 1024;
+/// Longer than any wait onejob honours: a `Retry-After` too large to count is read as this.
+const FOREVER: Duration = Duration::from_secs(u32::MAX as u64);
 
 /// Response headers that carry a provider's request id, in order of preference.
 const REQUEST_ID_HEADERS: [&str; 3] = ["x-request-id", "request-id", "x-amzn-requestid"];
@@ -33,11 +39,8 @@ pub enum Classified {
     },
 }
 
-fn error(kind: &str, message: impl Into<String>) -> AttemptError {
-    AttemptError {
-        kind: kind.to_owned(),
-        message: message.into(),
-    }
+fn error(kind: FailureKind, message: impl Into<String>) -> AttemptError {
+    kind.because(message)
 }
 
 /// The response head, reported as soon as it arrives (before the body is read).
@@ -74,7 +77,7 @@ pub async fn exchange(
 ) -> Classified {
     let response = match request.send().await {
         Ok(response) => response,
-        Err(e) => return classify_send_error(&e),
+        Err(e) => return classify_send_error(e),
     };
     let status = response.status();
     let headers = response.headers().clone();
@@ -86,41 +89,75 @@ pub async fn exchange(
     if !status.is_success() {
         return classify_status(status, &headers, config);
     }
-    match response.bytes().await {
-        Err(e) => Classified::Unknown {
-            error: error(
-                "cut_off",
+    let unknown = |kind, message: String| Classified::Unknown {
+        error: error(kind, message),
+        http_status: Some(status.as_u16()),
+    };
+    let body = match read_body(response).await {
+        Ok(body) => body,
+        Err(Body::CutOff(e)) => {
+            return unknown(
+                FailureKind::CutOff,
                 format!("the answer was cut off after a {status} status: {e}"),
+            )
+        }
+        Err(Body::TooLarge) => {
+            return unknown(
+                FailureKind::AnswerTooLarge,
+                format!("a {status} answer larger than {MAX_ANSWER} bytes; the work was done"),
+            )
+        }
+    };
+    match serde_json::from_slice::<Value>(&body) {
+        Ok(answer) => Classified::Answer(answer),
+        Err(e) => Classified::Failed {
+            error: error(
+                FailureKind::InvalidAnswer,
+                format!("a complete {status} answer that is not JSON: {e}"),
             ),
             http_status: Some(status.as_u16()),
-        },
-        Ok(body) => match serde_json::from_slice::<Value>(&body) {
-            Ok(answer) => Classified::Answer(answer),
-            Err(e) => Classified::Failed {
-                error: error(
-                    "invalid_answer",
-                    format!("a complete {status} answer that is not JSON: {e}"),
-                ),
-                http_status: Some(status.as_u16()),
-                retry_after: None,
-            },
+            retry_after: None,
         },
     }
 }
 
+/// Why a body was not read whole.
+enum Body {
+    CutOff(reqwest::Error),
+    TooLarge,
+}
+
+/// Reads the body, at most `MAX_ANSWER` bytes of it.
+async fn read_body(mut response: reqwest::Response) -> Result<Vec<u8>, Body> {
+    let mut body = Vec::new();
+    while let Some(chunk) = response
+        .chunk()
+        .await
+        .map_err(|e| Body::CutOff(e.without_url()))?
+    {
+        if body.len() + chunk.len() > MAX_ANSWER {
+            return Err(Body::TooLarge);
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
+}
+
 /// A send error. A timeout is tested first: a body timeout also reports itself as a
 /// connect or request error, and treating it as "never sent" would bill twice.
-fn classify_send_error(e: &reqwest::Error) -> Classified {
+fn classify_send_error(e: reqwest::Error) -> Classified {
+    // The URL may carry a query string; no message repeats it.
+    let e = e.without_url();
     if e.is_timeout() {
         return Classified::Unknown {
-            error: error("timeout", format!("no answer in time: {e}")),
+            error: error(FailureKind::Timeout, format!("no answer in time: {e}")),
             http_status: None,
         };
     }
     if e.is_builder() {
         return Classified::Failed {
             error: error(
-                "misconfigured",
+                FailureKind::Misconfigured,
                 format!("the request could not be built: {e}"),
             ),
             http_status: None,
@@ -130,7 +167,7 @@ fn classify_send_error(e: &reqwest::Error) -> Classified {
     if e.is_connect() {
         return Classified::Failed {
             error: error(
-                "never_sent",
+                FailureKind::NeverSent,
                 format!("could not connect, nothing was sent: {e}"),
             ),
             http_status: None,
@@ -139,7 +176,7 @@ fn classify_send_error(e: &reqwest::Error) -> Classified {
     }
     Classified::Unknown {
         error: error(
-            "connection_broken",
+            FailureKind::ConnectionBroken,
             format!("the connection broke after the request may have been written: {e:#}"),
         ),
         http_status: None,
@@ -149,13 +186,13 @@ fn classify_send_error(e: &reqwest::Error) -> Classified {
 /// A non-success status, by the table of SPEC §6.
 fn classify_status(status: StatusCode, headers: &HeaderMap, config: &ProviderConfig) -> Classified {
     let code = status.as_u16();
-    let failed = |kind: &str, retry_after| Classified::Failed {
+    let failed = |kind: FailureKind, retry_after| Classified::Failed {
         error: error(kind, format!("the provider answered {status}")),
         http_status: Some(code),
         retry_after,
     };
     match code {
-        408 | 429 | 503 => failed("throttled", retry_after(headers)),
+        408 | 429 | 503 => failed(FailureKind::Throttled, retry_after(headers)),
         500..=599 => {
             let http_like = matches!(config.kind, ProviderKind::Http | ProviderKind::Sandbox);
             if http_like && !config.honours_idempotency_key {
@@ -163,7 +200,7 @@ fn classify_status(status: StatusCode, headers: &HeaderMap, config: &ProviderCon
                 // lookup can tell.
                 Classified::Unknown {
                     error: error(
-                        "server_error",
+                        FailureKind::ServerErrorUnknown,
                         format!(
                             "the provider answered {status}; it may have processed the request"
                         ),
@@ -171,19 +208,29 @@ fn classify_status(status: StatusCode, headers: &HeaderMap, config: &ProviderCon
                     http_status: Some(code),
                 }
             } else {
-                failed("server_error", None)
+                let kind = if http_like {
+                    FailureKind::ServerErrorKeyed
+                } else {
+                    FailureKind::ServerError
+                };
+                failed(kind, None)
             }
         }
         // 400, 401, 403, 404, 422 and every other refusal: not at this provider again.
-        _ => failed("rejected", None),
+        _ => failed(FailureKind::Rejected, None),
     }
 }
 
-/// `Retry-After` as seconds or as an HTTP date.
+/// `Retry-After` as seconds or as an HTTP date; a number too large to count is read as a
+/// very long wait (the ledger caps every wait at an hour), never as none.
 fn retry_after(headers: &HeaderMap) -> Option<Duration> {
     let value = headers.get(RETRY_AFTER)?.to_str().ok()?.trim();
-    if let Ok(seconds) = value.parse::<u64>() {
-        return Some(Duration::from_secs(seconds));
+    if !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()) {
+        return Some(
+            value
+                .parse::<u64>()
+                .map_or(FOREVER, |s| Duration::from_secs(s).min(FOREVER)),
+        );
     }
     let at = httpdate::parse_http_date(value).ok()?;
     Some(
@@ -215,5 +262,15 @@ mod tests {
         );
         let wait = retry_after(&headers).expect("a date");
         assert!(wait > Duration::from_secs(100) && wait <= Duration::from_secs(120));
+    }
+
+    #[test]
+    fn a_retry_after_too_large_to_count_is_a_long_wait_not_none() {
+        let mut headers = HeaderMap::new();
+        headers.insert(
+            RETRY_AFTER,
+            "99999999999999999999999".parse().expect("header"),
+        );
+        assert_eq!(retry_after(&headers), Some(FOREVER));
     }
 }

@@ -201,6 +201,15 @@ pub struct Provider {
 const SECRET_FIELDS: [&str; 5] = ["api_key", "apikey", "key", "token", "secret"];
 
 impl ProviderConfig {
+    /// The sandbox dials of this configuration (`"dials": {…}`), defaults when absent.
+    pub fn sandbox_dials(&self) -> Result<crate::sandbox::Dials> {
+        match self.extra.get("dials") {
+            None | Some(Value::Null) => Ok(crate::sandbox::Dials::default()),
+            Some(value) => serde_json::from_value(value.clone())
+                .map_err(|e| Error::invalid_input("provider.dials", e.to_string())),
+        }
+    }
+
     /// Parses and validates a provider configuration given as JSON text.
     pub fn parse(text: &str) -> Result<Self> {
         check_depth(text, "provider")?;

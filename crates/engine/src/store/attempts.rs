@@ -91,8 +91,11 @@ pub async fn insert_next(
     .bind(provider)
     .bind(job_version)
     .bind(now())
-    .fetch_one(conn)
-    .await
+    .fetch_all(conn)
+    .await?
+    .into_iter()
+    .next()
+    .ok_or(sqlx::Error::RowNotFound)
 }
 
 /// An attempt by id, whoever owns its job (for the executor).
@@ -180,13 +183,15 @@ pub struct Patch<'a> {
 }
 
 /// Moves an attempt from `from` to `to` in one guarded statement; false when it was no
-/// longer in `from` (someone moved it first: re-read, never overwrite).
+/// longer in `from` (someone moved it first: re-read, never overwrite), or when
+/// `job_must_run` and its job is not `running` without a result.
 pub async fn transition(
     conn: &mut SqliteConnection,
     id: &str,
     from: AttemptState,
     to: AttemptState,
     patch: &Patch<'_>,
+    job_must_run: bool,
 ) -> sqlx::Result<bool> {
     let at = now();
     let done = sqlx::query(
@@ -197,7 +202,9 @@ pub async fn transition(
             sent_at = CASE WHEN ?7 THEN ?9 ELSE sent_at END,
             finished_at = CASE WHEN ?8 THEN ?9 ELSE finished_at END,
             flagged_for_review = max(flagged_for_review, ?10)
-         WHERE id = ?11 AND state = ?12",
+         WHERE id = ?11 AND state = ?12
+           AND (NOT ?13 OR EXISTS (SELECT 1 FROM jobs j WHERE j.id = attempts.job_id
+                                   AND j.status = 'running' AND j.completed_by IS NULL))",
     )
     .bind(to.as_str())
     .bind(patch.error.map(|e| e.kind.as_str()))
@@ -211,6 +218,7 @@ pub async fn transition(
     .bind(patch.flag)
     .bind(id)
     .bind(from.as_str())
+    .bind(job_must_run)
     .execute(conn)
     .await?;
     Ok(done.rows_affected() == 1)
@@ -261,11 +269,11 @@ pub async fn record_response_head(
     Ok(done.rows_affected() == 1)
 }
 
-/// Attempts committed `pending` (never sent) whose job may still run, oldest first.
+/// Attempts committed `pending` (never sent) whose job is `running`, oldest first.
 pub async fn pending(conn: &mut SqliteConnection, limit: u32) -> sqlx::Result<Vec<AttemptRow>> {
     sqlx::query_as(&format!(
         "SELECT {COLUMNS} FROM attempts a JOIN jobs j ON j.id = a.job_id
-         WHERE a.state = 'pending' AND j.status NOT IN ('succeeded', 'cancelled') ORDER BY a.id LIMIT ?"
+         WHERE a.state = 'pending' AND j.status = 'running' ORDER BY a.id LIMIT ?"
     ))
     .bind(i64::from(limit))
     .fetch_all(conn)

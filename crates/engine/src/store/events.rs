@@ -4,13 +4,14 @@ use serde_json::Value;
 use sqlx::{FromRow, SqliteConnection};
 
 use super::{json_column, now};
+use crate::events::EventKind;
 use crate::model::{Actor, Event};
 
 /// One event to append.
 pub struct NewEvent<'a> {
     pub job_id: &'a str,
     pub attempt_id: Option<&'a str>,
-    pub kind: &'a str,
+    pub kind: EventKind,
     pub actor: Actor,
     pub detail: Value,
 }
@@ -23,7 +24,7 @@ pub async fn append(conn: &mut SqliteConnection, e: NewEvent<'_>) -> sqlx::Resul
     .bind(e.job_id)
     .bind(e.attempt_id)
     .bind(now())
-    .bind(e.kind)
+    .bind(e.kind.as_str())
     .bind(e.actor.as_str())
     .bind(e.detail.to_string())
     .execute(conn)

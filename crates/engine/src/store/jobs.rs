@@ -74,7 +74,8 @@ pub struct NewJob<'a> {
 }
 
 /// Inserts a `queued` job at version 0 unless the owner already used the key; `None` then.
-/// The unique constraint decides; nothing is read first.
+/// The unique constraint decides; nothing is read first. Run it inside a transaction: an
+/// autocommit `RETURNING` hands its row back before its commit has succeeded.
 pub async fn insert_if_new(
     conn: &mut SqliteConnection,
     job: &NewJob<'_>,
@@ -91,8 +92,10 @@ pub async fn insert_if_new(
     .bind(job.fingerprint)
     .bind(job.intent)
     .bind(now())
-    .fetch_optional(conn)
+    // Stepped to its end: the caller commits, and reports nothing before that commit.
+    .fetch_all(conn)
     .await
+    .map(|rows| rows.into_iter().next())
 }
 
 /// The owner's job holding `key`.
@@ -184,30 +187,55 @@ pub async fn count(
         .await
 }
 
-/// Moves a job between non-outcome statuses (queued ⇄ running ⇄ unknown) if it is in `from`.
-/// Such moves do not change `version`.
-pub async fn shift(
+/// What a status change writes beside the status.
+#[derive(Default)]
+pub struct JobPatch<'a> {
+    /// Replaces `error` (with `None` when `set_error` is true and this is `None`).
+    pub error: Option<&'a JobError>,
+    pub set_error: bool,
+    /// The move decides the outcome (failed, cancelled, a person's retry): `version + 1`.
+    pub bump_version: bool,
+    /// Sets `finished_at` to now.
+    pub finished: bool,
+    /// Clears the backoff.
+    pub clear_not_before: bool,
+}
+
+/// Moves a job from exactly `from` to `to`; false when it was not in `from` (someone moved it
+/// first). The caller has checked the move against [`JobStatus::may_become`].
+pub async fn set_status(
     conn: &mut SqliteConnection,
     id: &str,
-    from: &[JobStatus],
+    from: JobStatus,
     to: JobStatus,
+    patch: &JobPatch<'_>,
 ) -> sqlx::Result<bool> {
-    let from: Vec<&str> = from.iter().map(|s| s.as_str()).collect();
+    let at = now();
     let done = sqlx::query(
-        "UPDATE jobs SET status = ?1, updated_at = ?2
-         WHERE id = ?3 AND status IN (SELECT value FROM json_each(?4))",
+        "UPDATE jobs SET status = ?1,
+            error = CASE WHEN ?2 THEN ?3 ELSE error END,
+            version = version + ?4,
+            finished_at = CASE WHEN ?5 THEN ?6 ELSE finished_at END,
+            not_before = CASE WHEN ?7 THEN NULL ELSE not_before END,
+            updated_at = ?6
+         WHERE id = ?8 AND status = ?9",
     )
     .bind(to.as_str())
-    .bind(now())
+    .bind(patch.set_error)
+    .bind(patch.error.and_then(|e| serde_json::to_string(e).ok()))
+    .bind(i64::from(patch.bump_version))
+    .bind(patch.finished)
+    .bind(&at)
+    .bind(patch.clear_not_before)
     .bind(id)
-    .bind(serde_json::to_string(&from).unwrap_or_default())
+    .bind(from.as_str())
     .execute(conn)
     .await?;
     Ok(done.rows_affected() == 1)
 }
 
 /// The compare-and-swap of SPEC §5: claims the job's result for `attempt_id` only if the job
-/// is still at `version` and nobody has claimed it.
+/// is still at `version`, nobody has claimed it, and it is not closed.
 pub async fn claim_result(
     conn: &mut SqliteConnection,
     id: &str,
@@ -218,41 +246,15 @@ pub async fn claim_result(
     let at = now();
     let done = sqlx::query(
         "UPDATE jobs SET status = 'succeeded', result = ?1, completed_by = ?2, error = NULL,
-                version = version + 1, updated_at = ?3, finished_at = ?3
-         WHERE id = ?4 AND version = ?5 AND completed_by IS NULL",
+                version = version + 1, not_before = NULL, updated_at = ?3, finished_at = ?3
+         WHERE id = ?4 AND version = ?5 AND completed_by IS NULL
+           AND status IN ('queued', 'running', 'unknown')",
     )
     .bind(result)
     .bind(attempt_id)
     .bind(&at)
     .bind(id)
     .bind(version)
-    .execute(conn)
-    .await?;
-    Ok(done.rows_affected() == 1)
-}
-
-/// Decides an outcome other than success (`failed`, `cancelled`) or reopens a failed job
-/// (`queued`, a person's retry): bumps `version`, guarded by the statuses it may leave.
-pub async fn decide(
-    conn: &mut SqliteConnection,
-    id: &str,
-    from: &[JobStatus],
-    to: JobStatus,
-    error: Option<&JobError>,
-) -> sqlx::Result<bool> {
-    let at = now();
-    let from: Vec<&str> = from.iter().map(|s| s.as_str()).collect();
-    let finished = matches!(to, JobStatus::Failed | JobStatus::Cancelled).then_some(at.as_str());
-    let done = sqlx::query(
-        "UPDATE jobs SET status = ?1, error = ?2, version = version + 1, updated_at = ?3, finished_at = ?4
-         WHERE id = ?5 AND status IN (SELECT value FROM json_each(?6))",
-    )
-    .bind(to.as_str())
-    .bind(error.and_then(|e| serde_json::to_string(e).ok()))
-    .bind(&at)
-    .bind(finished)
-    .bind(id)
-    .bind(serde_json::to_string(&from).unwrap_or_default())
     .execute(conn)
     .await?;
     Ok(done.rows_affected() == 1)

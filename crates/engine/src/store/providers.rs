@@ -29,8 +29,11 @@ pub async fn upsert(
     .bind(kind)
     .bind(config)
     .bind(&at)
-    .fetch_one(conn)
-    .await?;
+    .fetch_all(conn)
+    .await?
+    .into_iter()
+    .next()
+    .ok_or(sqlx::Error::RowNotFound)?;
     Ok(created_at != at)
 }
 

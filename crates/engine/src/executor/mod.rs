@@ -1,0 +1,333 @@
+//! The executor: claims work, sends attempts, classifies what comes back, completes through
+//! the compare-and-swap — and never sends an attempt twice.
+//!
+//! Every step that decides an outcome is committed before its effect: an attempt is committed
+//! `pending`, then `in_flight` with this executor's lease, before a byte is written. Only the
+//! executor whose guarded `pending → in_flight` update succeeded sends it, so two executors
+//! (in one process or several) never send the same attempt.
+//!
+//! - this file: the loop — claim, recover, schedule; no single job stops it.
+//! - `send.rs`: one attempt over HTTP, from `in_flight` to its outcome.
+//! - `reconcile.rs`: status lookups of `unknown` attempts, beside the loop.
+
+mod reconcile;
+mod send;
+
+pub use reconcile::Reconciled;
+
+use std::collections::{HashMap, HashSet};
+use std::future::Future;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use tokio::sync::Semaphore;
+use tokio::task::JoinSet;
+
+use crate::error::{Error, Result};
+use crate::job::JobStatus;
+use crate::ledger::Claim;
+use crate::model::{Attempt, Job};
+use crate::sandbox::Sandbox;
+use crate::Engine;
+
+/// How an executor paces itself. The defaults are SPEC §4's.
+#[derive(Debug, Clone)]
+pub struct ExecutorOptions {
+    /// How long an `in_flight` attempt stays this executor's without renewal.
+    pub lease: Duration,
+    /// How often the lease is renewed while waiting for an answer.
+    pub renew_every: Duration,
+    /// How often the ledger is looked at without a wake-up (work from other processes,
+    /// expired leases, ended backoffs).
+    pub poll_every: Duration,
+    /// Attempts this executor sends at once.
+    pub max_in_flight: usize,
+    /// The first retry's backoff; it doubles per attempt, with jitter, up to `backoff_cap`.
+    pub backoff_base: Duration,
+    pub backoff_cap: Duration,
+    /// How often an `unknown` attempt's provider status is looked up, where it has one.
+    pub reconcile_every: Duration,
+    /// Status lookups running at once, beside the loop.
+    pub max_lookups: usize,
+    /// How long a write that failed on storage (busy, locked, I/O) is retried before it is
+    /// left to recovery.
+    pub storage_retry_for: Duration,
+}
+
+impl Default for ExecutorOptions {
+    fn default() -> Self {
+        ExecutorOptions {
+            lease: Duration::from_secs(10),
+            renew_every: Duration::from_secs(3),
+            poll_every: Duration::from_secs(1),
+            max_in_flight: 32,
+            backoff_base: Duration::from_millis(200),
+            backoff_cap: Duration::from_secs(30),
+            reconcile_every: Duration::from_secs(5),
+            max_lookups: 4,
+            storage_retry_for: Duration::from_secs(600),
+        }
+    }
+}
+
+/// A running executor. Cheap to clone; clones share their attempts and sandboxes.
+#[derive(Clone)]
+pub struct Executor {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    engine: Engine,
+    id: String,
+    client: reqwest::Client,
+    options: ExecutorOptions,
+    permits: Arc<Semaphore>,
+    tasks: Mutex<JoinSet<()>>,
+    /// Attempts this executor is driving, so a pass does not start one twice.
+    driving: Mutex<HashSet<String>>,
+    sandboxes: tokio::sync::Mutex<HashMap<String, Sandbox>>,
+    last_recovery: Mutex<Option<Instant>>,
+    /// When each `unknown` attempt was last looked up (or first seen).
+    last_lookup: Mutex<HashMap<String, Instant>>,
+    /// Attempts whose status lookup is running now.
+    looking: Mutex<HashSet<String>>,
+    lookups: Arc<Semaphore>,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl Executor {
+    /// An executor over `engine` with a fresh id.
+    pub fn new(engine: Engine, options: ExecutorOptions) -> Result<Executor> {
+        let client = reqwest::Client::builder()
+            .no_proxy()
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .map_err(|e| Error::internal(format!("cannot build the HTTP client: {e}")))?;
+        Ok(Executor {
+            inner: Arc::new(Inner {
+                id: format!("executor-{}", uuid::Uuid::now_v7()),
+                permits: Arc::new(Semaphore::new(options.max_in_flight.max(1))),
+                lookups: Arc::new(Semaphore::new(options.max_lookups.max(1))),
+                engine,
+                client,
+                options,
+                tasks: Mutex::new(JoinSet::new()),
+                driving: Mutex::new(HashSet::new()),
+                sandboxes: tokio::sync::Mutex::new(HashMap::new()),
+                last_recovery: Mutex::new(None),
+                last_lookup: Mutex::new(HashMap::new()),
+                looking: Mutex::new(HashSet::new()),
+            }),
+        })
+    }
+
+    /// This executor's id, as recorded on the attempts it sends.
+    pub fn id(&self) -> &str {
+        &self.inner.id
+    }
+
+    /// Runs until `stop` completes: a pass on every wake-up and at least every `poll_every`.
+    pub async fn run(&self, stop: impl Future<Output = ()>) {
+        tokio::pin!(stop);
+        loop {
+            if let Err(e) = self.tick().await {
+                eprintln!("onejob executor: {e}");
+            }
+            tokio::select! {
+                () = &mut stop => break,
+                () = self.inner.engine.work_available() => {}
+                () = tokio::time::sleep(self.inner.options.poll_every) => {}
+            }
+        }
+        self.shutdown().await;
+    }
+
+    /// Runs passes until nothing is left to send and every attempt it started has ended
+    /// (with an answer, or at its hard deadline). A pass that fails on storage is retried.
+    pub async fn run_until_idle(&self) -> Result<()> {
+        loop {
+            let started = match self.tick().await {
+                Ok(n) => n,
+                Err(e @ Error::Storage { .. }) => {
+                    eprintln!("onejob executor: {e}; retrying");
+                    1
+                }
+                Err(e) => return Err(e),
+            };
+            self.reap();
+            let busy = !lock(&self.inner.driving).is_empty();
+            let waiting = self.inner.engine.next_backoff_end().await?;
+            if started == 0 && !busy && waiting.is_none() {
+                let pending = self.inner.engine.pending_attempts(1).await?;
+                if pending.is_empty() {
+                    break;
+                }
+            }
+            tokio::select! {
+                () = self.inner.engine.work_available() => {}
+                () = tokio::time::sleep(Duration::from_millis(50)) => {}
+            }
+        }
+        self.shutdown().await;
+        Ok(())
+    }
+
+    /// Drives one job until it is `succeeded`, `failed`, `cancelled` or `unknown`, or until
+    /// `deadline` passes, and returns it as it then is. It returns as soon as the job is
+    /// `unknown`: it does not wait for the hard deadline.
+    pub async fn run_job(&self, job_id: &str, deadline: Option<Instant>) -> Result<Job> {
+        loop {
+            let job = self.inner.engine.job_by_id(job_id).await?;
+            let settled = matches!(
+                job.status,
+                JobStatus::Succeeded
+                    | JobStatus::Failed
+                    | JobStatus::Cancelled
+                    | JobStatus::Unknown
+            );
+            if settled || deadline.is_some_and(|d| Instant::now() >= d) {
+                return Ok(job);
+            }
+            if let Err(e) = self.tick_job(&job).await {
+                eprintln!("onejob executor: job {job_id}: {e}");
+            }
+            tokio::select! {
+                () = self.inner.engine.work_available() => {}
+                () = tokio::time::sleep(Duration::from_millis(25)) => {}
+            }
+        }
+    }
+
+    /// One pass over the ledger: recover expired leases (about once a second), start status
+    /// lookups of `unknown` attempts that are due, send `pending` attempts and claim queued
+    /// jobs. A job whose claim fails is logged and passed over; every other job goes on.
+    /// Returns how many attempts it started.
+    pub async fn tick(&self) -> Result<usize> {
+        self.recover_if_due().await?;
+        self.start_lookups().await;
+        let mut started = 0;
+        let room = self.inner.permits.available_permits() as u32;
+        for attempt in self.inner.engine.pending_attempts(room.max(1)).await? {
+            started += usize::from(self.spawn_drive(attempt));
+        }
+        let room = self.inner.permits.available_permits() as u32;
+        if room > 0 {
+            for job_id in self.inner.engine.sendable_jobs(room).await? {
+                match self.claim_and_drive(&job_id).await {
+                    Ok(true) => started += 1,
+                    Ok(false) => {}
+                    Err(e) => eprintln!("onejob executor: job {job_id}: {e}"),
+                }
+            }
+        }
+        Ok(started)
+    }
+
+    async fn tick_job(&self, job: &Job) -> Result<()> {
+        self.recover_if_due().await?;
+        match job.status {
+            JobStatus::Queued => {
+                self.claim_and_drive(&job.id).await?;
+            }
+            JobStatus::Running => {
+                for attempt in self.inner.engine.pending_attempts(1000).await? {
+                    if attempt.job_id == job.id {
+                        self.spawn_drive(attempt);
+                    }
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    async fn claim_and_drive(&self, job_id: &str) -> Result<bool> {
+        match self.inner.engine.claim_next(job_id).await? {
+            Claim::Attempt(claimed) => Ok(self.spawn_drive(claimed.attempt)),
+            Claim::Failed(_) | Claim::Skipped => Ok(false),
+        }
+    }
+
+    /// Starts driving an attempt unless this executor already is.
+    fn spawn_drive(&self, attempt: Attempt) -> bool {
+        if !lock(&self.inner.driving).insert(attempt.id.clone()) {
+            return false;
+        }
+        let this = self.clone();
+        lock(&self.inner.tasks).spawn(async move {
+            let id = attempt.id.clone();
+            if let Err(e) = this.drive(attempt).await {
+                eprintln!("onejob executor: attempt {id}: {e}");
+            }
+            lock(&this.inner.driving).remove(&id);
+        });
+        true
+    }
+
+    /// Drops finished tasks from the set.
+    fn reap(&self) {
+        let mut tasks = lock(&self.inner.tasks);
+        while tasks.try_join_next().is_some() {}
+    }
+
+    /// Waits for every attempt task and lookup, then stops the in-process sandboxes.
+    async fn shutdown(&self) {
+        loop {
+            let mut tasks = std::mem::take(&mut *lock(&self.inner.tasks));
+            if tasks.is_empty() {
+                break;
+            }
+            while tasks.join_next().await.is_some() {}
+        }
+        let sandboxes: Vec<Sandbox> = self
+            .inner
+            .sandboxes
+            .lock()
+            .await
+            .drain()
+            .map(|(_, s)| s)
+            .collect();
+        for sandbox in sandboxes {
+            sandbox.stop().await;
+        }
+    }
+
+    async fn recover_if_due(&self) -> Result<()> {
+        {
+            let mut last = lock(&self.inner.last_recovery);
+            if last.is_some_and(|t| t.elapsed() < Duration::from_secs(1)) {
+                return Ok(());
+            }
+            *last = Some(Instant::now());
+        }
+        self.inner.engine.recover_expired_leases().await?;
+        Ok(())
+    }
+
+    /// Runs a ledger write until it is stored: a storage error (busy, locked, I/O) is retried
+    /// with backoff for up to `storage_retry_for`, never turned into an outcome. Any other
+    /// error is returned at once.
+    async fn persist<T, F, Fut>(&self, what: &str, mut write: F) -> Result<T>
+    where
+        F: FnMut() -> Fut,
+        Fut: Future<Output = Result<T>>,
+    {
+        let started = Instant::now();
+        let mut wait = Duration::from_millis(20);
+        loop {
+            match write().await {
+                Err(e @ Error::Storage { .. })
+                    if started.elapsed() < self.inner.options.storage_retry_for =>
+                {
+                    eprintln!("onejob executor: {what}: {e}; retrying");
+                    tokio::time::sleep(wait).await;
+                    wait = (wait * 2).min(Duration::from_secs(2));
+                }
+                other => return other,
+            }
+        }
+    }
+}

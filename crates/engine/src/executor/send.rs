@@ -1,0 +1,364 @@
+//! Sending one attempt: `pending → in_flight` (only one executor wins that), the request,
+//! then the outcome. The soft timeout makes it `unknown` but keeps the connection until the
+//! hard deadline, so a late answer still completes through the compare-and-swap.
+
+use std::time::{Duration, Instant};
+
+use rand::Rng;
+use serde_json::Value;
+
+use crate::attempt::{AttemptState, Cause};
+use crate::contracts::Contract;
+use crate::error::{Error, Result};
+use crate::failure::{FailureKind, RetryHere};
+use crate::model::{AfterFailure, Attempt, AttemptError, Job};
+use crate::providers::http::{self, Classified, Head};
+use crate::providers::{build_request, decode, judge, Provider, ProviderConfig, ProviderKind};
+use crate::sandbox::Sandbox;
+
+use super::Executor;
+
+/// An attempt ready to send: its request, its provider, and the contract its answer must keep.
+struct Prepared {
+    request: reqwest::RequestBuilder,
+    target: Target,
+}
+
+/// What the outcome of an attempt is judged by.
+struct Target {
+    config: ProviderConfig,
+    contract: Option<Contract>,
+    /// The job's attempt budget: an `http` 5xx on the last try is `unknown`, not retried.
+    max_attempts: u32,
+}
+
+impl Executor {
+    /// Sends one attempt and records its outcome. A failure found before sending only ever
+    /// fails a `pending` attempt; once `in_flight`, only the exchange decides.
+    pub(super) async fn drive(&self, attempt: Attempt) -> Result<()> {
+        let engine = &self.inner.engine;
+        let _permit = self
+            .inner
+            .permits
+            .clone()
+            .acquire_owned()
+            .await
+            .map_err(|e| Error::internal(e.to_string()))?;
+        let job = engine.job_by_id(&attempt.job_id).await?;
+        let Prepared { request, target } = match self.prepare(&attempt, &job).await {
+            Ok(prepared) => prepared,
+            Err(why) => {
+                // Nothing was sent by us; another executor may have sent it meanwhile, and
+                // then the ledger refuses this (`pending → failed` only).
+                match engine.fail_unsent(&attempt.id, why).await {
+                    Ok(_) | Err(Error::InvalidTransition { .. }) => {}
+                    Err(e) => return Err(e),
+                }
+                return Ok(());
+            }
+        };
+        if let Err(e) = engine
+            .mark_sent(&attempt.id, &self.inner.id, self.inner.options.lease)
+            .await
+        {
+            // Another executor sent it, or the job moved on: nothing is sent. A storage error
+            // leaves it `pending`, to be sent on a later pass.
+            if !matches!(e, Error::InvalidTransition { .. }) {
+                eprintln!("onejob executor: attempt {}: {e}", attempt.id);
+            }
+            return Ok(());
+        }
+        let renewer = self.renew_lease(&attempt.id);
+        let outcome = self.exchange(&attempt, request, &target.config).await;
+        renewer.abort();
+        match outcome {
+            Some(outcome) => {
+                let outcome = self
+                    .judge(&attempt, outcome, &target.config, target.contract.as_ref())
+                    .await?;
+                self.settle(&attempt, outcome, &target).await
+            }
+            // The hard deadline passed: the connection is dropped and the attempt stays unknown.
+            None => Ok(()),
+        }
+    }
+
+    /// The exchange with its soft timeout and hard deadline; `None` when the hard deadline
+    /// passed with no outcome.
+    async fn exchange(
+        &self,
+        attempt: &Attempt,
+        request: reqwest::RequestBuilder,
+        config: &ProviderConfig,
+    ) -> Option<Classified> {
+        let engine = &self.inner.engine;
+        let attempt_id = attempt.id.clone();
+        let exchange = http::exchange(request, config, async |head: Head| {
+            let recorded = engine
+                .record_response_head(&attempt_id, head.request_id.as_deref(), Some(head.status))
+                .await;
+            if let Err(e) = recorded {
+                eprintln!("onejob executor: attempt {attempt_id}: {e}");
+            }
+        });
+        tokio::pin!(exchange);
+        let soft = Duration::from_millis(config.soft_timeout_ms);
+        let hard = Duration::from_millis(config.hard_timeout_ms);
+        if let Ok(outcome) = tokio::time::timeout(soft, &mut exchange).await {
+            return Some(outcome);
+        }
+        let why = FailureKind::SoftTimeout.because(format!(
+            "no answer within {} ms; the request may have been processed",
+            config.soft_timeout_ms
+        ));
+        // Recorded beside the wait, retried on storage errors; a person may have moved the
+        // attempt already (abandoned it, say), and the answer is still awaited.
+        let this = self.clone();
+        let id = attempt.id.clone();
+        tokio::spawn(async move {
+            let marked = this
+                .persist("soft timeout", || {
+                    this.inner.engine.mark_unknown(&id, why.clone())
+                })
+                .await;
+            if let Err(e) = marked {
+                if !matches!(e, Error::InvalidTransition { .. }) {
+                    eprintln!("onejob executor: attempt {id}: {e}");
+                }
+            }
+        });
+        tokio::time::timeout(hard.saturating_sub(soft), &mut exchange)
+            .await
+            .ok()
+    }
+
+    /// Builds the attempt's request, or says why it cannot be sent.
+    async fn prepare(
+        &self,
+        attempt: &Attempt,
+        job: &Job,
+    ) -> std::result::Result<Prepared, AttemptError> {
+        let engine = &self.inner.engine;
+        let misconfigured = |m: String| FailureKind::Misconfigured.because(m);
+        let provider = engine
+            .provider(&attempt.provider)
+            .await
+            .map_err(|e| misconfigured(format!("provider {}: {e}", attempt.provider)))?;
+        let url = self
+            .url_of(&provider)
+            .await
+            .map_err(|e| misconfigured(e.to_string()))?;
+        let input = job.intent.get("input").cloned().unwrap_or(Value::Null);
+        let params = match job.intent.get("params") {
+            Some(Value::Object(params)) => params.clone(),
+            _ => serde_json::Map::new(),
+        };
+        // The contract as it is now is the one the answer is held to.
+        let contract = match job.intent.get("contract").and_then(Value::as_str) {
+            Some(name) => Some(
+                engine
+                    .contract(name)
+                    .await
+                    .map_err(|e| misconfigured(format!("contract {name}: {e}")))?,
+            ),
+            None => None,
+        };
+        let request = build_request(
+            &self.inner.client,
+            &provider.config,
+            &url,
+            &job.id,
+            &input,
+            contract.as_ref(),
+            &params,
+        )?;
+        let max_attempts = job
+            .intent
+            .get("max_attempts")
+            .and_then(Value::as_u64)
+            .map_or(crate::intent::DEFAULT_MAX_ATTEMPTS, |n| {
+                u32::try_from(n).unwrap_or(u32::MAX)
+            });
+        Ok(Prepared {
+            request,
+            target: Target {
+                config: provider.config,
+                contract,
+                max_attempts,
+            },
+        })
+    }
+
+    /// Reads an answer out of its kind's envelope and holds it to the job's contract, before
+    /// it may reach the compare-and-swap: an invalid answer becomes a failure of the attempt
+    /// (`invalid_answer`, `contract_violation`), never the job's result. Token usage is kept.
+    async fn judge(
+        &self,
+        attempt: &Attempt,
+        outcome: Classified,
+        config: &ProviderConfig,
+        contract: Option<&Contract>,
+    ) -> Result<Classified> {
+        let Classified::Answer(body) = outcome else {
+            return Ok(outcome);
+        };
+        let decoded = match decode(config.kind, body) {
+            Ok(decoded) => decoded,
+            Err(error) => return Ok(answered_but(error)),
+        };
+        if decoded.usage.is_some() || decoded.id.is_some() {
+            let engine = &self.inner.engine;
+            let (id, usage) = (decoded.id.as_deref(), decoded.usage.as_ref());
+            self.persist("usage", || engine.record_usage(&attempt.id, id, usage))
+                .await?;
+        }
+        Ok(match judge(decoded.output, contract) {
+            Ok(result) => Classified::Answer(result),
+            Err(error) => answered_but(error),
+        })
+    }
+
+    /// Where to send: the configured URL, or the in-process sandbox for a `sandbox` provider
+    /// without one (started on first use, its dials refreshed from the configuration).
+    async fn url_of(&self, provider: &Provider) -> Result<String> {
+        let config = &provider.config;
+        if let Some(url) = &config.base_url {
+            return Ok(url.clone());
+        }
+        if config.kind != ProviderKind::Sandbox {
+            return Err(Error::invalid_input(
+                "provider.base_url",
+                "is required for this kind",
+            ));
+        }
+        let dials = config.sandbox_dials()?;
+        let mut sandboxes = self.inner.sandboxes.lock().await;
+        if let Some(sandbox) = sandboxes.get(&config.name) {
+            sandbox.set_dials(dials);
+            return Ok(sandbox.url());
+        }
+        let loopback = std::net::SocketAddr::from(([127, 0, 0, 1], 0));
+        let sandbox = Sandbox::start(loopback, dials).await?;
+        let url = sandbox.url();
+        sandboxes.insert(config.name.clone(), sandbox);
+        Ok(url)
+    }
+
+    /// Renews the lease every `renew_every` while the answer is awaited. A renewal that fails
+    /// on storage is tried again until the lease would really have expired; it stops when the
+    /// attempt is no longer this executor's `in_flight` one.
+    fn renew_lease(&self, attempt_id: &str) -> tokio::task::JoinHandle<()> {
+        let (engine, id) = (self.inner.engine.clone(), self.inner.id.clone());
+        let (attempt_id, options) = (attempt_id.to_owned(), self.inner.options.clone());
+        tokio::spawn(async move {
+            let mut held_until = Instant::now() + options.lease;
+            let mut every = options.renew_every;
+            loop {
+                tokio::time::sleep(every).await;
+                let asked = Instant::now();
+                match engine.renew_lease(&attempt_id, &id, options.lease).await {
+                    Ok(true) => {
+                        held_until = asked + options.lease;
+                        every = options.renew_every;
+                    }
+                    // It left `in_flight` (unknown, answered): nothing left to hold.
+                    Ok(false) => break,
+                    Err(e) if Instant::now() < held_until => {
+                        eprintln!("onejob executor: lease of {attempt_id}: {e}; retrying");
+                        every = (options.renew_every / 4).max(Duration::from_millis(10));
+                    }
+                    Err(_) => break,
+                }
+            }
+        })
+    }
+
+    /// Records what the exchange amounted to, by SPEC §6's table; storage errors are retried,
+    /// so an answer that arrived is not lost because one write failed.
+    async fn settle(&self, attempt: &Attempt, outcome: Classified, target: &Target) -> Result<()> {
+        let engine = &self.inner.engine;
+        match outcome {
+            Classified::Answer(answer) => {
+                self.persist("answer", || {
+                    engine.complete(&attempt.id, &answer, Cause::Answer)
+                })
+                .await?;
+            }
+            Classified::Failed {
+                error,
+                http_status,
+                retry_after,
+            } => {
+                let kind = error.failure();
+                if kind == FailureKind::ServerErrorKeyed && attempt.number >= target.max_attempts {
+                    // The last try at a provider that honours the key: nobody will send it
+                    // again, so what happened must be found out, not assumed.
+                    let why = FailureKind::ServerErrorUnknown.because(format!(
+                        "{}; it was the job's last attempt, so it may have been processed",
+                        error.message
+                    ));
+                    return self.mark_unknown_if_in_flight(attempt, why).await;
+                }
+                let after = match kind.retry_here() {
+                    RetryHere::Yes => AfterFailure::RequeueAfter {
+                        wait: self.backoff(attempt.number, retry_after),
+                        retry_after,
+                    },
+                    RetryHere::NotHere | RetryHere::Blocked => AfterFailure::Requeue,
+                };
+                let failed = self
+                    .persist("failure", || {
+                        engine.fail_attempt(&attempt.id, error.clone(), http_status, after.clone())
+                    })
+                    .await;
+                match failed {
+                    // A person resolved it meanwhile: their verdict stands.
+                    Ok(_) | Err(Error::InvalidTransition { .. }) => {}
+                    Err(e) => return Err(e),
+                }
+            }
+            Classified::Unknown { error, .. } => {
+                self.mark_unknown_if_in_flight(attempt, error).await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// `in_flight → unknown`; after the soft timeout it is already unknown, and a person may
+    /// have moved it: that stays as it is.
+    async fn mark_unknown_if_in_flight(&self, attempt: &Attempt, why: AttemptError) -> Result<()> {
+        let engine = &self.inner.engine;
+        let current = engine.attempt_by_id(&attempt.id).await?;
+        if current.state != AttemptState::InFlight {
+            return Ok(());
+        }
+        match self
+            .persist("unknown", || engine.mark_unknown(&attempt.id, why.clone()))
+            .await
+        {
+            Ok(_) | Err(Error::InvalidTransition { .. }) => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Exponential backoff with jitter, never shorter than the provider's `Retry-After` (the
+    /// ledger caps any wait at an hour).
+    fn backoff(&self, number: u32, retry_after: Option<Duration>) -> Duration {
+        let options = &self.inner.options;
+        let doubled = options
+            .backoff_base
+            .saturating_mul(1u32 << number.saturating_sub(1).min(16));
+        let capped = doubled.min(options.backoff_cap);
+        let jittered = capped.mul_f64(rand::thread_rng().gen_range(0.5..=1.0));
+        jittered.max(retry_after.unwrap_or_default())
+    }
+}
+
+/// A complete 2xx answer that cannot be the result: a definite failure of the attempt.
+fn answered_but(error: AttemptError) -> Classified {
+    Classified::Failed {
+        error,
+        http_status: None,
+        retry_after: None,
+    }
+}

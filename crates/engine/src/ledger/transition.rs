@@ -1,0 +1,186 @@
+//! The only way ledger code changes an attempt's state or a job's status: each move is
+//! checked against its table, made by one guarded `UPDATE`, its changed rows checked, and
+//! recorded as an event in the same transaction.
+
+use serde_json::{json, Value};
+use sqlx::SqliteConnection;
+
+use crate::attempt::{AttemptState, Cause};
+use crate::error::{Error, Result};
+use crate::events::EventKind;
+use crate::job::JobStatus;
+use crate::model::{Actor, JobError};
+use crate::store::attempts::{self as attempt_rows, AttemptRow, Patch};
+use crate::store::jobs::{self as job_rows, JobPatch};
+
+use super::{event, job_row};
+
+/// An attempt's move and the event that records it.
+pub(super) struct AttemptMove<'a> {
+    pub to: AttemptState,
+    pub cause: Cause,
+    pub patch: Patch<'a>,
+    pub event: EventKind,
+    pub actor: Actor,
+    pub detail: Value,
+}
+
+/// Moves an attempt from the state `row` was read in. `pending → in_flight` also requires
+/// its job to be `running` without a result. Zero rows changed means another process moved
+/// it first: the move is refused, naming the state it is in now, and nothing is overwritten.
+pub(super) async fn move_attempt(
+    conn: &mut SqliteConnection,
+    row: &AttemptRow,
+    m: AttemptMove<'_>,
+) -> Result<()> {
+    let from = row.state()?;
+    from.check(m.to, m.cause, &row.id)?;
+    let sending = from == AttemptState::Pending && m.to == AttemptState::InFlight;
+    if !attempt_rows::transition(conn, &row.id, from, m.to, &m.patch, sending).await? {
+        let now = super::attempt_row(conn, &row.id).await?.state()?;
+        if now == from {
+            let job = job_row(conn, &row.job_id).await?.into_job()?;
+            return Err(Error::invalid_transition(
+                "job",
+                &job.id,
+                job.status.as_str(),
+                "sending",
+            ));
+        }
+        return Err(Error::invalid_transition(
+            "attempt",
+            &row.id,
+            now.as_str(),
+            m.to.as_str(),
+        ));
+    }
+    event(conn, &row.job_id, Some(&row.id), m.event, m.actor, m.detail).await
+}
+
+/// A job's move and the event that records it (none for the bookkeeping moves that an
+/// attempt's own event already explains: `queued ⇄ running ⇄ unknown`).
+pub(super) struct JobMove<'a> {
+    pub to: JobStatus,
+    pub patch: JobPatch<'a>,
+    pub event: Option<(EventKind, Actor, Value)>,
+}
+
+/// Moves a job from `from`. A job that becomes `succeeded`, `cancelled` or `failed` has its
+/// `pending` attempt (never sent) closed as `abandoned` in the same transaction, so nothing
+/// is sent for a job that is over.
+pub(super) async fn move_job(
+    conn: &mut SqliteConnection,
+    job_id: &str,
+    from: JobStatus,
+    m: JobMove<'_>,
+) -> Result<()> {
+    if !from.may_become(m.to) {
+        return Err(Error::invalid_transition(
+            "job",
+            job_id,
+            from.as_str(),
+            m.to.as_str(),
+        ));
+    }
+    if !job_rows::set_status(conn, job_id, from, m.to, &m.patch).await? {
+        let now = job_row(conn, job_id).await?.into_job()?.status;
+        return Err(Error::invalid_transition(
+            "job",
+            job_id,
+            now.as_str(),
+            m.to.as_str(),
+        ));
+    }
+    if let Some((kind, actor, detail)) = m.event {
+        event(conn, job_id, None, kind, actor, detail).await?;
+    }
+    if m.to.is_closed() {
+        close_pending(conn, job_id, m.to).await?;
+    }
+    Ok(())
+}
+
+/// Closes the job's `pending` attempt, if it has one, because the job became `status`.
+pub(super) async fn close_pending(
+    conn: &mut SqliteConnection,
+    job_id: &str,
+    status: JobStatus,
+) -> Result<()> {
+    let Some(open) = attempt_rows::open_for_job(conn, job_id).await? else {
+        return Ok(());
+    };
+    if open.state()? != AttemptState::Pending {
+        return Ok(());
+    }
+    let reason = format!("the job became {status} before this attempt was sent");
+    let m = AttemptMove {
+        to: AttemptState::Abandoned,
+        cause: Cause::Executor,
+        patch: Patch {
+            finished: true,
+            ..Default::default()
+        },
+        event: EventKind::AttemptAbandoned,
+        actor: Actor::System,
+        detail: json!({ "reason": reason, "never_sent": true }),
+    };
+    move_attempt(conn, &open, m).await
+}
+
+/// After an open attempt ended without a result: a job that was waiting on it is queued
+/// again. A job that is over (cancelled while the attempt was out, say) stays as it is.
+pub(super) async fn release_job(conn: &mut SqliteConnection, job_id: &str) -> Result<()> {
+    let status = job_row(conn, job_id).await?.into_job()?.status;
+    match status {
+        JobStatus::Running | JobStatus::Unknown => {
+            let m = JobMove {
+                to: JobStatus::Queued,
+                patch: JobPatch {
+                    clear_not_before: true,
+                    ..Default::default()
+                },
+                event: None,
+            };
+            move_job(conn, job_id, status, m).await
+        }
+        JobStatus::Queued | JobStatus::Succeeded | JobStatus::Failed | JobStatus::Cancelled => {
+            Ok(())
+        }
+    }
+}
+
+/// After its attempt became `unknown`: a running job waits for a person or a lookup.
+pub(super) async fn block_job(conn: &mut SqliteConnection, job_id: &str) -> Result<()> {
+    let status = job_row(conn, job_id).await?.into_job()?.status;
+    if status != JobStatus::Running {
+        return Ok(());
+    }
+    let m = JobMove {
+        to: JobStatus::Unknown,
+        patch: JobPatch::default(),
+        event: None,
+    };
+    move_job(conn, job_id, status, m).await
+}
+
+/// Fails a job with `error` from whatever open status it is in (the route policy's verdict).
+pub(super) async fn fail_job(
+    conn: &mut SqliteConnection,
+    job_id: &str,
+    error: &JobError,
+    actor: Actor,
+) -> Result<()> {
+    let status = job_row(conn, job_id).await?.into_job()?.status;
+    let m = JobMove {
+        to: JobStatus::Failed,
+        patch: JobPatch {
+            error: Some(error),
+            set_error: true,
+            bump_version: true,
+            finished: true,
+            clear_not_before: true,
+        },
+        event: Some((EventKind::JobFailed, actor, json!(error))),
+    };
+    move_job(conn, job_id, status, m).await
+}
