@@ -14,7 +14,7 @@ use crate::store::attempts::{self as attempt_rows, Patch};
 use crate::store::jobs as job_rows;
 use crate::Engine;
 
-use super::transition::{close_pending, move_attempt, AttemptMove};
+use super::transition::{close_open, move_attempt, AttemptMove};
 use super::{attempt_row, event, job_row, reread};
 
 /// How an answer arrived, for the transition's cause and its events.
@@ -81,8 +81,8 @@ pub(super) async fn settle(
         if late {
             job_rows::flag(conn, &row.job_id).await?;
         }
-        // A retry a person started while this one was abandoned is never sent now.
-        close_pending(conn, &row.job_id, JobStatus::Succeeded).await?;
+        // A retry a person started while this one was abandoned is not awaited any more.
+        close_open(conn, &row.job_id, JobStatus::Succeeded).await?;
         return Ok(Ok(Outcome::Won));
     }
 

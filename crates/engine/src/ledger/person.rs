@@ -112,8 +112,8 @@ impl Engine {
     }
 
     /// Cancels a job: terminal, bumps the version so any later answer is dropped and flagged
-    /// for review. A `pending` attempt (never sent) is failed; one that may be out stays as it
-    /// is, for its answer to be seen.
+    /// for review. Its open attempt is closed as `abandoned`: one that was never sent never
+    /// will be; the answer of one that may be out is still seen, dropped and flagged.
     pub async fn cancel(&self, owner: &str, job_id: &str) -> Result<Job> {
         let mut tx = self.begin().await?;
         let job = owned_job_row(&mut tx, owner, job_id).await?.into_job()?;
@@ -125,8 +125,8 @@ impl Engine {
                 "cancelled",
             ));
         }
-        // A `pending` attempt (never sent) is closed as abandoned by the move itself; one that
-        // may be out stays as it is, for its answer to be seen.
+        // The open attempt is closed as abandoned by the move itself; the answer of one that
+        // may be out is still seen, dropped and flagged for review.
         let error = JobError {
             code: "cancelled".to_owned(),
             message: "cancelled by a person".to_owned(),

@@ -66,8 +66,8 @@ pub(super) struct JobMove<'a> {
 }
 
 /// Moves a job from `from`. A job that becomes `succeeded`, `cancelled` or `failed` has its
-/// `pending` attempt (never sent) closed as `abandoned` in the same transaction, so nothing
-/// is sent for a job that is over.
+/// open attempt closed as `abandoned` in the same transaction, so nothing is sent for a job
+/// that is over and no open attempt outlives it.
 pub(super) async fn move_job(
     conn: &mut SqliteConnection,
     job_id: &str,
@@ -95,13 +95,15 @@ pub(super) async fn move_job(
         event(conn, job_id, None, kind, actor, detail).await?;
     }
     if m.to.is_closed() {
-        close_pending(conn, job_id, m.to).await?;
+        close_open(conn, job_id, m.to).await?;
     }
     Ok(())
 }
 
-/// Closes the job's `pending` attempt, if it has one, because the job became `status`.
-pub(super) async fn close_pending(
+/// Closes the job's open attempt, if it has one, because the job became `status`: a
+/// `pending` one was never sent and never will be; an `in_flight` or `unknown` one no longer
+/// blocks, and its answer, should it come, is dropped and flagged for review.
+pub(super) async fn close_open(
     conn: &mut SqliteConnection,
     job_id: &str,
     status: JobStatus,
@@ -109,10 +111,12 @@ pub(super) async fn close_pending(
     let Some(open) = attempt_rows::open_for_job(conn, job_id).await? else {
         return Ok(());
     };
-    if open.state()? != AttemptState::Pending {
-        return Ok(());
-    }
-    let reason = format!("the job became {status} before this attempt was sent");
+    let never_sent = open.state()? == AttemptState::Pending;
+    let reason = if never_sent {
+        format!("the job became {status} before this attempt was sent")
+    } else {
+        format!("the job became {status} while this attempt was out; a late answer will be dropped and flagged for review")
+    };
     let m = AttemptMove {
         to: AttemptState::Abandoned,
         cause: Cause::Executor,
@@ -122,7 +126,7 @@ pub(super) async fn close_pending(
         },
         event: EventKind::AttemptAbandoned,
         actor: Actor::System,
-        detail: json!({ "reason": reason, "never_sent": true }),
+        detail: json!({ "reason": reason, "never_sent": never_sent }),
     };
     move_attempt(conn, &open, m).await
 }
