@@ -23,8 +23,8 @@ use crate::ledger::Claim;
 use crate::model::{AfterFailure, Attempt, AttemptError, Job, JobError};
 use crate::policy::NOT_RETRYABLE_HERE;
 use crate::providers::http::{self, Classified, Head};
-use crate::providers::sandbox::{Dials, Sandbox};
 use crate::providers::{build_request, decode, judge, Provider, ProviderConfig, ProviderKind};
+use crate::sandbox::{Dials, Sandbox};
 use crate::Engine;
 
 /// How an executor paces itself. The defaults are SPEC §4's.

@@ -14,6 +14,7 @@ mod ledger;
 pub mod model;
 pub mod policy;
 pub mod providers;
+pub mod sandbox;
 pub mod store;
 
 use std::path::{Path, PathBuf};
