@@ -289,7 +289,7 @@ fn settings_name_the_database_file() {
 
 #[test]
 fn a_contract_check_runs_against_a_provider_and_shows_per_sample_results_and_whether_it_counts() {
-    use onejob_engine::providers::sandbox::{Dials, Sandbox};
+    use onejob_engine::sandbox::{Dials, Sandbox};
 
     let app = headless_app();
     let contract = json!({

@@ -4,8 +4,7 @@
 
 use onejob_engine::contracts::check::{Check, SampleResult};
 use onejob_engine::contracts::Contract;
-
-use onejob_engine::providers::sandbox::Dials;
+use onejob_engine::sandbox::Dials;
 use onejob_engine::{Engine, Error, Provider, ProviderKind};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use onejob_engine::executor::{Executor, ExecutorOptions, Reconciled};
 use onejob_engine::intent::check_depth;
-use onejob_engine::providers::sandbox::{Dials, Sandbox};
+use onejob_engine::sandbox::{Dials, Sandbox};
 use onejob_engine::{Engine, Error, JobsQuery, Resolution, Result};
 use serde::Serialize;
 use serde_json::{json, Value};

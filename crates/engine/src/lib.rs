@@ -16,11 +16,8 @@ mod ledger;
 pub mod model;
 pub mod policy;
 pub mod providers;
+pub mod sandbox;
 pub mod store;
-/// The sandbox provider server (being moved here from `providers`).
-pub mod sandbox {
-    pub use crate::providers::sandbox::*;
-}
 
 use std::path::{Path, PathBuf};
 use std::str::FromStr;

@@ -15,7 +15,7 @@ use hyper::service::service_fn;
 use hyper::{Request, Response};
 use hyper_util::rt::TokioIo;
 use onejob_engine::executor::{Executor, ExecutorOptions};
-use onejob_engine::providers::sandbox::{Dials, Sandbox};
+use onejob_engine::sandbox::{Dials, Sandbox};
 use onejob_engine::{Engine, JobDetail, JobStatus};
 use serde_json::{json, Value};
 

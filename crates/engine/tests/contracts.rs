@@ -7,7 +7,7 @@ mod common;
 use std::time::Duration;
 
 use common::{sandbox, start, until, Ledger, OWNER};
-use onejob_engine::providers::sandbox::{Dials, Sandbox};
+use onejob_engine::sandbox::{Dials, Sandbox};
 use onejob_engine::{AttemptState, Engine, JobDetail, JobStatus};
 use serde_json::{json, Value};
 

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use common::{kinds, sandbox, start, until, Ledger, OWNER};
 use onejob_engine::executor::{Executor, ExecutorOptions, Reconciled};
-use onejob_engine::providers::sandbox::Dials;
+use onejob_engine::sandbox::Dials;
 use onejob_engine::{AttemptState, Engine, Error, JobDetail, JobStatus, Resolution, Verdict};
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};

@@ -4,7 +4,7 @@
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use onejob_engine::providers::sandbox::{Dials, LogEntry, Sandbox};
+use onejob_engine::sandbox::{Dials, LogEntry, Sandbox};
 use onejob_engine::Error;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};

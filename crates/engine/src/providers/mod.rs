@@ -3,8 +3,6 @@
 pub mod anthropic;
 pub mod http;
 pub mod openai;
-pub mod sandbox;
-mod sandbox_chat;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -13,6 +11,7 @@ use crate::contracts::Contract;
 use crate::error::{Error, Result};
 use crate::intent::{check_depth, validate_name};
 use crate::model::AttemptError;
+use crate::sandbox;
 
 /// The kinds of provider onejob can talk to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, specta::Type)]
