@@ -76,10 +76,34 @@ pub struct JobsQuery {
     pub oldest_first: bool,
 }
 
+/// How a ledger file is opened; the defaults are what the app and the CLI use.
+#[derive(Debug, Clone)]
+pub struct OpenOptions {
+    /// How long a write waits for another process's write lock before it fails (`storage`).
+    pub busy_timeout: Duration,
+    /// A cap on the file's size in pages; a write past it fails with `storage` as on a full
+    /// disk. `None` leaves SQLite's own limit.
+    pub max_page_count: Option<u32>,
+}
+
+impl Default for OpenOptions {
+    fn default() -> Self {
+        OpenOptions {
+            busy_timeout: BUSY_TIMEOUT,
+            max_page_count: None,
+        }
+    }
+}
+
 impl Engine {
     /// Opens (creating if needed) the ledger at `path`, brings its schema up to date, and
     /// turns `in_flight` attempts whose lease expired into `unknown` (SPEC §9).
     pub async fn open(path: impl AsRef<Path>) -> Result<Engine> {
+        Engine::open_with(path, OpenOptions::default()).await
+    }
+
+    /// [`Engine::open`] with options.
+    pub async fn open_with(path: impl AsRef<Path>, open: OpenOptions) -> Result<Engine> {
         let path = path.as_ref().to_path_buf();
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).map_err(|e| Error::Storage {
@@ -93,7 +117,11 @@ impl Engine {
             .journal_mode(SqliteJournalMode::Wal)
             .synchronous(SqliteSynchronous::Full)
             .foreign_keys(true)
-            .busy_timeout(BUSY_TIMEOUT);
+            .busy_timeout(open.busy_timeout);
+        let options = match open.max_page_count {
+            Some(pages) => options.pragma("max_page_count", pages.to_string()),
+            None => options,
+        };
         // A local file needs no liveness ping on every acquire.
         let writer = connect(
             SqlitePoolOptions::new()

@@ -1,0 +1,680 @@
+//! Regression tests for the paths to a second send or a lost acknowledgement that reading
+//! and trying the product found: each test is named after what it proves.
+
+mod common;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::{intent, kinds, sandbox, until, why, Ledger, OWNER};
+use onejob_engine::executor::{Executor, ExecutorOptions};
+use onejob_engine::sandbox::Dials;
+use onejob_engine::{
+    AfterFailure, AttemptState, Cause, Engine, FailureKind, JobStatus, OpenOptions, Outcome,
+    Resolution, Verdict,
+};
+use serde_json::json;
+use sqlx::Connection;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+fn quick() -> Dials {
+    Dials {
+        latency_ms: 5,
+        jitter_ms: 0,
+        ..Dials::default()
+    }
+}
+
+fn options() -> ExecutorOptions {
+    ExecutorOptions {
+        poll_every: Duration::from_millis(50),
+        backoff_base: Duration::from_millis(20),
+        reconcile_every: Duration::from_millis(100),
+        ..ExecutorOptions::default()
+    }
+}
+
+async fn raw_pool(path: &std::path::Path) -> sqlx::SqlitePool {
+    sqlx::SqlitePool::connect(&format!("sqlite:{}", path.display()))
+        .await
+        .expect("pool")
+}
+
+// 0. A submit is acknowledged only after its commit.
+
+#[tokio::test]
+async fn a_submit_is_visible_to_every_other_connection_the_moment_it_returns() {
+    let ledger = Ledger::new().await;
+    let pool = raw_pool(&ledger.db_path()).await;
+    for n in 0..50 {
+        let key = format!("seen-{n}");
+        let job = ledger.submit(&key).await.job;
+        let (stored,): (String,) =
+            sqlx::query_as("SELECT id FROM jobs WHERE owner_id = ? AND idempotency_key = ?")
+                .bind(OWNER)
+                .bind(&key)
+                .fetch_one(&pool)
+                .await
+                .expect("the acknowledged job is committed");
+        assert_eq!(stored, job.id);
+    }
+}
+
+#[tokio::test]
+async fn a_full_disk_gives_storage_and_loses_nothing_acknowledged() {
+    let dir = tempfile::tempdir().expect("dir");
+    let path = dir.path().join("onejob.db");
+    let first = Engine::open(&path).await.expect("open");
+    first
+        .add_provider(&common::provider_json("primary"))
+        .await
+        .expect("provider");
+    first
+        .add_provider(&common::provider_json("fallback"))
+        .await
+        .expect("provider");
+    first.close().await;
+    let pool = raw_pool(&path).await;
+    let (pages,): (i64,) = sqlx::query_as("PRAGMA page_count")
+        .fetch_one(&pool)
+        .await
+        .expect("pages");
+    pool.close().await;
+
+    // A disk with room for a few dozen 60 KB intents.
+    let limits = OpenOptions {
+        max_page_count: Some(u32::try_from(pages).expect("pages") + 400),
+        ..OpenOptions::default()
+    };
+    let full = Engine::open_with(&path, limits).await.expect("open");
+    let filler = "x".repeat(60 * 1024);
+    let mut acknowledged = Vec::new();
+    let mut refused = Vec::new();
+    for n in 0..60 {
+        let key = format!("big-{n}");
+        match full
+            .submit(OWNER, &key, &intent(json!({ "n": n, "filler": filler })))
+            .await
+        {
+            Ok(s) => acknowledged.push((key, s.job.id)),
+            Err(e) => {
+                assert_eq!(e.code(), "storage", "{e:?}");
+                refused.push(key);
+            }
+        }
+    }
+    assert!(!refused.is_empty(), "the disk filled up");
+    assert!(!acknowledged.is_empty());
+    full.close().await;
+
+    let engine = Engine::open(&path).await.expect("reopen");
+    for (key, id) in &acknowledged {
+        let job = engine
+            .job(OWNER, id)
+            .await
+            .expect("an acknowledged job is kept");
+        assert_eq!(&job.job.idempotency_key, key);
+        let other = engine
+            .submit(OWNER, key, &intent(json!({ "another": true })))
+            .await;
+        assert_eq!(
+            other.expect_err("its key is taken").code(),
+            "idempotency_conflict"
+        );
+    }
+    let (stored,): (i64,) = sqlx::query_as("SELECT count(*) FROM jobs")
+        .fetch_one(&raw_pool(&path).await)
+        .await
+        .expect("count");
+    assert_eq!(
+        stored as usize,
+        acknowledged.len(),
+        "nothing refused was stored"
+    );
+}
+
+// 1. A status lookup decides only on an explicit state.
+
+/// A server that answers every request with a bare 404 (no body), counting them.
+async fn bare_404() -> (String, Arc<AtomicUsize>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let url = format!("http://{}", listener.local_addr().expect("addr"));
+    let seen = Arc::new(AtomicUsize::new(0));
+    let counter = seen.clone();
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            counter.fetch_add(1, Ordering::SeqCst);
+            tokio::spawn(async move {
+                let mut buf = [0u8; 4096];
+                let _ = stream.read(&mut buf).await;
+                let _ = stream
+                    .write_all(
+                        b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
+                    )
+                    .await;
+                let _ = stream.shutdown().await;
+            });
+        }
+    });
+    (url, seen)
+}
+
+async fn payment_provider(engine: &Engine, base_url: &str, status_url: &str) {
+    let config = json!({
+        "name": "payments", "kind": "http", "base_url": base_url,
+        "soft_timeout_ms": 200, "hard_timeout_ms": 400,
+        "honours_idempotency_key": false, "status_url": status_url
+    });
+    engine
+        .add_provider(&config.to_string())
+        .await
+        .expect("provider");
+}
+
+async fn pay(engine: &Engine, key: &str) -> String {
+    let intent = json!({ "route": ["payments"], "input": { "amount": 100 } });
+    engine
+        .submit(OWNER, key, &intent.to_string())
+        .await
+        .expect("submit")
+        .job
+        .id
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_status_lookup_that_cannot_name_the_request_is_not_made_and_nothing_is_resent() {
+    let ledger = Ledger::new().await;
+    let e = &ledger.engine;
+    let server = sandbox(Dials {
+        never_answer: 1.0,
+        honour_idempotency_key: false,
+        ..quick()
+    })
+    .await;
+    payment_provider(e, &server.url(), "{base_url}/status/{request_id}").await;
+    let job = pay(e, "no-request-id").await;
+    let executor = Executor::new(e.clone(), options()).expect("executor");
+    let running = executor.clone();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let task = tokio::spawn(async move {
+        running
+            .run(async {
+                let _ = stopped.await;
+            })
+            .await
+    });
+    until(e, &job, |d| d.job.status == JobStatus::Unknown).await;
+    // Many lookup periods pass.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let _ = stop.send(());
+    task.await.expect("executor");
+    let detail = e.job(OWNER, &job).await.expect("job");
+    assert_eq!(detail.job.status, JobStatus::Unknown, "{detail:#?}");
+    assert_eq!(detail.attempts.len(), 1);
+    let posts = server
+        .log()
+        .into_iter()
+        .filter(|r| r.method == "POST")
+        .count();
+    assert_eq!(posts, 1, "the payment was sent once");
+    let reconciled = executor.reconcile(&detail.attempts[0]).await;
+    assert_eq!(
+        reconciled.expect_err("nothing to ask").code(),
+        "invalid_input"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bare_404_from_a_status_lookup_leaves_the_attempt_unknown() {
+    let ledger = Ledger::new().await;
+    let e = &ledger.engine;
+    let server = sandbox(Dials {
+        never_answer: 1.0,
+        honour_idempotency_key: false,
+        ..quick()
+    })
+    .await;
+    let (status, looked_up) = bare_404().await;
+    payment_provider(
+        e,
+        &server.url(),
+        &format!("{status}/payments/{{idempotency_key}}"),
+    )
+    .await;
+    let job = pay(e, "bare-404").await;
+    let (_executor, _stop) = {
+        let executor = Executor::new(e.clone(), options()).expect("executor");
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let running = executor.clone();
+        tokio::spawn(async move {
+            running
+                .run(async {
+                    let _ = stopped.await;
+                })
+                .await
+        });
+        (executor, stop)
+    };
+    until(e, &job, |d| d.job.status == JobStatus::Unknown).await;
+    for _ in 0..100 {
+        if looked_up.load(Ordering::SeqCst) >= 3 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(
+        looked_up.load(Ordering::SeqCst) >= 3,
+        "looked up repeatedly"
+    );
+    let detail = e.job(OWNER, &job).await.expect("job");
+    assert_eq!(detail.job.status, JobStatus::Unknown, "{detail:#?}");
+    assert_eq!(detail.attempts.len(), 1, "nothing was sent again");
+    let posts = server
+        .log()
+        .into_iter()
+        .filter(|r| r.method == "POST")
+        .count();
+    assert_eq!(posts, 1);
+}
+
+// 2. One job never stops every job.
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_whose_provider_was_removed_fails_and_every_other_job_goes_on() {
+    let ledger = Ledger::new().await;
+    let e = &ledger.engine;
+    let stranded = e
+        .submit(
+            OWNER,
+            "a",
+            &json!({ "route": ["primary"], "input": 1 }).to_string(),
+        )
+        .await
+        .expect("submit")
+        .job;
+    e.remove_provider("primary").await.expect("removed");
+    let fine = e
+        .submit(
+            OWNER,
+            "b",
+            &json!({ "route": ["sandbox"], "input": 2 }).to_string(),
+        )
+        .await
+        .expect("submit")
+        .job;
+    let executor = Executor::new(e.clone(), options()).expect("executor");
+    executor
+        .run_until_idle()
+        .await
+        .expect("the worker keeps going");
+    let fine = e.job(OWNER, &fine.id).await.expect("job").job;
+    assert_eq!(fine.status, JobStatus::Succeeded);
+    let stranded = e.job(OWNER, &stranded.id).await.expect("job");
+    assert_eq!(stranded.job.status, JobStatus::Failed, "{stranded:#?}");
+    let error = stranded.job.error.expect("a named reason");
+    assert_eq!(error.code, "misconfigured");
+    assert!(error.message.contains("primary"), "{}", error.message);
+    assert!(stranded.attempts.is_empty(), "nothing was sent");
+}
+
+// 3. A failure found before sending never touches a sent attempt.
+
+#[tokio::test]
+async fn a_failure_found_before_sending_never_touches_an_attempt_already_sent() {
+    let ledger = Ledger::new().await;
+    let e = &ledger.engine;
+    let sent = ledger.in_flight("sent-elsewhere").await;
+    let refused = e
+        .fail_unsent(
+            &sent.attempt.id,
+            FailureKind::Misconfigured.because("no key here"),
+        )
+        .await;
+    assert_eq!(refused.expect_err("refused").code(), "invalid_transition");
+    let detail = e.job(OWNER, &sent.job.id).await.expect("job");
+    assert_eq!(detail.attempts[0].state, AttemptState::InFlight);
+    assert_eq!(detail.job.status, JobStatus::Running);
+
+    e.mark_unknown(&sent.attempt.id, why("soft_timeout"))
+        .await
+        .expect("unknown");
+    let refused = e
+        .fail_unsent(
+            &sent.attempt.id,
+            FailureKind::Misconfigured.because("no key here"),
+        )
+        .await;
+    assert_eq!(refused.expect_err("refused").code(), "invalid_transition");
+    let detail = e.job(OWNER, &sent.job.id).await.expect("job");
+    assert_eq!(detail.attempts[0].state, AttemptState::Unknown);
+    assert_eq!(detail.attempts.len(), 1, "the route did not move on");
+
+    // A pending one may fail before sending; the route then continues.
+    let job = ledger.submit("never-sent").await.job;
+    let claimed = e.claim_attempt(&job.id, "primary").await.expect("claim");
+    let failed = e
+        .fail_unsent(
+            &claimed.attempt.id,
+            FailureKind::Misconfigured.because("no key"),
+        )
+        .await
+        .expect("failed");
+    assert_eq!(failed.attempt.state, AttemptState::Failed);
+    assert_eq!(failed.job.status, JobStatus::Queued);
+}
+
+// 4. Nothing is sent, or left pending, for a job that is over.
+
+#[tokio::test]
+async fn an_attempt_is_never_sent_after_its_job_succeeded_nor_left_pending() {
+    let ledger = Ledger::new().await;
+    let e = &ledger.engine;
+    let first = ledger.in_flight("late-winner").await;
+    e.mark_unknown(&first.attempt.id, why("soft_timeout"))
+        .await
+        .expect("unknown");
+    let resolution = Resolution {
+        retry_on: Some("fallback".to_owned()),
+        ..Resolution::default()
+    };
+    let resolved = e
+        .resolve(OWNER, &first.attempt.id, Verdict::Abandoned, resolution)
+        .await
+        .expect("abandoned with a retry");
+    let second = resolved.next_attempt.expect("a pending retry");
+    assert_eq!(second.state, AttemptState::Pending);
+
+    let late = e
+        .complete(&first.attempt.id, &json!({ "paid": true }), Cause::Answer)
+        .await
+        .expect("late answer");
+    assert_eq!(late.outcome, Outcome::Won);
+    assert_eq!(late.job.status, JobStatus::Succeeded);
+
+    let sent = e
+        .mark_sent(&second.id, "executor-x", Duration::from_secs(10))
+        .await;
+    assert_eq!(sent.expect_err("never sent").code(), "invalid_transition");
+    let detail = e.job(OWNER, &first.job.id).await.expect("job");
+    assert_eq!(
+        detail.attempts[1].state,
+        AttemptState::Abandoned,
+        "{detail:#?}"
+    );
+    assert!(detail.attempts.iter().all(|a| !a.state.is_open()));
+    assert!(e.pending_attempts(100).await.expect("pending").is_empty());
+    assert!(kinds(&detail).contains(&"attempt_abandoned"));
+}
+
+#[tokio::test]
+async fn cancelling_closes_the_open_attempt_and_its_late_answer_is_flagged() {
+    let ledger = Ledger::new().await;
+    let e = &ledger.engine;
+    let sent = ledger.in_flight("cancelled-in-flight").await;
+    let job = e.cancel(OWNER, &sent.job.id).await.expect("cancel");
+    assert_eq!(job.status, JobStatus::Cancelled);
+    let detail = e.job(OWNER, &job.id).await.expect("job");
+    assert_eq!(detail.attempts[0].state, AttemptState::Abandoned);
+    let late = e
+        .complete(&sent.attempt.id, &json!({ "charged": true }), Cause::Answer)
+        .await
+        .expect("late");
+    assert_eq!(late.outcome, Outcome::Dropped);
+    assert!(late.job.flagged_for_review);
+    assert_eq!(late.job.status, JobStatus::Cancelled);
+}
+
+// 5. The smaller ones.
+
+#[tokio::test]
+async fn an_answer_for_an_attempt_a_person_marked_succeeded_is_logged_and_flagged() {
+    let ledger = Ledger::new().await;
+    let e = &ledger.engine;
+    let sent = ledger.in_flight("person-said-yes").await;
+    e.mark_unknown(&sent.attempt.id, why("soft_timeout"))
+        .await
+        .expect("unknown");
+    let resolution = Resolution {
+        result: Some(json!({ "by": "person" })),
+        ..Resolution::default()
+    };
+    e.resolve(OWNER, &sent.attempt.id, Verdict::Succeeded, resolution)
+        .await
+        .expect("resolved");
+    let late = e
+        .complete(
+            &sent.attempt.id,
+            &json!({ "by": "provider" }),
+            Cause::Answer,
+        )
+        .await
+        .expect("dropped, not refused");
+    assert_eq!(late.outcome, Outcome::Dropped);
+    assert_eq!(
+        late.job.result,
+        Some(json!({ "by": "person" })),
+        "the result never changes"
+    );
+    assert!(late.job.flagged_for_review);
+    let detail = e.job(OWNER, &sent.job.id).await.expect("job");
+    let flagged = detail
+        .events
+        .iter()
+        .filter(|ev| ev.kind == "late_answer_flagged")
+        .count();
+    assert_eq!(flagged, 1, "{:?}", kinds(&detail));
+}
+
+#[tokio::test]
+async fn a_retry_after_of_a_year_waits_an_hour_and_the_event_records_both() {
+    let ledger = Ledger::new().await;
+    let e = &ledger.engine;
+    let sent = ledger.in_flight("throttled-for-a-year").await;
+    let year = Duration::from_secs(365 * 24 * 3600);
+    let after = AfterFailure::RequeueAfter {
+        wait: year,
+        retry_after: Some(year),
+    };
+    let done = e
+        .fail_attempt(&sent.attempt.id, why("throttled"), Some(429), after)
+        .await
+        .expect("failed");
+    assert_eq!(done.job.status, JobStatus::Queued);
+    let not_before = done.job.not_before.expect("a backoff");
+    let at = chrono::DateTime::parse_from_rfc3339(&not_before).expect("a time");
+    let wait = at.signed_duration_since(chrono::Utc::now());
+    assert!(wait <= chrono::Duration::seconds(3600), "{not_before}");
+    assert!(wait >= chrono::Duration::seconds(3500), "{not_before}");
+    let detail = e.job(OWNER, &sent.job.id).await.expect("job");
+    let backoff = detail
+        .events
+        .iter()
+        .find(|ev| ev.kind == "backoff_set")
+        .expect("a backoff event");
+    assert_eq!(backoff.detail["retry_after_s"], json!(year.as_secs()));
+    assert_eq!(backoff.detail["capped"], json!(true));
+    assert_eq!(
+        e.claim_next(&sent.job.id).await.expect("claim"),
+        onejob_engine::Claim::Skipped,
+        "the backoff is read inside the claim"
+    );
+}
+
+/// Sends one attempt to a provider that answers after `latency_ms`, while another process
+/// holds the write lock for `hold_ms` from the moment it is in flight; returns its history.
+async fn wait_through_a_lock(
+    latency_ms: u32,
+    lease_ms: u64,
+    hold_ms: u64,
+) -> onejob_engine::JobDetail {
+    let ledger = Ledger::new().await;
+    let path = ledger.db_path();
+    let limits = OpenOptions {
+        busy_timeout: Duration::from_millis(50),
+        ..OpenOptions::default()
+    };
+    let e = Engine::open_with(&path, limits).await.expect("open");
+    let server = sandbox(Dials {
+        latency_ms,
+        jitter_ms: 0,
+        ..Dials::default()
+    })
+    .await;
+    let config = json!({
+        "name": "slow", "kind": "http", "base_url": server.url(),
+        "soft_timeout_ms": 5000, "hard_timeout_ms": 8000, "honours_idempotency_key": false
+    });
+    e.add_provider(&config.to_string()).await.expect("provider");
+    let job = e
+        .submit(
+            OWNER,
+            "slow",
+            &json!({ "route": ["slow"], "input": 1 }).to_string(),
+        )
+        .await
+        .expect("submit")
+        .job;
+    let executor = Executor::new(
+        e.clone(),
+        ExecutorOptions {
+            lease: Duration::from_millis(lease_ms),
+            renew_every: Duration::from_millis(200),
+            ..options()
+        },
+    )
+    .expect("executor");
+    let running = executor.clone();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let task = tokio::spawn(async move {
+        running
+            .run(async {
+                let _ = stopped.await;
+            })
+            .await
+    });
+    until(&e, &job.id, |d| {
+        d.attempts
+            .first()
+            .is_some_and(|a| a.state == AttemptState::InFlight)
+    })
+    .await;
+    // Every write of this engine fails with `busy` while another process holds the lock.
+    let mut holder = sqlx::SqliteConnection::connect(&format!("sqlite:{}", path.display()))
+        .await
+        .expect("connect");
+    sqlx::query("BEGIN IMMEDIATE")
+        .execute(&mut holder)
+        .await
+        .expect("lock");
+    tokio::time::sleep(Duration::from_millis(hold_ms)).await;
+    sqlx::query("ROLLBACK")
+        .execute(&mut holder)
+        .await
+        .expect("unlock");
+    let done = until(&e, &job.id, |d| {
+        d.job.status == JobStatus::Succeeded
+            || d.attempts
+                .first()
+                .is_some_and(|a| a.state != AttemptState::InFlight)
+    })
+    .await;
+    let _ = stop.send(());
+    task.await.expect("executor");
+    done
+}
+
+fn neither_unknown_nor_lost(done: &onejob_engine::JobDetail) {
+    let seen = kinds(done);
+    assert!(!seen.contains(&"attempt_unknown"), "{seen:?}");
+    assert!(!seen.contains(&"recovered_unknown"), "{seen:?}");
+    assert_eq!(done.attempts.len(), 1);
+    assert_eq!(done.attempts[0].state, AttemptState::Succeeded);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lease_renewal_that_fails_on_storage_is_retried_until_the_lease_would_expire() {
+    // The lock outlasts several renewals but not the lease; the answer comes after the lease
+    // would have run out had the renewer given up.
+    let done = wait_through_a_lock(4000, 3000, 2000).await;
+    neither_unknown_nor_lost(&done);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answer_that_arrives_while_its_write_fails_is_retried_not_lost() {
+    // The answer arrives (at 1 s) while the lock is held (for 2 s).
+    let done = wait_through_a_lock(1000, 5000, 2000).await;
+    neither_unknown_nor_lost(&done);
+}
+
+/// A server that accepts connections and never answers, counting them.
+async fn silent_server() -> (String, Arc<AtomicUsize>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let url = format!("http://{}", listener.local_addr().expect("addr"));
+    let seen = Arc::new(AtomicUsize::new(0));
+    let counter = seen.clone();
+    tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((stream, _)) = listener.accept().await {
+            counter.fetch_add(1, Ordering::SeqCst);
+            held.push(stream);
+        }
+    });
+    (url, seen)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hanging_status_lookup_does_not_hold_up_claiming() {
+    let ledger = Ledger::new().await;
+    let e = &ledger.engine;
+    let server = sandbox(Dials {
+        never_answer: 1.0,
+        honour_idempotency_key: false,
+        ..quick()
+    })
+    .await;
+    let (status, looked_up) = silent_server().await;
+    let config = json!({
+        "name": "payments", "kind": "http", "base_url": server.url(),
+        "soft_timeout_ms": 200, "hard_timeout_ms": 60_000,
+        "honours_idempotency_key": false,
+        "status_url": format!("{status}/status/{{idempotency_key}}")
+    });
+    e.add_provider(&config.to_string()).await.expect("provider");
+    let stuck = pay(e, "stuck").await;
+    let executor = Executor::new(e.clone(), options()).expect("executor");
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let running = executor.clone();
+    tokio::spawn(async move {
+        running
+            .run(async {
+                let _ = stopped.await;
+            })
+            .await
+    });
+    until(e, &stuck, |d| d.job.status == JobStatus::Unknown).await;
+    for _ in 0..200 {
+        if looked_up.load(Ordering::SeqCst) > 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert!(looked_up.load(Ordering::SeqCst) > 0, "a lookup hangs now");
+    // While it hangs (for a minute), a new job is claimed, sent and answered.
+    let next = e
+        .submit(
+            OWNER,
+            "next",
+            &json!({ "route": ["sandbox"], "input": 1 }).to_string(),
+        )
+        .await
+        .expect("submit")
+        .job;
+    let done = until(e, &next.id, |d| d.job.status == JobStatus::Succeeded).await;
+    assert_eq!(done.attempts.len(), 1);
+    drop(stop);
+}
