@@ -3,7 +3,6 @@
 //! all three, so any change invalidates the checks made before it.
 
 pub mod check;
-pub mod tokens;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};

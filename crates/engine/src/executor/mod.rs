@@ -9,9 +9,12 @@
 //! - this file: the loop — claim, recover, schedule; no single job stops it.
 //! - `send.rs`: one attempt over HTTP, from `in_flight` to its outcome.
 //! - `reconcile.rs`: status lookups of `unknown` attempts, beside the loop.
+//! - `check.rs`, `tokens.rs`: contract checks, which send samples and count their tokens.
 
+mod check;
 mod reconcile;
 mod send;
+mod tokens;
 
 pub use reconcile::Reconciled;
 

@@ -6,15 +6,13 @@ use std::collections::HashSet;
 use serde_json::Value;
 use sqlx::SqliteConnection;
 
-use crate::contracts::check::{self, Check, SampleResult};
+use crate::contracts::check::{Check, SampleResult};
 use crate::contracts::{self, Contract};
 use crate::error::{Error, Result};
 use crate::intent::validate_intent;
-use crate::providers::ProviderKind;
-use crate::sandbox::Sandbox;
 use crate::store::checks::{self as check_rows, CheckRow};
 use crate::store::contracts::{self as contract_rows, ContractRow, Upserted};
-use crate::store::{attempts as attempt_rows, json_column, now, providers as provider_rows};
+use crate::store::{attempts as attempt_rows, json_column, providers as provider_rows};
 use crate::Engine;
 
 /// What `add_contract` did.
@@ -95,47 +93,9 @@ impl Engine {
         Ok(checks)
     }
 
-    /// Runs the contract check (SPEC §8) of `contract` against `provider` and stores it.
-    /// Every sample is sent at temperature 0; the check passes only if every answer keeps the
-    /// contract and every rendered prompt fits the provider's context window. A `sandbox`
-    /// provider without a `base_url` is checked against a sandbox started for the check.
-    pub async fn check_contract(&self, contract: &str, provider: &str) -> Result<Check> {
-        let contract = self.contract(contract).await?;
-        let provider = self.provider(provider).await?;
-        let client = reqwest::Client::builder()
-            .no_proxy()
-            .redirect(reqwest::redirect::Policy::none())
-            .build()
-            .map_err(|e| Error::internal(format!("cannot build the HTTP client: {e}")))?;
-        let id = uuid::Uuid::now_v7().to_string();
-        let (base_url, sandbox) = match &provider.config.base_url {
-            Some(url) => (url.clone(), None),
-            None if provider.config.kind == ProviderKind::Sandbox => {
-                let dials = provider.config.sandbox_dials()?;
-                let sandbox = Sandbox::start(([127, 0, 0, 1], 0).into(), dials).await?;
-                (sandbox.url(), Some(sandbox))
-            }
-            None => {
-                return Err(Error::invalid_input(
-                    "provider.base_url",
-                    "is required for this kind",
-                ))
-            }
-        };
-        let samples = check::run(&client, &contract, &provider, &base_url, &id).await;
-        if let Some(sandbox) = sandbox {
-            sandbox.stop().await;
-        }
-        let row = CheckRow {
-            id,
-            contract: contract.name.clone(),
-            contract_hash: contract.hash.clone(),
-            provider: provider.config.name.clone(),
-            provider_updated_at: provider.updated_at.clone(),
-            passed: samples.iter().all(|s| s.passed),
-            samples: serde_json::to_string(&samples).map_err(|e| Error::internal(e.to_string()))?,
-            checked_at: now(),
-        };
+    /// Stores a check that was run, and says whether it still counts: the contract or the
+    /// provider may have changed while it ran.
+    pub(crate) async fn record_check(&self, row: CheckRow) -> Result<Check> {
         let mut tx = self.begin().await?;
         check_rows::insert(&mut tx, &row).await?;
         // Re-read within the write: the contract or provider may have changed during the check.

@@ -6,7 +6,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 use tiktoken_rs::tokenizer::{get_tokenizer, Tokenizer as Encoding};
 
-use super::Prompt;
+use crate::contracts::Prompt;
 use crate::providers::{ProviderConfig, ProviderKind, Tokenizer};
 
 /// Chat formatting adds about this many tokens per message, and this many to prime the
