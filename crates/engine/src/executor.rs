@@ -765,7 +765,7 @@ fn answered_but(error: AttemptError) -> Classified {
 
 /// The sandbox dials of a provider's configuration (`"dials": {…}`), defaults when absent.
 pub fn sandbox_dials(config: &ProviderConfig) -> Result<Dials> {
-    match config.extra.get("dials") {
+    match &config.dials {
         None | Some(Value::Null) => Ok(Dials::default()),
         Some(value) => serde_json::from_value(value.clone())
             .map_err(|e| Error::invalid_input("provider.dials", e.to_string())),

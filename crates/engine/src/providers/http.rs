@@ -74,7 +74,8 @@ pub async fn exchange(
 ) -> Classified {
     let response = match request.send().await {
         Ok(response) => response,
-        Err(e) => return classify_send_error(&e),
+        // A reqwest error names its URL, whose query string may hold a secret.
+        Err(e) => return classify_send_error(&e.without_url()),
     };
     let status = response.status();
     let headers = response.headers().clone();
@@ -90,7 +91,10 @@ pub async fn exchange(
         Err(e) => Classified::Unknown {
             error: error(
                 "cut_off",
-                format!("the answer was cut off after a {status} status: {e}"),
+                format!(
+                    "the answer was cut off after a {status} status: {}",
+                    e.without_url()
+                ),
             ),
             http_status: Some(status.as_u16()),
         },
