@@ -136,7 +136,7 @@ pub struct Submit {
     /// The idempotency key: one per intent, kept for every repeat (1-255 printable ASCII characters)
     #[arg(long, value_name = "K", allow_hyphen_values = true)]
     pub key: String,
-    /// The intent as JSON, or @FILE to read it from a file (@- reads stdin):
+    /// The intent as JSON, or @FILE to read it from a file (@- reads stdin), at most 1 MiB:
     /// {"route": [providers…], "input": …, "contract"?, "params"?, "max_attempts"?}
     #[arg(long, value_name = "JSON|@FILE")]
     pub intent: String,
@@ -170,7 +170,7 @@ pub struct Resolve {
     /// The verdict
     #[arg(long = "as", value_name = "VERDICT")]
     pub verdict: VerdictArg,
-    /// With --as succeeded: the result to record, as JSON or @FILE (@- reads stdin)
+    /// With --as succeeded: the result to record, as JSON or @FILE (@- reads stdin), at most 1 MiB
     #[arg(long, value_name = "JSON|@FILE", allow_hyphen_values = true)]
     pub result: Option<String>,
     /// A note kept in the job's history

@@ -200,21 +200,44 @@ fn database(db: PathBuf) -> Result<PathBuf> {
     }
 }
 
-/// An argument given inline, or as `@FILE`, or as `@-` for stdin.
+/// The most an argument may hold, in bytes: an intent, a person's result, a provider's or
+/// a contract's configuration, the sandbox's dials. It is the engine's limit on an intent
+/// (SPEC §2); a provider or a contract is far smaller than that in practice.
+const MAX_ARGUMENT_BYTES: usize = onejob_engine::intent::MAX_INTENT_BYTES;
+
+/// An argument given inline, or as `@FILE`, or as `@-` for stdin. A file or stdin is read
+/// up to the limit plus one byte, never whole, so `@/dev/zero` is refused at once.
 fn read_text(field: &str, arg: &str) -> Result<String> {
     let Some(source) = arg.strip_prefix('@') else {
+        if arg.len() > MAX_ARGUMENT_BYTES {
+            return Err(too_large(field));
+        }
         return Ok(arg.to_owned());
     };
+    let from = if source == "-" { "stdin" } else { source };
+    let cannot_read =
+        |why: String| Error::invalid_input(field, format!("cannot read {from}: {why}"));
+    let limit = u64::try_from(MAX_ARGUMENT_BYTES)
+        .map_err(|e| Error::internal(e.to_string()))?
+        .saturating_add(1);
+    let mut bytes = Vec::new();
     let read = if source == "-" {
-        let mut text = String::new();
-        std::io::stdin().read_to_string(&mut text).map(|_| text)
+        std::io::stdin().lock().take(limit).read_to_end(&mut bytes)
     } else {
-        std::fs::read_to_string(source)
+        std::fs::File::open(source).and_then(|file| file.take(limit).read_to_end(&mut bytes))
     };
-    read.map_err(|e| {
-        let from = if source == "-" { "stdin" } else { source };
-        Error::invalid_input(field, format!("cannot read {from}: {e}"))
-    })
+    read.map_err(|e| cannot_read(e.to_string()))?;
+    if bytes.len() > MAX_ARGUMENT_BYTES {
+        return Err(too_large(field));
+    }
+    String::from_utf8(bytes).map_err(|_| cannot_read("it is not UTF-8 text".to_owned()))
+}
+
+fn too_large(field: &str) -> Error {
+    Error::invalid_input(
+        field,
+        format!("is larger than {MAX_ARGUMENT_BYTES} bytes (1 MiB), the limit"),
+    )
 }
 
 /// A JSON argument (inline or `@FILE`), its depth checked before it is parsed.

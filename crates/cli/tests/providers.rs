@@ -94,6 +94,64 @@ fn provider_add_refuses_secrets_and_bad_config() {
 }
 
 #[test]
+fn provider_add_refuses_unknown_fields_and_credentials_in_urls_without_repeating_them() {
+    let ledger = Ledger::empty();
+    let planted = "sk-planted";
+    let unknown = PRIMARY.replace(
+        r#""kind""#,
+        &format!(r#""authorization":"Bearer {planted}","kind""#),
+    );
+    let user_info = PRIMARY.replace("http://", &format!("http://user:{planted}@"));
+    let secret_query = PRIMARY.replace("/echo", &format!("/echo?api_key={planted}"));
+    for (json, field) in [
+        (unknown, "provider.authorization"),
+        (user_info, "provider.base_url"),
+        (secret_query, "provider.base_url"),
+    ] {
+        let run = ledger.run(&["provider", "add", "--json", &json]);
+        assert!(!run.stderr.contains(planted), "{run:?}");
+        let error = run.err(2);
+        assert_eq!(error["code"], "invalid_input", "{json}");
+        assert_eq!(error["details"]["field"], field, "{json}");
+    }
+
+    let harmless = PRIMARY.replace("/echo", "/echo?mode=fast");
+    let added = ledger.run(&["provider", "add", "--json", &harmless]).ok();
+    assert_eq!(
+        added["provider"]["base_url"],
+        "http://127.0.0.1:9/echo?mode=fast"
+    );
+    let list = ledger.run(&["provider", "list"]).ok();
+    assert!(!list.to_string().contains(planted), "{list}");
+    let primary = list["providers"]
+        .as_array()
+        .expect("providers")
+        .iter()
+        .find(|p| p["name"] == "primary")
+        .expect("primary listed");
+    let mut fields: Vec<&str> = primary
+        .as_object()
+        .expect("object")
+        .keys()
+        .map(String::as_str)
+        .collect();
+    fields.sort_unstable();
+    assert_eq!(
+        fields,
+        [
+            "base_url",
+            "created_at",
+            "hard_timeout_ms",
+            "honours_idempotency_key",
+            "kind",
+            "name",
+            "soft_timeout_ms",
+            "updated_at"
+        ]
+    );
+}
+
+#[test]
 fn a_removed_provider_can_no_longer_be_routed_to() {
     let ledger = Ledger::new();
     ledger.run(&["provider", "remove", "primary"]).ok();

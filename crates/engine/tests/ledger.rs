@@ -490,6 +490,44 @@ async fn a_person_saying_it_went_through_claims_the_result_through_the_same_swap
 }
 
 #[tokio::test]
+async fn a_persons_result_over_1_mib_is_refused_and_changes_nothing() {
+    let ledger = Ledger::new().await;
+    let e = &ledger.engine;
+    let a = ledger.in_flight("too-large").await.attempt;
+    e.mark_unknown(&a.id, why("soft_timeout"))
+        .await
+        .expect("unknown");
+    // Compact JSON of 1 MiB and one byte: the quotes and the key make up the rest.
+    let text = "x".repeat(1024 * 1024 + 1 - r#"{"t":""}"#.len());
+    let resolution = Resolution {
+        result: Some(json!({ "t": text })),
+        note: None,
+        retry_on: None,
+    };
+    let err = e
+        .resolve(OWNER, &a.id, Verdict::Succeeded, resolution)
+        .await
+        .expect_err("too large");
+    assert_field(&err, "result", "a result over 1 MiB");
+    let detail = e.job(OWNER, &a.job_id).await.expect("job");
+    assert_eq!(detail.job.status, JobStatus::Unknown);
+    assert_eq!(detail.attempts[0].state, AttemptState::Unknown);
+
+    // Exactly 1 MiB is allowed.
+    let text = "x".repeat(1024 * 1024 - r#"{"t":""}"#.len());
+    let resolution = Resolution {
+        result: Some(json!({ "t": text })),
+        note: None,
+        retry_on: None,
+    };
+    let done = e
+        .resolve(OWNER, &a.id, Verdict::Succeeded, resolution)
+        .await
+        .expect("exactly 1 MiB");
+    assert_eq!(done.job.status, JobStatus::Succeeded);
+}
+
+#[tokio::test]
 async fn resolve_with_retry_on_starts_the_next_attempt_in_the_same_transaction() {
     let ledger = Ledger::new().await;
     let e = &ledger.engine;

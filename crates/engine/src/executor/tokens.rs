@@ -7,6 +7,7 @@ use serde_json::{json, Value};
 use tiktoken_rs::tokenizer::{get_tokenizer, Tokenizer as Encoding};
 
 use crate::contracts::Prompt;
+use crate::providers::url::redact_url;
 use crate::providers::{ProviderConfig, ProviderKind, Tokenizer};
 
 /// Chat formatting adds about this many tokens per message, and this many to prime the
@@ -126,10 +127,13 @@ async fn llama(
         .json(&json!({ "content": text }))
         .send()
         .await;
+    // Messages show the server without user info or query string, and reqwest's errors
+    // without their URL.
+    let shown = redact_url(&format!("{root}/tokenize"));
     let response = match tokenized {
         Ok(r) if r.status().is_success() => r,
-        Ok(r) => return Count::not_checked(format!("{root}/tokenize answered {}", r.status())),
-        Err(e) => return Count::not_checked(format!("{root}/tokenize failed: {e}")),
+        Ok(r) => return Count::not_checked(format!("{shown} answered {}", r.status())),
+        Err(e) => return Count::not_checked(format!("{shown} failed: {}", e.without_url())),
     };
     match response.json::<Value>().await {
         Ok(body) => match body.get("tokens").and_then(Value::as_array) {
@@ -137,8 +141,8 @@ async fn llama(
                 tokens: Some(tokens.len() as u64),
                 by: "llama_tokenize".to_owned(),
             },
-            None => Count::not_checked(format!("{root}/tokenize gave no tokens array")),
+            None => Count::not_checked(format!("{shown} gave no tokens array")),
         },
-        Err(e) => Count::not_checked(format!("{root}/tokenize gave no JSON: {e}")),
+        Err(e) => Count::not_checked(format!("{shown} gave no JSON: {}", e.without_url())),
     }
 }

@@ -19,6 +19,8 @@ use super::{job_row, owned_attempt_row, owned_job_row, reread};
 
 /// The longest note a person may attach.
 const MAX_NOTE: usize = 4000;
+/// The largest result a person may give, in bytes of compact JSON: an intent's limit (SPEC §2).
+const MAX_RESULT_BYTES: usize = crate::intent::MAX_INTENT_BYTES;
 
 impl Engine {
     /// A person's verdict on an attempt. `succeeded` goes through the same compare-and-swap as
@@ -245,7 +247,17 @@ fn check_resolution(verdict: Verdict, resolution: &Resolution) -> Result<()> {
         }
     }
     if let Some(result) = &resolution.result {
-        crate::intent::check_depth(&result.to_string(), "result")?;
+        let text = result.to_string();
+        if text.len() > MAX_RESULT_BYTES {
+            return Err(Error::invalid_input(
+                "result",
+                format!(
+                    "is {} bytes serialized; the limit is {MAX_RESULT_BYTES} bytes (1 MiB)",
+                    text.len()
+                ),
+            ));
+        }
+        crate::intent::check_depth(&text, "result")?;
     }
     Ok(())
 }

@@ -87,9 +87,8 @@ pub fn build(
     body: &Value,
 ) -> Result<reqwest::RequestBuilder, AttemptError> {
     let version = config
-        .extra
-        .get("anthropic_version")
-        .and_then(Value::as_str)
+        .anthropic_version
+        .as_deref()
         .unwrap_or(DEFAULT_VERSION);
     let mut request = client
         .post(url(base_url))

@@ -3,6 +3,7 @@
 pub mod anthropic;
 pub mod http;
 pub mod openai;
+pub(crate) mod url;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -28,6 +29,7 @@ pub enum ProviderKind {
 }
 
 impl ProviderKind {
+    /// The kind as configurations spell it.
     pub fn as_str(self) -> &'static str {
         match self {
             ProviderKind::Openai => "openai",
@@ -38,24 +40,37 @@ impl ProviderKind {
     }
 }
 
-/// A configured provider (SPEC §12). Fields beyond these are kept as given, for the kinds
-/// that use them (the sandbox's dials, for one).
+/// A configured provider (SPEC §12): a closed set of fields. [`ProviderConfig::parse`]
+/// refuses any other field, so nothing a person adds by mistake (a key, a header) is stored
+/// or listed. Reading a stored configuration ignores fields it does not know, so one saved
+/// before the set was closed still loads, without them.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ProviderConfig {
+    /// The name routes use: 1-128 characters of `A-Za-z0-9._@-`.
     pub name: String,
+    /// How requests are built and answers read.
     pub kind: ProviderKind,
+    /// Where requests go: an http(s) URL without user info or a secret-like query
+    /// parameter. Optional only for a `sandbox`, which then runs in the executor's process.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub base_url: Option<String>,
+    /// The model an AI provider is asked for.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
     /// The environment variable that holds the API key; never the key itself.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub api_key_env: Option<String>,
+    /// After this long without an answer the attempt is `unknown`; the connection is kept.
     pub soft_timeout_ms: u64,
+    /// After this long the connection is dropped; the attempt stays `unknown`.
     pub hard_timeout_ms: u64,
+    /// Whether the provider deduplicates requests by `Idempotency-Key`.
     pub honours_idempotency_key: bool,
+    /// A status lookup URL, or a template of one: `{base_url}`, `{idempotency_key}`,
+    /// `{job_id}` and `{request_id}` are filled in. Held to the same rules as `base_url`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status_url: Option<String>,
+    /// The model's context window in tokens, for the contract check.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context_window: Option<u64>,
     /// `openai` kind: whether `response_format` may carry the contract's JSON schema (strict);
@@ -67,9 +82,32 @@ pub struct ProviderConfig {
     /// the model is an OpenAI model, otherwise "not checked".
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tokenizer: Option<Tokenizer>,
-    #[serde(flatten)]
-    pub extra: Map<String, Value>,
+    /// `anthropic` kind: the `anthropic-version` header sent; absent means
+    /// [`anthropic::DEFAULT_VERSION`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub anthropic_version: Option<String>,
+    /// `sandbox` kind: the fault dials (see [`sandbox::Dials`]); absent means the defaults.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dials: Option<Value>,
 }
+
+/// The fields a provider configuration may have; any other is `invalid_input`.
+pub const PROVIDER_FIELDS: [&str; 14] = [
+    "name",
+    "kind",
+    "base_url",
+    "model",
+    "api_key_env",
+    "soft_timeout_ms",
+    "hard_timeout_ms",
+    "honours_idempotency_key",
+    "status_url",
+    "context_window",
+    "supports_json_schema",
+    "tokenizer",
+    "anthropic_version",
+    "dials",
+];
 
 /// The tokenizers a contract check can count a prompt with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -190,9 +228,12 @@ pub(crate) fn misconfigured(message: impl Into<String>) -> AttemptError {
 /// A provider as listed: its configuration and when it last changed.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Provider {
+    /// The configuration as it was last added.
     #[serde(flatten)]
     pub config: ProviderConfig,
+    /// When the provider was first added.
     pub created_at: String,
+    /// When its configuration last changed.
     pub updated_at: String,
 }
 
@@ -202,7 +243,7 @@ const SECRET_FIELDS: [&str; 5] = ["api_key", "apikey", "key", "token", "secret"]
 impl ProviderConfig {
     /// The sandbox dials of this configuration (`"dials": {…}`), defaults when absent.
     pub fn sandbox_dials(&self) -> Result<crate::sandbox::Dials> {
-        match self.extra.get("dials") {
+        match &self.dials {
             None | Some(Value::Null) => Ok(crate::sandbox::Dials::default()),
             Some(value) => serde_json::from_value(value.clone())
                 .map_err(|e| Error::invalid_input("provider.dials", e.to_string())),
@@ -225,6 +266,22 @@ impl ProviderConfig {
                 format!("provider.{secret}"),
                 "API keys are never stored; name the environment variable in api_key_env",
             ));
+        }
+        // The value is never repeated: an unknown field may well hold a secret.
+        if let Some(unknown) = fields
+            .keys()
+            .find(|k| !PROVIDER_FIELDS.contains(&k.as_str()))
+        {
+            let mut why = format!(
+                "is not a provider field; a provider has only {}",
+                PROVIDER_FIELDS.join(", ")
+            );
+            if url::suggests_secret(unknown) {
+                why.push_str(
+                    "; API keys are never stored: name the environment variable that holds one in api_key_env",
+                );
+            }
+            return Err(Error::invalid_input(format!("provider.{unknown}"), why));
         }
         for field in [
             "name",
@@ -260,7 +317,7 @@ impl ProviderConfig {
                 ))
             }
         }
-        if let Some(dials) = self.extra.get("dials").filter(|d| !d.is_null()) {
+        if let Some(dials) = self.dials.as_ref().filter(|d| !d.is_null()) {
             sandbox::Dials::parse(&dials.to_string()).map_err(|e| match e {
                 Error::InvalidInput { details, message } => {
                     let why = message.strip_prefix(&format!("{}: ", details.field));
@@ -270,10 +327,26 @@ impl ProviderConfig {
                 other => other,
             })?;
         }
-        if let Some(url) = &self.status_url {
-            // A template: `{base_url}`, `{idempotency_key}`, `{job_id}`, `{request_id}` are filled in.
-            if !url.starts_with("{base_url}") {
-                check_url("provider.status_url", url)?;
+        if let Some(template) = &self.status_url {
+            // A template: `{base_url}`, `{idempotency_key}`, `{job_id}`, `{request_id}` are
+            // filled in. One that starts from `base_url` is checked as if on a plain host;
+            // `base_url` itself was checked above.
+            let url = match template.strip_prefix("{base_url}") {
+                Some(rest) => format!("http://base-url.invalid{rest}"),
+                None => template.clone(),
+            };
+            url::check(&url, template)
+                .map_err(|why| Error::invalid_input("provider.status_url", why))?;
+        }
+        if let Some(version) = &self.anthropic_version {
+            let ok = !version.is_empty()
+                && version.len() <= 64
+                && version.bytes().all(|b| b.is_ascii_graphic());
+            if !ok {
+                return Err(Error::invalid_input(
+                    "provider.anthropic_version",
+                    "must be 1-64 visible ASCII characters, such as 2023-06-01",
+                ));
             }
         }
         if self.soft_timeout_ms == 0 {
@@ -305,24 +378,17 @@ impl ProviderConfig {
 }
 
 fn check_url(field: &str, url: &str) -> Result<()> {
-    let ok = (url.starts_with("http://") || url.starts_with("https://"))
-        && url.len() > "https://".len()
-        && !url.chars().any(char::is_whitespace);
-    if ok {
-        Ok(())
-    } else {
-        Err(Error::invalid_input(
-            field,
-            format!("{url:?} is not an http:// or https:// URL"),
-        ))
-    }
+    url::check(url, url).map_err(|why| Error::invalid_input(field, why))
 }
 
 /// The first known field whose value has the wrong JSON type, for a precise message.
 fn first_bad_field(fields: &Map<String, Value>) -> Option<String> {
     let expect = |name: &str, v: &Value| -> bool {
         match name {
-            "name" | "base_url" | "model" | "api_key_env" | "status_url" => v.is_string(),
+            "name" | "base_url" | "model" | "api_key_env" | "status_url" | "anthropic_version" => {
+                v.is_string()
+            }
+            "dials" => v.is_object(),
             "kind" => v
                 .as_str()
                 .is_some_and(|k| ["openai", "anthropic", "http", "sandbox"].contains(&k)),
