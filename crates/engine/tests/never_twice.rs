@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{intent, kinds, sandbox, until, why, Ledger, OWNER};
+use common::{intent, kinds, sandbox, start_with, until, why, Ledger, OWNER};
 use onejob_engine::executor::{Executor, ExecutorOptions};
 use onejob_engine::sandbox::Dials;
 use onejob_engine::{
@@ -196,16 +196,7 @@ async fn a_status_lookup_that_cannot_name_the_request_is_not_made_and_nothing_is
     .await;
     payment_provider(e, &server.url(), "{base_url}/status/{request_id}").await;
     let job = pay(e, "no-request-id").await;
-    let executor = Executor::new(e.clone(), options()).expect("executor");
-    let running = executor.clone();
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let task = tokio::spawn(async move {
-        running
-            .run(async {
-                let _ = stopped.await;
-            })
-            .await
-    });
+    let (executor, stop, task) = start_with(e, options());
     until(e, &job, |d| d.job.status == JobStatus::Unknown).await;
     // Many lookup periods pass.
     tokio::time::sleep(Duration::from_millis(1500)).await;
@@ -245,19 +236,7 @@ async fn a_bare_404_from_a_status_lookup_leaves_the_attempt_unknown() {
     )
     .await;
     let job = pay(e, "bare-404").await;
-    let (_executor, _stop) = {
-        let executor = Executor::new(e.clone(), options()).expect("executor");
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let running = executor.clone();
-        tokio::spawn(async move {
-            running
-                .run(async {
-                    let _ = stopped.await;
-                })
-                .await
-        });
-        (executor, stop)
-    };
+    let (_executor, _stop, _task) = start_with(e, options());
     until(e, &job, |d| d.job.status == JobStatus::Unknown).await;
     for _ in 0..100 {
         if looked_up.load(Ordering::SeqCst) >= 3 {
@@ -537,24 +516,12 @@ async fn wait_through_a_lock(
         .await
         .expect("submit")
         .job;
-    let executor = Executor::new(
-        e.clone(),
-        ExecutorOptions {
-            lease: Duration::from_millis(lease_ms),
-            renew_every: Duration::from_millis(200),
-            ..options()
-        },
-    )
-    .expect("executor");
-    let running = executor.clone();
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let task = tokio::spawn(async move {
-        running
-            .run(async {
-                let _ = stopped.await;
-            })
-            .await
-    });
+    let options = ExecutorOptions {
+        lease: Duration::from_millis(lease_ms),
+        renew_every: Duration::from_millis(200),
+        ..options()
+    };
+    let (_executor, stop, task) = start_with(&e, options);
     until(&e, &job.id, |d| {
         d.attempts
             .first()
@@ -646,16 +613,7 @@ async fn a_hanging_status_lookup_does_not_hold_up_claiming() {
     });
     e.add_provider(&config.to_string()).await.expect("provider");
     let stuck = pay(e, "stuck").await;
-    let executor = Executor::new(e.clone(), options()).expect("executor");
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let running = executor.clone();
-    tokio::spawn(async move {
-        running
-            .run(async {
-                let _ = stopped.await;
-            })
-            .await
-    });
+    let (_executor, stop, _task) = start_with(e, options());
     until(e, &stuck, |d| d.job.status == JobStatus::Unknown).await;
     for _ in 0..200 {
         if looked_up.load(Ordering::SeqCst) > 0 {

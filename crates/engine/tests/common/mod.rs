@@ -135,17 +135,32 @@ pub fn start(engine: &Engine) -> (Executor, tokio::sync::oneshot::Sender<()>) {
         reconcile_every: Duration::from_secs(3600),
         ..ExecutorOptions::default()
     };
+    let (executor, stop, _) = start_with(engine, options);
+    (executor, stop)
+}
+
+/// An executor with `options`, running until the returned sender is sent to or dropped;
+/// the handle ends when it has stopped.
+#[allow(dead_code)]
+pub fn start_with(
+    engine: &Engine,
+    options: ExecutorOptions,
+) -> (
+    Executor,
+    tokio::sync::oneshot::Sender<()>,
+    tokio::task::JoinHandle<()>,
+) {
     let executor = Executor::new(engine.clone(), options).expect("executor");
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let running = executor.clone();
-    tokio::spawn(async move {
+    let task = tokio::spawn(async move {
         running
             .run(async {
                 let _ = stopped.await;
             })
             .await
     });
-    (executor, stop)
+    (executor, stop, task)
 }
 
 /// Polls the job until `done` holds, for at most 20 s.
