@@ -43,10 +43,15 @@ pub(super) async fn settle(
         extra.insert("payload_sha256".into(), json!(payload_sha256));
         Value::Object(extra)
     };
-    if matches!(
-        from,
-        AttemptState::Failed | AttemptState::Succeeded | AttemptState::Lost
-    ) {
+    // An abandoned attempt moves only by the provider's own late answer (SPEC §4); a status
+    // lookup that finds its work done is refused, but the job is flagged all the same (§5).
+    let looked_up_abandoned = from == AttemptState::Abandoned && via.cause == Cause::Reconciliation;
+    if looked_up_abandoned
+        || matches!(
+            from,
+            AttemptState::Failed | AttemptState::Succeeded | AttemptState::Lost
+        )
+    {
         return dropped_after_verdict(conn, row, from, answer, via.actor, detail(Map::new())).await;
     }
     from.check(AttemptState::Succeeded, via.cause, &row.id)?;
@@ -132,8 +137,9 @@ pub(super) async fn settle(
 
 /// An answer for an attempt whose outcome is already recorded: dropped, logged, and flagged
 /// for review unless it only repeats the result the attempt already won with. For an
-/// attempt marked `failed` ("it did not happen") the answer is refused with
-/// `invalid_transition` after the flag is recorded.
+/// attempt marked `failed` ("it did not happen"), and a status lookup's answer for an
+/// `abandoned` one, the answer is refused with `invalid_transition` after the flag is
+/// recorded.
 async fn dropped_after_verdict(
     conn: &mut SqliteConnection,
     row: &attempt_rows::AttemptRow,
@@ -168,10 +174,10 @@ async fn dropped_after_verdict(
         detail,
     )
     .await?;
-    if from != AttemptState::Failed {
+    if !matches!(from, AttemptState::Failed | AttemptState::Abandoned) {
         return Ok(Ok(Outcome::Dropped));
     }
-    let mut refusal = Error::invalid_transition("attempt", &row.id, "failed", "succeeded");
+    let mut refusal = Error::invalid_transition("attempt", &row.id, from.as_str(), "succeeded");
     if let Error::InvalidTransition { details, message } = &mut refusal {
         details.flagged_for_review = true;
         message.push_str("; the answer was dropped and the job flagged for review");
