@@ -11,6 +11,7 @@ use crate::attempt::{AttemptState, Cause};
 use crate::contracts::Contract;
 use crate::error::{Error, Result};
 use crate::failure::{FailureKind, RetryHere};
+use crate::intent::validate_intent;
 use crate::model::{AfterFailure, Attempt, AttemptError, Job};
 use crate::providers::http::{self, Classified, Head};
 use crate::providers::{build_request, decode, judge, Provider, ProviderConfig, ProviderKind};
@@ -113,18 +114,10 @@ impl Executor {
         ));
         // Recorded beside the wait, retried on storage errors; a person may have moved the
         // attempt already (abandoned it, say), and the answer is still awaited.
-        let this = self.clone();
-        let id = attempt.id.clone();
+        let (this, sent) = (self.clone(), attempt.clone());
         tokio::spawn(async move {
-            let marked = this
-                .persist("soft timeout", || {
-                    this.inner.engine.mark_unknown(&id, why.clone())
-                })
-                .await;
-            if let Err(e) = marked {
-                if !matches!(e, Error::InvalidTransition { .. }) {
-                    eprintln!("onejob executor: attempt {id}: {e}");
-                }
+            if let Err(e) = this.mark_unknown_if_in_flight(&sent, why).await {
+                eprintln!("onejob executor: attempt {}: {e}", sent.id);
             }
         });
         tokio::time::timeout(hard.saturating_sub(soft), &mut exchange)
@@ -172,13 +165,10 @@ impl Executor {
             contract.as_ref(),
             &params,
         )?;
-        let max_attempts = job
+        let max_attempts = validate_intent(job.intent.clone())
+            .map_err(|e| misconfigured(format!("the job's intent: {e}")))?
             .intent
-            .get("max_attempts")
-            .and_then(Value::as_u64)
-            .map_or(crate::intent::DEFAULT_MAX_ATTEMPTS, |n| {
-                u32::try_from(n).unwrap_or(u32::MAX)
-            });
+            .max_attempts();
         Ok(Prepared {
             request,
             target: Target {
@@ -328,7 +318,9 @@ impl Executor {
     /// have moved it: that stays as it is.
     async fn mark_unknown_if_in_flight(&self, attempt: &Attempt, why: AttemptError) -> Result<()> {
         let engine = &self.inner.engine;
-        let current = engine.attempt_by_id(&attempt.id).await?;
+        let current = self
+            .persist("unknown", || engine.attempt_by_id(&attempt.id))
+            .await?;
         if current.state != AttemptState::InFlight {
             return Ok(());
         }

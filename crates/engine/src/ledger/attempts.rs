@@ -19,7 +19,7 @@ use crate::Engine;
 use super::transition::{
     block_job, fail_job, move_attempt, move_job, release_job, AttemptMove, JobMove,
 };
-use super::{attempt_row, blocked, job_row, reread};
+use super::{attempt_row, blocked, commit_with, job_row};
 
 /// The longest wait before a retry, whatever a provider's `Retry-After` asks (SPEC §6).
 pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(3600);
@@ -159,13 +159,7 @@ impl Engine {
             field: "provider",
         };
         let row = start_attempt(&mut tx, &job, provider, starter).await?;
-        let (job, attempt) = reread(&mut tx, job_id, &row.id).await?;
-        tx.commit().await?;
-        Ok(JobAttempt {
-            job,
-            attempt,
-            next_attempt: None,
-        })
+        commit_with(tx, job_id, &row.id).await
     }
 
     /// For the executor: commits `pending → in_flight` with its lease, before a byte is sent.
@@ -267,14 +261,9 @@ impl Engine {
             ));
         }
         fail_in(&mut tx, &row, &why, None, &AfterFailure::Requeue).await?;
-        let (job, attempt) = reread(&mut tx, &row.job_id, attempt_id).await?;
-        tx.commit().await?;
+        let done = commit_with(tx, &row.job_id, attempt_id).await?;
         self.wake_executor();
-        Ok(JobAttempt {
-            job,
-            attempt,
-            next_attempt: None,
-        })
+        Ok(done)
     }
 
     /// For the executor: a definite failure. The job is queued again or failed, as decided.
@@ -288,14 +277,9 @@ impl Engine {
         let mut tx = self.begin().await?;
         let row = attempt_row(&mut tx, attempt_id).await?;
         fail_in(&mut tx, &row, &why, http_status, &after).await?;
-        let (job, attempt) = reread(&mut tx, &row.job_id, attempt_id).await?;
-        tx.commit().await?;
+        let done = commit_with(tx, &row.job_id, attempt_id).await?;
         self.wake_executor();
-        Ok(JobAttempt {
-            job,
-            attempt,
-            next_attempt: None,
-        })
+        Ok(done)
     }
 
     /// For an out-of-band process: gives up waiting on an attempt without a person.
@@ -315,14 +299,9 @@ impl Engine {
         };
         move_attempt(&mut tx, &row, m).await?;
         release_job(&mut tx, &row.job_id).await?;
-        let (job, attempt) = reread(&mut tx, &row.job_id, attempt_id).await?;
-        tx.commit().await?;
+        let done = commit_with(tx, &row.job_id, attempt_id).await?;
         self.wake_executor();
-        Ok(JobAttempt {
-            job,
-            attempt,
-            next_attempt: None,
-        })
+        Ok(done)
     }
 
     /// Turns every `in_flight` attempt whose lease has expired into `unknown` (SPEC §9): its

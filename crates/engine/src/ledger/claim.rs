@@ -12,7 +12,7 @@ use crate::Engine;
 use super::attempts::{start_attempt, Starter};
 use super::contracts::validated_in;
 use super::transition::fail_job;
-use super::{job_row, reread};
+use super::{commit_with, job_row};
 
 /// The outcome of trying to claim a queued job.
 #[derive(Debug, Clone, PartialEq)]
@@ -71,13 +71,8 @@ impl Engine {
                     Err(Error::AttemptBlocked { .. }) => return Ok(Claim::Skipped),
                     Err(e) => return Err(e),
                 };
-                let (job, attempt) = reread(&mut tx, job_id, &row.id).await?;
-                tx.commit().await?;
-                return Ok(Claim::Attempt(Box::new(JobAttempt {
-                    job,
-                    attempt,
-                    next_attempt: None,
-                })));
+                let claimed = commit_with(tx, job_id, &row.id).await?;
+                return Ok(Claim::Attempt(Box::new(claimed)));
             }
             Next::Fail(error) => error,
         };

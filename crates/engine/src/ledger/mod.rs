@@ -71,6 +71,22 @@ async fn reread(
     Ok((job, attempt))
 }
 
+/// Re-reads the job and the attempt an action touched, then commits: nothing is returned
+/// before the commit that holds it has succeeded.
+async fn commit_with(
+    mut tx: sqlx::Transaction<'static, sqlx::Sqlite>,
+    job_id: &str,
+    attempt_id: &str,
+) -> Result<crate::model::JobAttempt> {
+    let (job, attempt) = reread(&mut tx, job_id, attempt_id).await?;
+    tx.commit().await?;
+    Ok(crate::model::JobAttempt {
+        job,
+        attempt,
+        next_attempt: None,
+    })
+}
+
 /// Appends one event.
 async fn event(
     conn: &mut SqliteConnection,

@@ -15,7 +15,7 @@ use crate::Engine;
 use super::answers::{settle, Via};
 use super::attempts::{start_attempt, Starter};
 use super::transition::{move_attempt, move_job, release_job, AttemptMove, JobMove};
-use super::{job_row, owned_attempt_row, owned_job_row, reread};
+use super::{commit_with, job_row, owned_attempt_row, owned_job_row, reread};
 
 /// The longest note a person may attach.
 const MAX_NOTE: usize = 4000;
@@ -202,14 +202,9 @@ impl Engine {
             field: "provider",
         };
         let row = start_attempt(&mut tx, &job, &provider, starter).await?;
-        let (job, attempt) = reread(&mut tx, job_id, &row.id).await?;
-        tx.commit().await?;
+        let done = commit_with(tx, job_id, &row.id).await?;
         self.wake_executor();
-        Ok(JobAttempt {
-            job,
-            attempt,
-            next_attempt: None,
-        })
+        Ok(done)
     }
 }
 
