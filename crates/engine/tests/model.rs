@@ -110,7 +110,8 @@ struct Key {
 
 impl Key {
     fn budget(&self) -> usize {
-        self.max_attempts.unwrap_or(onejob_engine::intent::DEFAULT_MAX_ATTEMPTS) as usize
+        self.max_attempts
+            .unwrap_or(onejob_engine::intent::DEFAULT_MAX_ATTEMPTS) as usize
     }
 }
 

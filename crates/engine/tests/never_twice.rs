@@ -62,7 +62,7 @@ async fn a_submit_is_visible_to_every_other_connection_the_moment_it_returns() {
 }
 
 #[tokio::test]
-async fn a_full_disk_gives_storage_and_loses_nothing_acknowledged() {
+async fn a_ledger_at_its_size_limit_refuses_a_submit_with_storage_and_keeps_what_it_acknowledged() {
     let dir = tempfile::tempdir().expect("dir");
     let path = dir.path().join("onejob.db");
     let first = Engine::open(&path).await.expect("open");
