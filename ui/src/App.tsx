@@ -1,8 +1,8 @@
 // The onejob window: a bar with the screens and the "needs attention" count, and one screen.
-import { useState } from "react";
+import { useEffect, useState } from "react";
 
 import { LedgerContext, useLedgerEvents, useNow, useRead } from "./api";
-import { commands } from "./bindings";
+import { commands, events } from "./bindings";
 import { JobScreen } from "./screens/JobScreen";
 import { JobsScreen } from "./screens/JobsScreen";
 import { ProvidersScreen } from "./screens/ProvidersScreen";
@@ -33,6 +33,23 @@ function Window() {
   const now = useNow(1000);
   const open = (id: string) => setScreen({ name: "job", id });
   const go = (name: "jobs" | "submit" | "providers" | "settings") => setScreen({ name });
+
+  // The backend asks to show a job: the one its last attention notification named.
+  useEffect(() => {
+    let stop: (() => void) | null = null;
+    let gone = false;
+    events.openJob
+      .listen((e) => setScreen({ name: "job", id: e.payload.id }))
+      .then((unlisten) => {
+        if (gone) unlisten();
+        else stop = unlisten;
+      })
+      .catch(() => undefined);
+    return () => {
+      gone = true;
+      stop?.();
+    };
+  }, []);
 
   return (
     <div className="app">

@@ -1,41 +1,81 @@
-// Contracts on the Providers screen: the last check of each contract per provider, its
-// per-sample results, and a button that runs a new check (SPEC §8, §13).
+// Contracts on the Providers screen: add, edit and remove them; the last check of each
+// contract per provider, its per-sample results, and a button that runs a new check (SPEC §8, §13).
 import { useState } from "react";
 
 import { call, useLedger, useNow, useRead } from "../api";
 import { commands, type CheckView, type ContractView, type SampleView } from "../bindings";
 import { exactTime, shortId, timeAgo } from "../format";
 import type { Shown } from "../errors";
+import { ContractEditor } from "./ContractEditor";
 import { ErrorBanner } from "./ErrorBanner";
+import { RemoveConfirm } from "./RemoveConfirm";
 
 /** Every contract, each with a row per configured provider and per provider it was checked with. */
 export function Contracts({ providers }: { providers: string[] }) {
   const contracts = useRead(() => commands.contracts(), []);
+  // Which contract the editor is open for: a new one (null name), a listed one, or none.
+  const [editing, setEditing] = useState<{ name: string | null } | null>(null);
+  const edited = editing?.name === null ? null : (contracts.data?.find((c) => c.name === editing?.name) ?? null);
   return (
     <section className="contracts" aria-labelledby="contracts-title">
-      <h2 id="contracts-title">Contracts</h2>
+      <div className="screen-head">
+        <h2 id="contracts-title">Contracts</h2>
+        <button type="button" className="button" onClick={() => setEditing({ name: null })} data-testid="contract-add">
+          Add contract…
+        </button>
+      </div>
       {contracts.error !== null && <ErrorBanner error={contracts.error} />}
-      {contracts.data?.length === 0 && (
-        <p className="muted">
-          No contract is configured. Add one with <code>onejob contract add --json …</code>.
-        </p>
+      {editing !== null && (editing.name === null || edited !== null) && (
+        <ContractEditor key={editing.name ?? "new"} contract={edited} onDone={() => setEditing(null)} />
       )}
-      {contracts.data?.map((c) => <ContractCard key={c.name} contract={c} providers={providers} />)}
+      {contracts.data?.length === 0 && editing === null && (
+        <p className="muted">No contract is configured. Add one here, or with <code>onejob contract add --json …</code>.</p>
+      )}
+      {contracts.data?.map((c) => (
+        <ContractCard key={c.name} contract={c} providers={providers} onEdit={() => setEditing({ name: c.name })} />
+      ))}
     </section>
   );
 }
 
-function ContractCard({ contract, providers }: { contract: ContractView; providers: string[] }) {
+function ContractCard({ contract, providers, onEdit }: { contract: ContractView; providers: string[]; onEdit: () => void }) {
+  const { changed } = useLedger();
+  const [removing, setRemoving] = useState(false);
   // Checks against a provider since removed stay visible after the configured ones.
   const names = [...providers, ...contract.checks.map((c) => c.provider).filter((p) => !providers.includes(p))];
   return (
     <article className="card" data-contract={contract.name}>
-      <h3>
-        <code>{contract.name}</code>{" "}
-        <code className="muted" title={`Content hash ${contract.hash}`}>
-          {shortId(contract.hash)}
-        </code>
-      </h3>
+      <div className="card-head">
+        <h3>
+          <code>{contract.name}</code>{" "}
+          <code className="muted" title={`Content hash ${contract.hash}`}>
+            {shortId(contract.hash)}
+          </code>
+        </h3>
+        <span className="spacer" />
+        <button type="button" className="button" onClick={onEdit} data-testid={`contract-edit-${contract.name}`}>
+          Edit…
+        </button>
+        <button type="button" className="button danger" onClick={() => setRemoving(true)} data-testid={`contract-remove-${contract.name}`}>
+          Remove…
+        </button>
+      </div>
+      {removing && (
+        <RemoveConfirm
+          what="contract"
+          name={contract.name}
+          inUse={() => commands.contractInUse(contract.name)}
+          remove={() => commands.removeContract(contract.name)}
+          onDone={(removed) => {
+            setRemoving(false);
+            if (removed) changed();
+          }}
+        />
+      )}
+      <p className="muted">
+        Input fields:{" "}
+        {contract.fields.length === 0 ? "none" : contract.fields.map((f) => <code key={f} className="chip">{f}</code>)}
+      </p>
       {names.length === 0 && <p className="muted">No provider to check it against.</p>}
       {names.map((provider) => (
         <ProviderCheck

@@ -1,6 +1,6 @@
 // The attempt timeline: one bar per attempt from created to finished, coloured by state, with
 // a live clock on open ones. Two bars that overlap are a race, visible at a glance.
-import type { Attempt } from "../bindings";
+import type { Attempt, Usage } from "../bindings";
 import { exactTime } from "../format";
 
 const OPEN = new Set(["pending", "in_flight", "unknown"]);
@@ -12,6 +12,11 @@ export function duration(ms: number): string {
   const m = Math.floor(s / 60);
   const rest = Math.floor(s % 60);
   return `${m} min ${rest.toString().padStart(2, "0")} s`;
+}
+
+/** "120 in / 48 out tokens", or nothing when the provider reported no usage. */
+export function tokens(usage: Usage | null): string {
+  return usage === null ? "" : `${usage.prompt_tokens} in / ${usage.completion_tokens} out tokens`;
 }
 
 export function Timeline({ attempts, now }: { attempts: Attempt[]; now: number }) {
@@ -50,6 +55,9 @@ export function Timeline({ attempts, now }: { attempts: Attempt[]; now: number }
             </span>
             <span className={open ? "timeline-clock live" : "timeline-clock"} data-testid={open ? "live-clock" : undefined}>
               {duration(to - from)}
+            </span>
+            <span className="timeline-tokens muted" data-testid="attempt-tokens" title="Tokens the provider reported for this attempt">
+              {tokens(a.usage)}
             </span>
           </li>
         );

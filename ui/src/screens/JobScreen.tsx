@@ -9,7 +9,7 @@ import { CopyId } from "../components/CopyId";
 import { ErrorBanner } from "../components/ErrorBanner";
 import { History } from "../components/History";
 import { StatusBadge } from "../components/StatusBadge";
-import { Timeline } from "../components/Timeline";
+import { Timeline, tokens } from "../components/Timeline";
 import type { Shown } from "../errors";
 import { exactTime, timeAgo } from "../format";
 
@@ -57,6 +57,10 @@ function JobBody({ detail, now }: { detail: JobDetail; now: number }) {
         <dd><time dateTime={job.created_at} title={exactTime(job.created_at)}>{timeAgo(job.created_at, now)}</time></dd>
         <dt>Version</dt>
         <dd>{job.version}</dd>
+        <dt>Token usage</dt>
+        <dd data-testid="job-tokens" title="The sum over every attempt that reported usage">
+          {detail.usage === null ? "none reported" : tokens(detail.usage)}
+        </dd>
         {job.error !== null && (
           <>
             <dt>Error</dt>

@@ -1,9 +1,10 @@
-// The Jobs screen: status, provider and age of every job, filtered by status, in a list as
+// The Jobs screen: status, provider and age of every job, filtered by status, provider and a
+// search (idempotency key or job id prefix), in a list as
 // long as the jobs' count that renders only the rows in view and fetches keyset pages for them
 // from the nearer end.
 import { useCallback, useEffect, useRef, useState } from "react";
 
-import { call, useLedger } from "../api";
+import { call, useLedger, useRead } from "../api";
 import { commands, type Job, type JobStatus } from "../bindings";
 import { ErrorBanner } from "../components/ErrorBanner";
 import { StatusBadge } from "../components/StatusBadge";
@@ -39,6 +40,11 @@ interface Props {
 
 export function JobsScreen({ now, open, go }: Props) {
   const [status, setStatus] = useState<JobStatus | null>(null);
+  const [typed, setTyped] = useState("");
+  const search = useSettled(typed.trim(), 200);
+  const [provider, setProvider] = useState<string | null>(null);
+  const providers = useRead(() => commands.providers(), []);
+  const filtered = status !== null || search !== "" || provider !== null;
   // Null until the jobs are counted: the list's length comes first.
   const [pages, setPages] = useState<Pages | null>(null);
   const [error, setError] = useState<Shown | null>(null);
@@ -63,7 +69,7 @@ export function JobsScreen({ now, open, go }: Props) {
       if (loading.current.has(key) || after === undefined) return;
       loading.current.add(key);
       const gen = generation.current;
-      void call(() => commands.listJobs(status, after, PAGE, ref.end === "bottom")).then((result) => {
+      void call(() => commands.listJobs(status, after, PAGE, ref.end === "bottom", search === "" ? null : search, provider)).then((result) => {
         if (gen !== generation.current) return;
         loading.current.delete(key);
         if (result.status === "error") {
@@ -76,7 +82,7 @@ export function JobsScreen({ now, open, go }: Props) {
         );
       });
     },
-    [status],
+    [status, search, provider],
   );
 
   // Counts the jobs; an unchanged count keeps the list and re-reads the pages in view
@@ -84,7 +90,7 @@ export function JobsScreen({ now, open, go }: Props) {
   const recount = useCallback(
     (inPlace: boolean) => {
       const gen = generation.current;
-      void call(() => commands.countJobs(status)).then((result) => {
+      void call(() => commands.countJobs(status, search === "" ? null : search, provider)).then((result) => {
         if (gen !== generation.current) return;
         if (result.status === "error") {
           setError(result.error);
@@ -101,7 +107,7 @@ export function JobsScreen({ now, open, go }: Props) {
         });
       });
     },
-    [status, fetchPage],
+    [status, search, provider, fetchPage],
   );
 
   // A new filter starts over.
@@ -161,14 +167,41 @@ export function JobsScreen({ now, open, go }: Props) {
     <>
       <nav className="toolbar">
         <StatusFilter value={status} onChange={setStatus} />
+        <input
+          type="search"
+          className="find"
+          placeholder="Find: idempotency key or job id"
+          aria-label="Find a job by its idempotency key or the start of its id"
+          value={typed}
+          onChange={(e) => setTyped(e.currentTarget.value)}
+          data-testid="jobs-search"
+        />
+        <select
+          aria-label="Filter by provider"
+          value={provider ?? ""}
+          onChange={(e) => setProvider(e.currentTarget.value === "" ? null : e.currentTarget.value)}
+          data-testid="jobs-provider"
+        >
+          <option value="">every provider</option>
+          {providers.data?.map((p) => (
+            <option key={p.name} value={p.name}>
+              {p.name}
+            </option>
+          ))}
+        </select>
         <span className="spacer" />
         <span className="muted" data-testid="jobs-loaded">
           {pages === null ? "…" : `${total} ${total === 1 ? "job" : "jobs"}`}
         </span>
       </nav>
       {error !== null && <ErrorBanner error={error} />}
-      {empty && status === null && <FirstRun go={go} />}
-      {empty && status !== null && <p className="empty">No {status} jobs.</p>}
+      {empty && !filtered && <FirstRun go={go} />}
+      {empty && filtered && (
+        <p className="empty" data-testid="jobs-none">
+          No {status ?? ""} jobs{provider !== null ? ` on ${provider}` : ""}
+          {search !== "" ? ` matching “${search}”` : ""}.
+        </p>
+      )}
       {!empty && (
         <div className="jobs-head" role="row">
           <span className="col-id" role="columnheader">Job</span>
@@ -198,6 +231,16 @@ export function JobsScreen({ now, open, go }: Props) {
       </div>
     </>
   );
+}
+
+/** `value`, once it has stayed the same for `ms`: a search runs when typing pauses. */
+function useSettled(value: string, ms: number): string {
+  const [settled, setSettled] = useState(value);
+  useEffect(() => {
+    const timer = window.setTimeout(() => setSettled(value), ms);
+    return () => window.clearTimeout(timer);
+  }, [value, ms]);
+  return settled;
 }
 
 function JobRow({ index, job, now, open }: { index: number; job: Job | undefined; now: number; open: (id: string) => void }) {

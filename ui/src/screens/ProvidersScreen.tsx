@@ -1,47 +1,87 @@
-// The Providers screen: each provider's configuration (never a key: only the variable that
-// holds it), for the sandbox its fault dials, editable and saved back as its `dials`, and the
-// contracts with their last check per provider.
+// The Providers screen: add, edit and remove providers of every kind (never showing a key:
+// only where it comes from), for the sandbox its fault dials, and the contracts with their
+// editor and their last check per provider.
 import { useState } from "react";
 
 import { call, useLedger, useRead } from "../api";
 import { commands, type Dials, type ProviderView, type Value } from "../bindings";
 import { Contracts } from "../components/ContractChecks";
 import { ErrorBanner } from "../components/ErrorBanner";
+import { ProviderForm } from "../components/ProviderForm";
+import { RemoveConfirm } from "../components/RemoveConfirm";
 import type { Shown } from "../errors";
+import { keyText, takesKey } from "../forms/providerForm";
+
+/** Which provider the form is open for: a new one, a configured one, or none. */
+type Editing = { name: string | null } | null;
 
 export function ProvidersScreen() {
   const providers = useRead(() => commands.providers(), []);
+  const [editing, setEditing] = useState<Editing>(null);
+  const edited = editing?.name === null ? null : (providers.data?.find((p) => p.name === editing?.name) ?? null);
   return (
     <section className="screen providers" aria-labelledby="providers-title">
-      <h2 id="providers-title">Providers</h2>
+      <div className="screen-head">
+        <h2 id="providers-title">Providers</h2>
+        <button type="button" className="button" onClick={() => setEditing({ name: null })} data-testid="provider-add">
+          Add provider…
+        </button>
+      </div>
       {providers.error !== null && <ErrorBanner error={providers.error} />}
-      {providers.data?.length === 0 && (
-        <p className="muted">
-          No provider is configured. Add one with <code>onejob provider add --json …</code>.
-        </p>
+      {editing !== null && (editing.name === null || edited !== null) && (
+        <ProviderForm key={editing.name ?? "new"} provider={edited} onDone={() => setEditing(null)} />
       )}
-      {providers.data?.map((p) => <ProviderCard key={`${p.name}-${p.updated_at}`} provider={p} />)}
+      {providers.data?.length === 0 && editing === null && (
+        <p className="muted">No provider is configured. Add one here, or with <code>onejob provider add --json …</code>.</p>
+      )}
+      {providers.data?.map((p) => (
+        <ProviderCard key={`${p.name}-${p.updated_at}`} provider={p} onEdit={() => setEditing({ name: p.name })} />
+      ))}
       {providers.data !== null && <Contracts providers={providers.data.map((p) => p.name)} />}
     </section>
   );
 }
 
-function ProviderCard({ provider }: { provider: ProviderView }) {
+function ProviderCard({ provider, onEdit }: { provider: ProviderView; onEdit: () => void }) {
+  const { changed } = useLedger();
+  const [removing, setRemoving] = useState(false);
   const rows: [string, string][] = [
     ["Kind", provider.kind],
     ["URL", provider.base_url ?? (provider.kind === "sandbox" ? "built in, on loopback" : "—")],
     ["Model", provider.model ?? "—"],
     ["Soft timeout", `${provider.soft_timeout_ms} ms (then the attempt is unknown)`],
     ["Hard deadline", `${provider.hard_timeout_ms} ms (then the connection is dropped)`],
-    ["API key", provider.api_key_env === null ? "none" : `read from $${provider.api_key_env}`],
+    ["API key", takesKey(provider.kind) ? keyText(provider.key) : "none"],
+    ["API key variable", provider.api_key_env === null ? "none" : `$${provider.api_key_env}`],
     ["Honours Idempotency-Key", provider.honours_idempotency_key ? "yes" : "no"],
     ["Status lookup", provider.status_url ?? "none: a person resolves unknown attempts"],
   ];
   return (
     <article className="card" data-provider={provider.name}>
-      <h3>
-        <code>{provider.name}</code>
-      </h3>
+      <div className="card-head">
+        <h3>
+          <code>{provider.name}</code>
+        </h3>
+        <span className="spacer" />
+        <button type="button" className="button" onClick={onEdit} data-testid={`provider-edit-${provider.name}`}>
+          Edit…
+        </button>
+        <button type="button" className="button danger" onClick={() => setRemoving(true)} data-testid={`provider-remove-${provider.name}`}>
+          Remove…
+        </button>
+      </div>
+      {removing && (
+        <RemoveConfirm
+          what="provider"
+          name={provider.name}
+          inUse={() => commands.providerInUse(provider.name)}
+          remove={() => commands.removeProvider(provider.name)}
+          onDone={(removed) => {
+            setRemoving(false);
+            if (removed) changed();
+          }}
+        />
+      )}
       <dl className="facts">
         {rows.map(([k, v]) => (
           <FactRow key={k} label={k} value={v} />

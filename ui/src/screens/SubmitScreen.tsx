@@ -1,12 +1,17 @@
-// The Submit screen: one draft, one idempotency key, however often Submit is clicked.
+// The Submit screen: one draft, one idempotency key, however often Submit is clicked. An intent
+// is written as JSON, or built by contract: the contract's {{fields}} become inputs and the
+// route is picked from the configured providers; the JSON stays one click away.
 import { useRef, useState } from "react";
 
 import { call, useLedger, useRead } from "../api";
-import { commands, type Submitted } from "../bindings";
+import { commands, type ContractView, type Submitted } from "../bindings";
 import { CopyId } from "../components/CopyId";
+import { FieldError } from "../components/ProviderForm";
 import { StatusBadge } from "../components/StatusBadge";
 import { clicked, edited, startDraft, type Draft } from "../draft";
 import { existingJob, type Shown } from "../errors";
+import { hasErrors, type FieldErrors } from "../forms/fields";
+import { checkIntentForm, intentOf, validated, type IntentForm } from "../forms/intentForm";
 
 /** What a new draft starts with: a job for the built-in sandbox. */
 export const TEMPLATE = `{
@@ -29,6 +34,20 @@ export function SubmitScreen({ open }: { open: (jobId: string) => void }) {
   current.current = draft;
   const { changed } = useLedger();
   const providers = useRead(() => commands.providers(), []);
+  const contracts = useRead(() => commands.contracts(), []);
+  const [form, setForm] = useState<IntentForm>({ contract: "", inputs: {}, route: [], maxAttempts: "", params: "" });
+  const [showJson, setShowJson] = useState(false);
+  const [formErrors, setFormErrors] = useState<FieldErrors>({});
+  const contract = contracts.data?.find((c) => c.name === form.contract) ?? null;
+  const fields = contract?.fields ?? [];
+
+  /** A change to the form: the intent is rebuilt from it, under the draft's key rules. */
+  const onForm = (next: IntentForm) => {
+    setForm(next);
+    setFormErrors({});
+    const chosen = contracts.data?.find((c) => c.name === next.contract) ?? null;
+    if (chosen !== null) onEdit(intentOf(next, chosen.fields));
+  };
 
   const onEdit = (intent: string) => {
     const next = edited(current.current, intent);
@@ -38,6 +57,11 @@ export function SubmitScreen({ open }: { open: (jobId: string) => void }) {
   };
 
   const onSubmit = () => {
+    if (contract !== null) {
+      const found = checkIntentForm(form);
+      setFormErrors(found);
+      if (hasErrors(found)) return;
+    }
     const click = ++clicks.current;
     const d = clicked(current.current);
     current.current = d;
@@ -69,17 +93,53 @@ export function SubmitScreen({ open }: { open: (jobId: string) => void }) {
         <CopyId value={draft.key} full testId="draft-key" />
       </div>
       <label className="field">
-        <span className="label">Intent (JSON: route, input, optional contract, params, max_attempts)</span>
-        <textarea
-          className="intent"
-          spellCheck={false}
-          rows={8}
-          value={draft.intent}
-          onChange={(e) => onEdit(e.currentTarget.value)}
-          data-testid="intent"
-        />
+        <span className="label">Contract — pick one to fill its fields in a form</span>
+        <select
+          value={form.contract}
+          onChange={(e) => {
+            const name = e.currentTarget.value;
+            onForm({ ...form, contract: name, route: form.route.length > 0 ? form.route : names.slice(0, 1) });
+          }}
+          data-testid="submit-contract"
+        >
+          <option value="">none: write the intent as JSON</option>
+          {contracts.data?.map((c) => (
+            <option key={c.name} value={c.name}>
+              {c.name}
+            </option>
+          ))}
+        </select>
       </label>
-      {names.length > 0 && (
+      {contract !== null && (
+        <ContractForm
+          contract={contract}
+          fields={fields}
+          form={form}
+          providers={names}
+          errors={formErrors}
+          onChange={onForm}
+        />
+      )}
+      {contract !== null && (
+        <label className="check">
+          <input type="checkbox" checked={showJson} onChange={(e) => setShowJson(e.currentTarget.checked)} data-testid="submit-show-json" />{" "}
+          Show the intent as JSON (editable; an edit here is what is submitted, until the form changes again)
+        </label>
+      )}
+      {(contract === null || showJson) && (
+        <label className="field">
+          <span className="label">Intent (JSON: route, input, optional contract, params, max_attempts)</span>
+          <textarea
+            className="intent"
+            spellCheck={false}
+            rows={8}
+            value={draft.intent}
+            onChange={(e) => onEdit(e.currentTarget.value)}
+            data-testid="intent"
+          />
+        </label>
+      )}
+      {contract === null && names.length > 0 && (
         <p className="muted">Providers you can route to: {names.map((n) => <code key={n} className="chip">{n}</code>)}</p>
       )}
       <div className="actions">
@@ -95,6 +155,125 @@ export function SubmitScreen({ open }: { open: (jobId: string) => void }) {
         ))}
       </ol>
     </section>
+  );
+}
+
+/** The contract's fields as inputs, the route, and the optional budget and params. */
+function ContractForm({
+  contract,
+  fields,
+  form,
+  providers,
+  errors,
+  onChange,
+}: {
+  contract: ContractView;
+  fields: readonly string[];
+  form: IntentForm;
+  providers: string[];
+  errors: FieldErrors;
+  onChange: (form: IntentForm) => void;
+}) {
+  const unused = providers.filter((p) => !form.route.includes(p));
+  const move = (i: number) => {
+    const route = form.route.slice();
+    const [p] = route.splice(i, 1);
+    if (p !== undefined) route.splice(i - 1, 0, p);
+    onChange({ ...form, route });
+  };
+  return (
+    <div className="contract-form" data-testid="submit-form">
+      {fields.length === 0 && <p className="muted">The template uses no field: the input is empty.</p>}
+      {fields.map((f) => (
+        <label key={f} className="field">
+          <span className="label">
+            <code>{f}</code>
+          </span>
+          <textarea
+            rows={2}
+            value={form.inputs[f] ?? ""}
+            onChange={(e) => onChange({ ...form, inputs: { ...form.inputs, [f]: e.currentTarget.value } })}
+            data-testid={`submit-field-${f}`}
+          />
+        </label>
+      ))}
+      <div className="field">
+        <span className="label">Route — the primary first, then fallbacks in order</span>
+        <ol className="route" data-testid="submit-route">
+          {form.route.map((p, i) => {
+            const ok = validated(contract, p);
+            return (
+              <li key={p} data-provider={p} data-validated={ok}>
+                <code>{p}</code>{" "}
+                {i === 0 ? (
+                  <span className="muted">primary</span>
+                ) : ok ? (
+                  <span className="status-succeeded" data-testid={`submit-route-validated-${p}`}>validated fallback</span>
+                ) : (
+                  <span className="status-unknown" data-testid={`submit-route-unvalidated-${p}`}>not validated: no automatic failover</span>
+                )}{" "}
+                {i > 0 && (
+                  <button type="button" className="icon-button" onClick={() => move(i)} data-testid={`submit-route-up-${p}`} aria-label={`Move ${p} up`}>
+                    ↑
+                  </button>
+                )}
+                <button
+                  type="button"
+                  className="icon-button"
+                  onClick={() => onChange({ ...form, route: form.route.filter((x) => x !== p) })}
+                  data-testid={`submit-route-remove-${p}`}
+                  aria-label={`Remove ${p} from the route`}
+                >
+                  ×
+                </button>
+              </li>
+            );
+          })}
+        </ol>
+        {unused.length > 0 && (
+          <select
+            value=""
+            onChange={(e) => e.currentTarget.value !== "" && onChange({ ...form, route: [...form.route, e.currentTarget.value] })}
+            data-testid="submit-route-add"
+          >
+            <option value="">add a provider…</option>
+            {unused.map((p) => (
+              <option key={p} value={p}>
+                {p} {validated(contract, p) ? "(validated)" : "(not validated)"}
+              </option>
+            ))}
+          </select>
+        )}
+        <FieldError prefix="submit" field="route" error={errors["route"]} />
+        <span className="hint">
+          A job fails over by itself only to a provider whose last check of {contract.name} passed and still counts.
+        </span>
+      </div>
+      <div className="two">
+        <label className="field">
+          <span className="label">max_attempts — every provider together; empty: 5</span>
+          <input
+            type="text"
+            inputMode="numeric"
+            value={form.maxAttempts}
+            onChange={(e) => onChange({ ...form, maxAttempts: e.currentTarget.value })}
+            data-testid="submit-max-attempts"
+          />
+          <FieldError prefix="submit" field="max_attempts" error={errors["max_attempts"]} />
+        </label>
+        <label className="field">
+          <span className="label">params — a JSON object, such as {'{"temperature": 0}'}; optional</span>
+          <input
+            type="text"
+            spellCheck={false}
+            value={form.params}
+            onChange={(e) => onChange({ ...form, params: e.currentTarget.value })}
+            data-testid="submit-params"
+          />
+          <FieldError prefix="submit" field="params" error={errors["params"]} />
+        </label>
+      </div>
+    </div>
   );
 }
 

@@ -1,0 +1,99 @@
+import { act, cleanup, fireEvent, render, screen } from "@testing-library/react";
+import { afterEach, describe, expect, it, vi } from "vitest";
+
+import { commands, type ProviderView } from "../bindings";
+import { ProviderForm } from "./ProviderForm";
+
+vi.mock("../bindings", () => ({
+  commands: { saveProvider: vi.fn(), setProviderKey: vi.fn(), clearProviderKey: vi.fn() },
+}));
+
+const saveProvider = vi.mocked(commands.saveProvider);
+const setProviderKey = vi.mocked(commands.setProviderKey);
+
+const view = (over: Partial<ProviderView>): ProviderView => ({
+  name: "model-a",
+  kind: "openai",
+  base_url: "https://api.example.com/v1",
+  model: "gpt-4o-mini",
+  api_key_env: null,
+  soft_timeout_ms: 30000,
+  hard_timeout_ms: 120000,
+  honours_idempotency_key: false,
+  status_url: null,
+  context_window: null,
+  dials: null,
+  config: {},
+  key: { source: "not_set", required: true },
+  created_at: "2026-01-01T00:00:00Z",
+  updated_at: "2026-01-01T00:00:00Z",
+  ...over,
+});
+
+const type = (testId: string, value: string) => fireEvent.change(screen.getByTestId(testId), { target: { value } });
+
+afterEach(() => {
+  cleanup();
+  saveProvider.mockReset();
+  setProviderKey.mockReset();
+});
+
+describe("the provider form", () => {
+  it("shows client-side errors beside their fields and saves nothing", () => {
+    render(<ProviderForm provider={null} onDone={() => undefined} />);
+    type("provider-name", "bad name!");
+    type("provider-base_url", "https://user:pass@api.example.com/v1");
+    type("provider-soft_timeout_ms", "500");
+    type("provider-hard_timeout_ms", "100");
+    fireEvent.click(screen.getByTestId("provider-save"));
+    expect(screen.getByTestId("provider-error-name").textContent).toMatch(/1–64 characters/);
+    expect(screen.getByTestId("provider-error-base_url").textContent).toMatch(/No user:pass@/);
+    expect(screen.getByTestId("provider-error-hard_timeout_ms").textContent).toMatch(/after the soft timeout/);
+    expect(screen.getByTestId("provider-error-model").textContent).toBe("Required for this kind.");
+    expect(screen.queryByTestId("provider-error-soft_timeout_ms")).toBeNull();
+    expect(saveProvider).not.toHaveBeenCalled();
+  });
+
+  it("shows only the kind's fields and says what honouring Idempotency-Key means", () => {
+    render(<ProviderForm provider={null} onDone={() => undefined} />);
+    expect(screen.getByTestId("provider-model")).toBeTruthy();
+    type("provider-kind", "http");
+    expect(screen.queryByTestId("provider-model")).toBeNull();
+    expect(screen.queryByTestId("provider-tokenizer")).toBeNull();
+    expect(document.getElementById("provider-honours_idempotency_key-hint")?.textContent).toBe(
+      "Off: a 5xx or a timeout leaves the attempt unknown until a person decides.",
+    );
+    type("provider-kind", "sandbox");
+    expect(screen.queryByTestId("provider-key")).toBeNull();
+  });
+
+  it("puts the engine's invalid_input beside the field it names", async () => {
+    saveProvider.mockResolvedValue({
+      status: "error",
+      error: { code: "invalid_input", message: "provider.base_url: a query parameter named like a secret", details: { field: "provider.base_url" } },
+    });
+    render(<ProviderForm provider={view({})} onDone={() => undefined} />);
+    await act(async () => fireEvent.click(screen.getByTestId("provider-save")));
+    expect(saveProvider).toHaveBeenCalledTimes(1);
+    expect(screen.getByTestId("provider-error-base_url").textContent).toMatch(/named like a secret/);
+    expect(screen.queryByTestId("provider-error-form")).toBeNull();
+  });
+
+  it("sends a typed key once, after the configuration, clears the field and never shows it", async () => {
+    saveProvider.mockImplementation((json) => Promise.resolve({ status: "ok", data: view({ config: JSON.parse(json) }) }));
+    setProviderKey.mockResolvedValue({ status: "ok", data: null });
+    const done = vi.fn();
+    render(<ProviderForm provider={view({})} onDone={done} />);
+    expect(screen.getByTestId("provider-key-status").textContent).toBe("not set (required)");
+    const input = screen.getByTestId("provider-key") as HTMLInputElement;
+    expect(input.type).toBe("password");
+    type("provider-key", "sk-secret");
+    await act(async () => fireEvent.click(screen.getByTestId("provider-save")));
+    const saved = JSON.parse(saveProvider.mock.calls[0]?.[0] ?? "{}") as Record<string, unknown>;
+    expect(JSON.stringify(saved)).not.toContain("sk-secret");
+    expect(saved).toMatchObject({ name: "model-a", kind: "openai", model: "gpt-4o-mini", soft_timeout_ms: 30000 });
+    expect(setProviderKey).toHaveBeenCalledExactlyOnceWith("model-a", "sk-secret");
+    expect(input.value).toBe("");
+    expect(done).toHaveBeenCalled();
+  });
+});
