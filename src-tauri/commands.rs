@@ -141,6 +141,20 @@ pub async fn contracts(state: State<'_, AppState>) -> Result<Vec<ContractView>, 
     Ok(views)
 }
 
+/// Adds a contract from its JSON (`{"name", "schema", "template": {"system", "user"},
+/// "samples"}`), replacing the one of that name; a change of content makes every earlier check
+/// stop counting. Bad input is `invalid_input` naming the field, and changes nothing.
+#[tauri::command]
+#[specta::specta]
+pub async fn save_contract(
+    state: State<'_, AppState>,
+    contract_json: String,
+) -> Result<ContractView, Error> {
+    let added = state.engine.add_contract(&contract_json).await?;
+    let checks = state.engine.contract_checks(&added.contract.name).await?;
+    Ok(ContractView::new(added.contract, checks))
+}
+
 /// Runs a contract check: every sample is sent to the provider at temperature 0, and the stored
 /// check comes back.
 #[tauri::command]

@@ -1,6 +1,7 @@
 //! The onejob desktop shell: a window over the engine. It opens the app's database, hands
 //! the UI the commands in [`commands`], and owns no rule of its own.
 
+pub mod attention;
 pub mod commands;
 pub mod view;
 
@@ -11,7 +12,7 @@ use onejob_engine::{default_db_path, Engine};
 use tauri::{AppHandle, Context, Runtime, Wry};
 use tauri_specta::Event;
 
-use view::LedgerChanged;
+use view::{LedgerChanged, OpenJob};
 
 /// How often the ledger file is checked for changes made by any process.
 const CHANGE_CHECK: Duration = Duration::from_millis(250);
@@ -54,11 +55,12 @@ pub fn specta_builder<R: Runtime>() -> tauri_specta::Builder<R> {
             commands::save_provider,
             commands::remove_provider,
             commands::contracts,
+            commands::save_contract,
             commands::check_contract,
             commands::settings,
             commands::first_paint,
         ])
-        .events(tauri_specta::collect_events![LedgerChanged])
+        .events(tauri_specta::collect_events![LedgerChanged, OpenJob])
         // The engine's own fields are u32 or strings; the only 64-bit integers are inside
         // `serde_json::Value`'s numbers, which reach JavaScript as JSON numbers anyway.
         .dangerously_cast_bigints_to_number()

@@ -68,27 +68,73 @@ impl TryFrom<Provider> for ProviderView {
     }
 }
 
-/// A contract as the Providers screen shows it: what identifies its content, and the last
+/// A contract as the Providers screen and the Submit screen show it: its content (schema,
+/// template, samples), the template's `{{fields}}`, what identifies the content, and the last
 /// check against each provider it was checked with.
 #[derive(Debug, Clone, Serialize, specta::Type)]
 pub struct ContractView {
     pub name: String,
+    /// The output JSON Schema as given.
+    pub schema: Value,
+    pub template: TemplateView,
+    /// The sample inputs a check sends.
+    pub samples: Vec<Value>,
+    /// The template's variables, system text first, each once, in order of first use: the
+    /// input fields a job under this contract must have.
+    pub fields: Vec<String>,
     /// The hash of its schema, template and samples; a check made under another hash is stale.
     pub hash: String,
     pub updated_at: String,
     pub checks: Vec<CheckView>,
 }
 
+/// A contract's prompt template: a system text and a user text with `{{field}}` variables.
+#[derive(Debug, Clone, Serialize, specta::Type)]
+pub struct TemplateView {
+    pub system: String,
+    pub user: String,
+}
+
 impl ContractView {
     /// A contract with the checks the engine gave for it.
     pub fn new(contract: Contract, checks: Vec<Check>) -> ContractView {
+        let mut fields = template_fields(&contract.template.system);
+        for field in template_fields(&contract.template.user) {
+            if !fields.contains(&field) {
+                fields.push(field);
+            }
+        }
         ContractView {
             name: contract.name,
+            schema: contract.schema,
+            template: TemplateView {
+                system: contract.template.system,
+                user: contract.template.user,
+            },
+            samples: contract.samples,
+            fields,
             hash: contract.hash,
             updated_at: contract.updated_at,
             checks: checks.into_iter().map(CheckView::from).collect(),
         }
     }
+}
+
+/// The `{{field}}` variables of one template text, trimmed (`{{ a.b }}` is `a.b`), each once,
+/// in order; an unclosed `{{` ends the list (the engine refuses such a template on save).
+pub fn template_fields(text: &str) -> Vec<String> {
+    let mut fields: Vec<String> = Vec::new();
+    let mut rest = text;
+    while let Some(start) = rest.find("{{") {
+        let after = &rest[start + 2..];
+        let Some(end) = after.find("}}") else { break };
+        let field = after[..end].trim();
+        if !field.is_empty() && !fields.iter().any(|f| f == field) {
+            fields.push(field.to_owned());
+        }
+        rest = &after[end + 2..];
+    }
+    fields
 }
 
 /// One stored contract check, as the engine reports it.
@@ -186,4 +232,11 @@ impl Settings {
 #[derive(Debug, Clone, Serialize, Deserialize, specta::Type, tauri_specta::Event)]
 pub struct LedgerChanged {
     pub seq: u32,
+}
+
+/// Sent to the window when it should show a job: the job of the last attention notification,
+/// when the window next gains focus (the notification itself cannot report a click on Linux).
+#[derive(Debug, Clone, Serialize, Deserialize, specta::Type, tauri_specta::Event)]
+pub struct OpenJob {
+    pub id: String,
 }
