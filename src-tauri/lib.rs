@@ -15,7 +15,7 @@ use tauri_specta::Event;
 use view::{LedgerChanged, OpenJob};
 
 /// How often the ledger file is checked for changes made by any process.
-const CHANGE_CHECK: Duration = Duration::from_millis(250);
+pub(crate) const CHANGE_CHECK: Duration = Duration::from_millis(250);
 
 /// The profile the app acts for (SPEC §1: the app's local profile is `local`).
 pub const OWNER: &str = "local";

@@ -398,3 +398,63 @@ fn a_contract_check_runs_against_a_provider_and_shows_per_sample_results_and_whe
     assert_eq!(missing["code"], json!("not_found"));
     tauri::async_runtime::block_on(server.stop());
 }
+
+#[test]
+fn save_contract_stores_it_and_lists_its_content_and_template_fields() {
+    let app = headless_app();
+    let contract = json!({
+        "name": "summary",
+        "schema": {"type": "object", "properties": {"summary": {"type": "string"}}},
+        "template": {"system": "Write in {{ lang }}.", "user": "Summarise {{text}} for {{reader.name}}, in {{lang}}"},
+        "samples": [{"lang": "en", "text": "t", "reader": {"name": "Ann"}}]
+    });
+    let saved = invoke(
+        &app.window,
+        "save_contract",
+        json!({"contractJson": contract.to_string()}),
+    )
+    .unwrap();
+    assert_eq!(saved["name"], json!("summary"));
+    assert_eq!(saved["fields"], json!(["lang", "text", "reader.name"]));
+    assert_eq!(saved["schema"], contract["schema"]);
+    assert_eq!(saved["template"], contract["template"]);
+    assert_eq!(saved["samples"], contract["samples"]);
+    assert_eq!(saved["checks"], json!([]));
+
+    let listed = invoke(&app.window, "contracts", json!({})).unwrap();
+    assert_eq!(listed[0]["fields"], saved["fields"]);
+    assert_eq!(listed[0]["hash"], saved["hash"]);
+}
+
+#[test]
+fn a_bad_contract_is_invalid_input_naming_the_field_and_changes_nothing() {
+    let app = headless_app();
+    let bad_schema = json!({
+        "name": "summary", "schema": {"type": "strnig"},
+        "template": {"user": "{{text}}"}, "samples": [{"text": "t"}]
+    });
+    let error = invoke(
+        &app.window,
+        "save_contract",
+        json!({"contractJson": bad_schema.to_string()}),
+    )
+    .unwrap_err();
+    assert_eq!(error["code"], json!("invalid_input"));
+    assert_eq!(error["details"]["field"], json!("contract.schema"));
+
+    let missing_field = json!({
+        "name": "summary", "schema": {"type": "object"},
+        "template": {"user": "{{text}}"}, "samples": [{"other": "t"}]
+    });
+    let error = invoke(
+        &app.window,
+        "save_contract",
+        json!({"contractJson": missing_field.to_string()}),
+    )
+    .unwrap_err();
+    assert_eq!(error["details"]["field"], json!("contract.samples.0"));
+    assert_eq!(
+        invoke(&app.window, "contracts", json!({})).unwrap(),
+        json!([])
+    );
+}

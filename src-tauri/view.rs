@@ -240,3 +240,17 @@ pub struct LedgerChanged {
 pub struct OpenJob {
     pub id: String,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::template_fields;
+
+    #[test]
+    fn template_fields_are_trimmed_unique_in_order_and_stop_at_an_unclosed_brace() {
+        assert_eq!(
+            template_fields("{{a}} and {{ b.c }} and {{a}} {{}} {{d"),
+            vec!["a".to_owned(), "b.c".to_owned()]
+        );
+        assert!(template_fields("no variables").is_empty());
+    }
+}

@@ -44,6 +44,12 @@ export const commands = {
 	/**  Every contract, by name, with its last check against each provider it was checked with. */
 	contracts: () => typedError<ContractView[], Error>(__TAURI_INVOKE("contracts")),
 	/**
+	 *  Adds a contract from its JSON (`{"name", "schema", "template": {"system", "user"},
+	 *  "samples"}`), replacing the one of that name; a change of content makes every earlier check
+	 *  stop counting. Bad input is `invalid_input` naming the field, and changes nothing.
+	 */
+	saveContract: (contractJson: string) => typedError<ContractView, Error>(__TAURI_INVOKE("save_contract", { contractJson })),
+	/**
 	 *  Runs a contract check: every sample is sent to the provider at temperature 0, and the stored
 	 *  check comes back.
 	 */
@@ -60,6 +66,7 @@ export const commands = {
 /** Events */
 export const events = {
 	ledgerChanged: makeEvent<LedgerChanged, LedgerChanged>("ledger-changed"),
+	openJob: makeEvent<OpenJob, OpenJob>("open-job"),
 };
 
 /* Types */
@@ -154,11 +161,22 @@ export type ConflictDetails = {
 };
 
 /**
- *  A contract as the Providers screen shows it: what identifies its content, and the last
+ *  A contract as the Providers screen and the Submit screen show it: its content (schema,
+ *  template, samples), the template's `{{fields}}`, what identifies the content, and the last
  *  check against each provider it was checked with.
  */
 export type ContractView = {
 	name: string,
+	/**  The output JSON Schema as given. */
+	schema: Value,
+	template: TemplateView,
+	/**  The sample inputs a check sends. */
+	samples: Value[],
+	/**
+	 *  The template's variables, system text first, each once, in order of first use: the
+	 *  input fields a job under this contract must have.
+	 */
+	fields: string[],
 	/**  The hash of its schema, template and samples; a check made under another hash is stale. */
 	hash: string,
 	updated_at: string,
@@ -339,6 +357,14 @@ export type NotFoundDetails = {
 	id: string,
 };
 
+/**
+ *  Sent to the window when it should show a job: the job of the last attention notification,
+ *  when the window next gains focus (the notification itself cannot report a click on Linux).
+ */
+export type OpenJob = {
+	id: string,
+};
+
 /**  The kinds of provider onejob can talk to. */
 export type ProviderKind = 
 /**  An OpenAI-compatible Chat Completions endpoint. */
@@ -411,6 +437,12 @@ export type Settings = {
 export type Submitted = {
 	job: Job,
 	replayed: boolean,
+};
+
+/**  A contract's prompt template: a system text and a user text with `{{field}}` variables. */
+export type TemplateView = {
+	system: string,
+	user: string,
 };
 
 /**  Details of `invalid_transition`. */
