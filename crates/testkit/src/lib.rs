@@ -220,7 +220,9 @@ fn start_keyring(env: &[(String, String)]) -> std::io::Result<Child> {
     let written = match keyring.stdin.take() {
         // Dropping stdin closes it: the daemon reads the password up to end of file.
         Some(mut stdin) => stdin.write_all(b"throwaway-test-keyring"),
-        None => Err(Error::other("gnome-keyring-daemon's stdin was not captured")),
+        None => Err(Error::other(
+            "gnome-keyring-daemon's stdin was not captured",
+        )),
     };
     if let Err(e) = written {
         stop(&mut keyring);
@@ -284,7 +286,10 @@ mod tests {
         assert!(!root.exists(), "{root:?} is left behind");
         for pid in pids {
             // Waited for, so not even a zombie is left: the pid is gone from /proc.
-            assert!(!Path::new(&format!("/proc/{pid}")).exists(), "{pid} still runs");
+            assert!(
+                !Path::new(&format!("/proc/{pid}")).exists(),
+                "{pid} still runs"
+            );
         }
     }
 }

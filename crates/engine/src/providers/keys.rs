@@ -152,7 +152,9 @@ fn entry(provider: &str) -> Result<keyring::Entry> {
 
 /// Runs a keyring call, which blocks, off the async threads, and stops waiting after
 /// [`KEYRING_PATIENCE`].
-async fn blocking<T: Send + 'static>(call: impl FnOnce() -> Result<T> + Send + 'static) -> Result<T> {
+async fn blocking<T: Send + 'static>(
+    call: impl FnOnce() -> Result<T> + Send + 'static,
+) -> Result<T> {
     let task = tokio::task::spawn_blocking(call);
     match tokio::time::timeout(KEYRING_PATIENCE, task).await {
         Ok(Ok(result)) => result,
@@ -327,7 +329,10 @@ mod tests {
     fn the_missing_key_message_says_how_to_set_it() {
         let json = r#"{"name":"paid","kind":"openai","base_url":"http://127.0.0.1:9/v1","api_key_env":"PAID_KEY","soft_timeout_ms":1,"hard_timeout_ms":1,"honours_idempotency_key":false}"#;
         let message = missing_key_message(&ProviderConfig::parse(json).expect("valid"));
-        assert!(message.contains("onejob provider key set paid"), "{message}");
+        assert!(
+            message.contains("onejob provider key set paid"),
+            "{message}"
+        );
         assert!(message.contains("standard input"), "{message}");
         assert!(message.contains("Providers screen"), "{message}");
         assert!(message.contains("export PAID_KEY"), "{message}");
@@ -340,7 +345,10 @@ mod tests {
             json(&KeyStatus::Env { var: "V".into() }),
             serde_json::json!({"source": "env", "var": "V"})
         );
-        assert_eq!(json(&KeyStatus::Keyring), serde_json::json!({"source": "keyring"}));
+        assert_eq!(
+            json(&KeyStatus::Keyring),
+            serde_json::json!({"source": "keyring"})
+        );
         assert_eq!(
             json(&KeyStatus::NotSet { required: true }),
             serde_json::json!({"source": "not_set", "required": true})

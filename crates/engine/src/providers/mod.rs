@@ -189,11 +189,19 @@ pub fn build_request(
         }
         ProviderKind::Openai => {
             let body = openai::body(config, contract, input, params)?;
-            Ok(http::build(client, &openai::url(base_url), job_id, &body, api_key))
+            Ok(http::build(
+                client,
+                &openai::url(base_url),
+                job_id,
+                &body,
+                api_key,
+            ))
         }
         ProviderKind::Anthropic => {
             let body = anthropic::body(config, contract, input, params)?;
-            Ok(anthropic::build(client, config, base_url, job_id, &body, api_key))
+            Ok(anthropic::build(
+                client, config, base_url, job_id, &body, api_key,
+            ))
         }
     }
 }
