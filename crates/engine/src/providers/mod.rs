@@ -264,7 +264,8 @@ impl ProviderConfig {
         {
             return Err(Error::invalid_input(
                 format!("provider.{secret}"),
-                "API keys are never stored; name the environment variable in api_key_env",
+                "API keys are never stored in a provider: keep the key in the OS keyring with \
+                 `onejob provider key set NAME`, or name its environment variable in api_key_env",
             ));
         }
         // The value is never repeated: an unknown field may well hold a secret.
