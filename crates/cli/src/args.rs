@@ -214,8 +214,39 @@ pub enum ProviderCommand {
     },
     /// List the configured providers
     List,
-    /// Remove a provider; jobs and attempts that name it keep the name
+    /// Remove a provider, and its API key from the OS keyring; jobs and attempts that name it keep the name
     Remove {
+        /// The provider's name
+        name: String,
+    },
+    /// A provider's API key in the OS keyring (Secret Service, Keychain, Credential Manager)
+    #[command(subcommand)]
+    Key(KeyCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum KeyCommand {
+    /// Store a provider's API key in the OS keyring, read from standard input (not echoed at a
+    /// terminal; one trailing newline is dropped)
+    #[command(
+        after_help = "Prints {\"provider\", \"key\": {\"source\": \"env\"|\"keyring\"|\"not_set\", …}}. \
+The key is never an argument: arguments are seen by other users' process listings and kept in shell history. \
+The environment variable named by the provider's api_key_env, when set, still wins over the keyring."
+    )]
+    Set {
+        /// The provider's name
+        name: String,
+        /// Anything after the name (a key given by mistake): refused without being repeated
+        #[arg(
+            hide = true,
+            num_args = 0..,
+            trailing_var_arg = true,
+            allow_hyphen_values = true
+        )]
+        extra: Vec<String>,
+    },
+    /// Remove a provider's API key from the OS keyring; done already when there is none
+    Clear {
         /// The provider's name
         name: String,
     },

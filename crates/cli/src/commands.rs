@@ -124,9 +124,23 @@ async fn run_once(db: &Path, owner: &str, command: Command) -> Result<Value> {
         }
         Command::Provider(ProviderCommand::List) => {
             with_engine(db, async |engine| {
-                Ok(json!({ "providers": engine.providers().await? }))
+                let mut providers = Vec::new();
+                for provider in engine.providers().await? {
+                    // Where its key comes from, never the key.
+                    let key = engine.key_status(&provider.config.name).await?;
+                    let mut doc = to_json(provider)?;
+                    if let Some(fields) = doc.as_object_mut() {
+                        fields.insert("key".to_owned(), to_json(key)?);
+                    }
+                    providers.push(doc);
+                }
+                Ok(json!({ "providers": providers }))
             })
             .await
+        }
+        Command::Provider(ProviderCommand::Key(command)) => {
+            crate::keys::check_args(&command)?;
+            with_engine(db, async |engine| crate::keys::run(engine, command).await).await
         }
         Command::Provider(ProviderCommand::Remove { name }) => {
             with_engine(db, async |engine| {

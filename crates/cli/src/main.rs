@@ -4,6 +4,7 @@
 mod args;
 mod commands;
 mod contract;
+mod keys;
 mod output;
 mod signals;
 mod wait;

@@ -10,7 +10,7 @@ use std::net::{TcpListener, TcpStream};
 use std::process::{Child, ChildStdout, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{finish, id, parse, Ledger, Run};
+use common::{complete, finish, id, parse, Ledger, Run};
 use serde_json::{json, Value};
 
 /// A child process that is killed and reaped however the test ends.
@@ -172,24 +172,6 @@ fn refusing_server() -> String {
         }
     });
     url
-}
-
-/// Whether the bytes hold a request's head and the body its Content-Length announces.
-fn complete(request: &[u8]) -> bool {
-    let text = String::from_utf8_lossy(request);
-    let Some(end) = text.find("\r\n\r\n") else {
-        return false;
-    };
-    let length = text[..end]
-        .lines()
-        .find_map(|l| {
-            let (name, value) = l.split_once(':')?;
-            name.eq_ignore_ascii_case("content-length")
-                .then(|| value.trim().parse::<usize>().ok())
-                .flatten()
-        })
-        .unwrap_or(0);
-    request.len() >= end + 4 + length
 }
 
 /// Configures an `http` provider at `url`; `extra` fields are merged in.

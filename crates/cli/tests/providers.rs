@@ -136,6 +136,11 @@ fn provider_add_refuses_unknown_fields_and_credentials_in_urls_without_repeating
         .map(String::as_str)
         .collect();
     fields.sort_unstable();
+    // `key` says where the API key comes from, never the key.
+    assert_eq!(
+        primary["key"],
+        serde_json::json!({"source": "not_set", "required": false})
+    );
     assert_eq!(
         fields,
         [
@@ -143,6 +148,7 @@ fn provider_add_refuses_unknown_fields_and_credentials_in_urls_without_repeating
             "created_at",
             "hard_timeout_ms",
             "honours_idempotency_key",
+            "key",
             "kind",
             "name",
             "soft_timeout_ms",

@@ -36,6 +36,7 @@ pub use intent::Intent;
 pub use job::JobStatus;
 pub use ledger::{AddedContract, Claim};
 pub use model::*;
+pub use providers::keys::KeyStatus;
 pub use providers::{Provider, ProviderConfig, ProviderKind};
 
 /// The desktop app's identifier; its data directory is named after it.

@@ -11,7 +11,7 @@ use crate::contracts::check::{Check, SampleResult};
 use crate::contracts::Contract;
 use crate::error::{Error, Result};
 use crate::providers::http::{self, Classified};
-use crate::providers::{build_request, decode, judge, Provider, ProviderKind};
+use crate::providers::{build_request, decode, judge, keys, Provider, ProviderKind};
 use crate::sandbox::Sandbox;
 use crate::store::now;
 use crate::Engine;
@@ -120,16 +120,21 @@ async fn run_sample(
         }
     }
     let params = Map::from_iter([("temperature".to_owned(), json!(0))]);
-    let request = build_request(
-        client,
-        config,
-        base_url,
-        key,
-        sample,
-        Some(contract),
-        &params,
-    )
-    .map(|r| r.timeout(std::time::Duration::from_millis(config.hard_timeout_ms)));
+    // Read for each sample, as for each attempt: a key set meanwhile is used at once.
+    let request = keys::api_key(config).await.and_then(|api_key| {
+        build_request(
+            client,
+            config,
+            base_url,
+            key,
+            sample,
+            Some(contract),
+            &params,
+            api_key.as_deref(),
+        )
+    });
+    let request =
+        request.map(|r| r.timeout(std::time::Duration::from_millis(config.hard_timeout_ms)));
     let request = match request {
         Ok(request) => request,
         Err(error) => {

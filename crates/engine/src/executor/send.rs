@@ -14,7 +14,9 @@ use crate::failure::{FailureKind, RetryHere};
 use crate::intent::validate_intent;
 use crate::model::{AfterFailure, Attempt, AttemptError, Job};
 use crate::providers::http::{self, Classified, Head};
-use crate::providers::{build_request, decode, judge, Provider, ProviderConfig, ProviderKind};
+use crate::providers::{
+    build_request, decode, judge, keys, Provider, ProviderConfig, ProviderKind,
+};
 use crate::sandbox::Sandbox;
 
 use super::Executor;
@@ -156,6 +158,8 @@ impl Executor {
             ),
             None => None,
         };
+        // Read at call time and dropped with the request: never stored.
+        let api_key = keys::api_key(&provider.config).await?;
         let request = build_request(
             &self.inner.client,
             &provider.config,
@@ -164,6 +168,7 @@ impl Executor {
             &input,
             contract.as_ref(),
             &params,
+            api_key.as_deref(),
         )?;
         let max_attempts = validate_intent(job.intent.clone())
             .map_err(|e| misconfigured(format!("the job's intent: {e}")))?

@@ -41,12 +41,14 @@ impl Engine {
     }
 
     /// Removes a provider. Jobs that name it keep its name; attempts already made keep it too.
+    /// Its API key in the OS keyring is removed as well, best effort.
     pub async fn remove_provider(&self, name: &str) -> Result<()> {
         let mut tx = self.begin().await?;
         if !provider_rows::delete(&mut tx, name).await? {
             return Err(Error::not_found("provider", name));
         }
         tx.commit().await?;
+        self.forget_provider_key(name).await;
         Ok(())
     }
 }

@@ -8,7 +8,7 @@
 
 use serde_json::{json, Map, Value};
 
-use super::{api_key, misconfigured, Decoded, Output, ProviderConfig, RESERVED_PARAMS};
+use super::{misconfigured, Decoded, Output, ProviderConfig, RESERVED_PARAMS};
 use crate::contracts::Contract;
 use crate::model::AttemptError;
 
@@ -78,27 +78,29 @@ pub fn body(
     Ok(Value::Object(body))
 }
 
-/// The request with the Messages API's headers; the key is read from the environment now.
+/// The request with the Messages API's headers; `api_key`, read for this call, goes in
+/// `x-api-key`.
 pub fn build(
     client: &reqwest::Client,
     config: &ProviderConfig,
     base_url: &str,
     job_id: &str,
     body: &Value,
-) -> Result<reqwest::RequestBuilder, AttemptError> {
+    api_key: Option<&str>,
+) -> reqwest::RequestBuilder {
     let version = config
         .anthropic_version
         .as_deref()
         .unwrap_or(DEFAULT_VERSION);
-    let mut request = client
+    let request = client
         .post(url(base_url))
         .header("Idempotency-Key", job_id)
         .header("anthropic-version", version)
         .json(body);
-    if let Some(key) = api_key(config)? {
-        request = request.header("x-api-key", key);
+    match api_key {
+        Some(key) => request.header("x-api-key", key),
+        None => request,
     }
-    Ok(request)
 }
 
 /// Reads the answer tool's input, or else the text blocks, the usage and the message id.

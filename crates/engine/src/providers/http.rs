@@ -51,22 +51,22 @@ pub struct Head {
 }
 
 /// Builds the attempt's request: the job's input as JSON, `Idempotency-Key: <job id>`, and
-/// the API key from the environment at call time (never stored).
+/// `Authorization: Bearer <key>` when a key was read for this call (never stored).
 pub fn build(
     client: &reqwest::Client,
-    config: &ProviderConfig,
     url: &str,
     job_id: &str,
     input: &Value,
-) -> Result<reqwest::RequestBuilder, AttemptError> {
-    let mut request = client
+    api_key: Option<&str>,
+) -> reqwest::RequestBuilder {
+    let request = client
         .post(url)
         .header("Idempotency-Key", job_id)
         .json(input);
-    if let Some(key) = super::api_key(config)? {
-        request = request.bearer_auth(key);
+    match api_key {
+        Some(key) => request.bearer_auth(key),
+        None => request,
     }
-    Ok(request)
 }
 
 /// Sends the request and classifies the outcome; `on_head` runs as soon as headers arrive.

@@ -2,6 +2,7 @@
 
 pub mod anthropic;
 pub mod http;
+pub mod keys;
 pub mod openai;
 pub(crate) mod url;
 
@@ -169,7 +170,9 @@ pub fn judge(
 
 /// Builds an attempt's request for the provider's kind, to `base_url` as configured: the
 /// job's input as the body for `http` and `sandbox`, the rendered contract prompt (or the
-/// input's own messages) for `openai` and `anthropic`. `params` are the intent's.
+/// input's own messages) for `openai` and `anthropic`. `params` are the intent's;
+/// `api_key` is the one [`keys::api_key`] read for this call, and goes only into a header.
+#[allow(clippy::too_many_arguments)]
 pub fn build_request(
     client: &reqwest::Client,
     config: &ProviderConfig,
@@ -178,32 +181,29 @@ pub fn build_request(
     input: &Value,
     contract: Option<&Contract>,
     params: &Map<String, Value>,
+    api_key: Option<&str>,
 ) -> std::result::Result<reqwest::RequestBuilder, AttemptError> {
     match config.kind {
         ProviderKind::Http | ProviderKind::Sandbox => {
-            http::build(client, config, base_url, job_id, input)
+            Ok(http::build(client, base_url, job_id, input, api_key))
         }
         ProviderKind::Openai => {
             let body = openai::body(config, contract, input, params)?;
-            http::build(client, config, &openai::url(base_url), job_id, &body)
+            Ok(http::build(
+                client,
+                &openai::url(base_url),
+                job_id,
+                &body,
+                api_key,
+            ))
         }
         ProviderKind::Anthropic => {
             let body = anthropic::body(config, contract, input, params)?;
-            anthropic::build(client, config, base_url, job_id, &body)
+            Ok(anthropic::build(
+                client, config, base_url, job_id, &body, api_key,
+            ))
         }
     }
-}
-
-/// The API key from the environment variable the provider names, read at call time and never
-/// kept: `None` when the provider names none, `misconfigured` when the variable is unset.
-pub fn api_key(config: &ProviderConfig) -> std::result::Result<Option<String>, AttemptError> {
-    let Some(var) = &config.api_key_env else {
-        return Ok(None);
-    };
-    std::env::var(var).map(Some).map_err(|_| AttemptError {
-        kind: "misconfigured".to_owned(),
-        message: format!("the environment variable {var} that should hold the API key is not set"),
-    })
 }
 
 /// Parameters the adapters set themselves; the intent's `params` cannot override them.
@@ -264,7 +264,8 @@ impl ProviderConfig {
         {
             return Err(Error::invalid_input(
                 format!("provider.{secret}"),
-                "API keys are never stored; name the environment variable in api_key_env",
+                "API keys are never stored in a provider: keep the key in the OS keyring with \
+                 `onejob provider key set NAME`, or name its environment variable in api_key_env",
             ));
         }
         // The value is never repeated: an unknown field may well hold a secret.

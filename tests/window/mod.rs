@@ -1,0 +1,301 @@
+//! The end-to-end harness: a running app in its own Xvfb, tauri-driver and fresh data
+//! directory, driven through classic WebDriver, shared by every end-to-end test file.
+//!
+//! Needs `tauri-driver` (cargo install tauri-driver --locked), `WebKitWebDriver` (Debian
+//! webkit2gtk-driver) and `Xvfb`; `scripts/setup` installs them.
+
+// Each test file uses its own part of the harness.
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use fantoccini::{Client, ClientBuilder, Locator};
+use onejob_engine::Engine;
+use serde_json::{json, Value};
+
+/// One window at a time: two cores do not run two WebKit processes and a build well.
+pub static SERIAL: Mutex<()> = Mutex::new(());
+
+pub const APP: &str = env!("CARGO_BIN_EXE_onejob-app");
+
+/// A running app in its own X server, data directory and driver.
+pub struct Window {
+    pub client: Client,
+    /// The engine on the app's database, for seeding and checking from the test.
+    pub engine: Engine,
+    driver: Child,
+    xvfb: Child,
+    dir: tempfile::TempDir,
+}
+
+/// What the app is started with besides a fresh data directory.
+#[derive(Default)]
+pub struct Options {
+    /// Extra environment for the driver and so the app (e.g. a private D-Bus session).
+    pub env: Vec<(String, String)>,
+}
+
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free loopback port")
+}
+
+pub fn artifacts() -> PathBuf {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("artifacts");
+    std::fs::create_dir_all(&dir).expect("artifacts/ can be created");
+    dir
+}
+
+impl Window {
+    /// Prepares the database with `seed`, then opens the app on it.
+    pub async fn open<F, Fut>(seed: F) -> Window
+    where
+        F: FnOnce(Engine) -> Fut,
+        Fut: std::future::Future<Output = ()>,
+    {
+        Window::open_with(Options::default(), seed).await
+    }
+
+    /// Prepares the database with `seed`, then opens the app on it with `options`. The
+    /// driver's and the app's output go to files in the data directory ([`Window::outputs`]).
+    pub async fn open_with<F, Fut>(options: Options, seed: F) -> Window
+    where
+        F: FnOnce(Engine) -> Fut,
+        Fut: std::future::Future<Output = ()>,
+    {
+        let dir = tempfile::tempdir().unwrap();
+        let (data, config, cache) = (
+            dir.path().join("data"),
+            dir.path().join("config"),
+            dir.path().join("cache"),
+        );
+        let db = data.join("dev.onejob.app/onejob.db");
+        let engine = Engine::open(&db).await.unwrap();
+        seed(engine.clone()).await;
+
+        // Xvfb picks a free display and writes its number on the descriptor given.
+        let mut xvfb = Command::new("Xvfb")
+            .args([
+                "-displayfd",
+                "1",
+                "-screen",
+                "0",
+                "1280x800x24",
+                "-nolisten",
+                "tcp",
+            ])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("Xvfb runs (apt-get install xvfb)");
+        let mut line = String::new();
+        BufReader::new(xvfb.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let display = format!(":{}", line.trim());
+
+        let (port, native) = (free_port(), free_port());
+        let driver = Command::new("tauri-driver")
+            .args([
+                "--port",
+                &port.to_string(),
+                "--native-port",
+                &native.to_string(),
+            ])
+            .env("DISPLAY", &display)
+            .env("XDG_DATA_HOME", &data)
+            .env("XDG_CONFIG_HOME", &config)
+            .env("XDG_CACHE_HOME", &cache)
+            .env("GDK_BACKEND", "x11")
+            .envs(options.env)
+            .stdout(std::fs::File::create(dir.path().join("driver.out")).unwrap())
+            .stderr(std::fs::File::create(dir.path().join("driver.err")).unwrap())
+            .spawn()
+            .expect("tauri-driver runs (cargo install tauri-driver --locked)");
+
+        let mut caps = serde_json::Map::new();
+        caps.insert("browserName".into(), json!("wry"));
+        caps.insert("tauri:options".into(), json!({ "application": APP }));
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let client = loop {
+            match ClientBuilder::native()
+                .capabilities(caps.clone())
+                .connect(&format!("http://127.0.0.1:{port}"))
+                .await
+            {
+                Ok(client) => break client,
+                Err(e) if Instant::now() < deadline => {
+                    let _ = e;
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                }
+                Err(e) => panic!("no WebDriver session: {e}"),
+            }
+        };
+        let window = Window {
+            client,
+            engine,
+            driver,
+            xvfb,
+            dir,
+        };
+        window.wait_for("[data-screen=jobs]").await;
+        window
+    }
+
+    /// Waits up to 20 s for an element to be there, and returns it.
+    pub async fn wait_for(&self, css: &str) -> fantoccini::elements::Element {
+        self.client
+            .wait()
+            .at_most(Duration::from_secs(20))
+            .for_element(Locator::Css(css))
+            .await
+            .unwrap_or_else(|e| panic!("{css} did not appear: {e}"))
+    }
+
+    pub async fn click(&self, css: &str) {
+        self.wait_for(css).await.click().await.unwrap();
+    }
+
+    pub async fn text(&self, css: &str) -> String {
+        self.wait_for(css).await.text().await.unwrap()
+    }
+
+    /// Waits up to 20 s until `check` holds for the page's text of `css`.
+    pub async fn wait_text(&self, css: &str, check: impl Fn(&str) -> bool) -> String {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let mut seen = String::new();
+        loop {
+            if let Ok(el) = self.client.find(Locator::Css(css)).await {
+                if let Ok(text) = el.text().await {
+                    if check(&text) {
+                        return text;
+                    }
+                    seen = text;
+                }
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{css} never showed what was expected; it last showed {seen:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    pub async fn attr(&self, css: &str, name: &str) -> Option<String> {
+        self.wait_for(css).await.attr(name).await.unwrap()
+    }
+
+    pub async fn screenshot(&self, name: &str) {
+        let png = self.client.screenshot().await.unwrap();
+        std::fs::write(artifacts().join(format!("{name}.png")), png).unwrap();
+    }
+
+    pub async fn open_job(&self, id: &str) {
+        self.click("[data-screen=jobs]").await;
+        self.click(&format!(".job-row[data-job-id='{id}']")).await;
+        self.wait_for("#job-title").await;
+    }
+
+    /// The folder holding the app's data, config and cache directories and the outputs.
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// The app's database file.
+    pub fn db(&self) -> PathBuf {
+        self.dir.path().join("data/dev.onejob.app/onejob.db")
+    }
+
+    /// Everything the driver and the app printed so far, stdout and stderr.
+    pub fn outputs(&self) -> Vec<u8> {
+        let mut all = std::fs::read(self.dir.path().join("driver.out")).unwrap_or_default();
+        all.extend(std::fs::read(self.dir.path().join("driver.err")).unwrap_or_default());
+        all
+    }
+
+    pub async fn close(self) {
+        let _ = self.client.clone().close().await;
+        self.engine.close().await;
+    }
+}
+
+impl Drop for Window {
+    /// Stops the driver and what it started (a killed tauri-driver leaves WebKitWebDriver and
+    /// the app running) and the X server, also when a test fails before `close`.
+    fn drop(&mut self) {
+        let started = descendants(self.driver.id());
+        for child in [&mut self.driver, &mut self.xvfb] {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        for pid in started {
+            let _ = Command::new("kill")
+                .arg(pid.to_string())
+                .stderr(Stdio::null())
+                .status();
+        }
+    }
+}
+
+/// Every process `pid` started, and theirs, from the children lists of all its threads.
+pub fn descendants(pid: u32) -> Vec<u32> {
+    let mut found = Vec::new();
+    let tasks = std::fs::read_dir(format!("/proc/{pid}/task"))
+        .into_iter()
+        .flatten();
+    for task in tasks.flatten() {
+        let children = std::fs::read_to_string(task.path().join("children")).unwrap_or_default();
+        for child in children.split_whitespace().filter_map(|c| c.parse().ok()) {
+            found.push(child);
+            found.extend(descendants(child));
+        }
+    }
+    found
+}
+
+/// The sandbox with these dials and a soft timeout short enough for a test.
+pub async fn sandbox(engine: &Engine, soft_ms: u64, dials: Value) {
+    let config = json!({"name": "sandbox", "kind": "sandbox", "soft_timeout_ms": soft_ms,
+        "hard_timeout_ms": 60_000, "honours_idempotency_key": true, "dials": dials});
+    engine.add_provider(&config.to_string()).await.unwrap();
+}
+
+pub fn run<F: std::future::Future<Output = ()>>(test: F) {
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(test);
+}
+
+/// Writes `n` finished jobs straight into the ledger file in one transaction: a test helper,
+/// far faster than `n` submits, and never executed since they are already cancelled.
+pub async fn seed_jobs(db: &Path, n: u32) {
+    use sqlx::Connection;
+    let mut conn = sqlx::SqliteConnection::connect(&format!("sqlite:{}", db.display()))
+        .await
+        .unwrap();
+    sqlx::query(
+        "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?1)
+         INSERT INTO jobs (id, owner_id, idempotency_key, fingerprint, intent, status, version,
+                           error, created_at, updated_at, finished_at)
+         SELECT printf('01900000-0000-7000-8000-%012d', i), 'local', 'seed-' || i,
+                printf('%064d', i), '{\"route\":[\"sandbox\"],\"input\":{\"n\":' || i || '}}',
+                'cancelled', 1, '{\"code\":\"cancelled\",\"message\":\"seeded\"}',
+                strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), strftime('%Y-%m-%dT%H:%M:%fZ', 'now'),
+                strftime('%Y-%m-%dT%H:%M:%fZ', 'now')
+         FROM n",
+    )
+    .bind(n)
+    .execute(&mut conn)
+    .await
+    .unwrap();
+    conn.close().await.unwrap();
+}
