@@ -109,7 +109,7 @@ pub async fn cancel(state: State<'_, AppState>, job_id: String) -> Result<Job, E
 #[tauri::command]
 #[specta::specta]
 pub async fn providers(state: State<'_, AppState>) -> Result<Vec<ProviderView>, Error> {
-    ProviderView::all(state.engine.providers().await?)
+    ProviderView::all(&state.engine, state.engine.providers().await?).await
 }
 
 /// Adds a provider from its JSON configuration, replacing one of the same name.
@@ -119,7 +119,27 @@ pub async fn save_provider(
     state: State<'_, AppState>,
     config_json: String,
 ) -> Result<ProviderView, Error> {
-    ProviderView::try_from(state.engine.add_provider(&config_json).await?.0)
+    let (provider, _) = state.engine.add_provider(&config_json).await?;
+    ProviderView::of(&state.engine, provider).await
+}
+
+/// Stores a provider's API key in the OS keyring, replacing any before. The key is never
+/// logged, stored in the database, or sent back; the reply says only that it was stored.
+#[tauri::command]
+#[specta::specta]
+pub async fn set_provider_key(
+    state: State<'_, AppState>,
+    name: String,
+    key: String,
+) -> Result<(), Error> {
+    state.engine.set_provider_key(&name, &key).await
+}
+
+/// Removes a provider's API key from the OS keyring; done when there is none.
+#[tauri::command]
+#[specta::specta]
+pub async fn clear_provider_key(state: State<'_, AppState>, name: String) -> Result<(), Error> {
+    state.engine.clear_provider_key(&name).await
 }
 
 /// Removes a provider; jobs and attempts that name it keep the name.

@@ -54,6 +54,8 @@ pub fn specta_builder<R: Runtime>() -> tauri_specta::Builder<R> {
             commands::providers,
             commands::save_provider,
             commands::remove_provider,
+            commands::set_provider_key,
+            commands::clear_provider_key,
             commands::contracts,
             commands::save_contract,
             commands::check_contract,

@@ -458,3 +458,61 @@ fn a_bad_contract_is_invalid_input_naming_the_field_and_changes_nothing() {
         json!([])
     );
 }
+
+#[test]
+fn providers_say_where_the_key_comes_from_and_never_hold_one() {
+    let app = headless_app();
+    let http = json!({"name": "billing", "kind": "http", "base_url": "http://127.0.0.1:9/charge",
+        "api_key_env": "ONEJOB_TEST_UNSET_KEY_VARIABLE", "soft_timeout_ms": 1000,
+        "hard_timeout_ms": 2000, "honours_idempotency_key": false});
+    let saved = invoke(
+        &app.window,
+        "save_provider",
+        json!({"configJson": http.to_string()}),
+    )
+    .unwrap();
+    assert_eq!(
+        saved["key"],
+        json!({"source": "not_set", "required": true}),
+        "a named variable that is not set, and no key in a keyring"
+    );
+    let listed = invoke(&app.window, "providers", json!({})).unwrap();
+    let sandbox = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == json!("sandbox"))
+        .unwrap();
+    assert_eq!(
+        sandbox["key"],
+        json!({"source": "not_set", "required": false})
+    );
+}
+
+#[test]
+fn a_key_for_an_unknown_provider_is_not_found_and_a_bad_key_is_invalid_input() {
+    let app = headless_app();
+    let missing = invoke(
+        &app.window,
+        "set_provider_key",
+        json!({"name": "nope", "key": "sk-not-stored"}),
+    )
+    .unwrap_err();
+    assert_eq!(missing["code"], json!("not_found"));
+    assert!(
+        !missing.to_string().contains("sk-not-stored"),
+        "the key is never repeated: {missing}"
+    );
+    let cleared = invoke(&app.window, "clear_provider_key", json!({"name": "nope"})).unwrap_err();
+    assert_eq!(cleared["code"], json!("not_found"));
+
+    let bad = invoke(
+        &app.window,
+        "set_provider_key",
+        json!({"name": "sandbox", "key": "sk-one\nsk-two"}),
+    )
+    .unwrap_err();
+    assert_eq!(bad["code"], json!("invalid_input"));
+    assert_eq!(bad["details"]["field"], json!("key"));
+    assert!(!bad.to_string().contains("sk-one"), "{bad}");
+}

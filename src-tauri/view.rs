@@ -5,12 +5,12 @@
 use onejob_engine::contracts::check::{Check, SampleResult};
 use onejob_engine::contracts::Contract;
 use onejob_engine::sandbox::Dials;
-use onejob_engine::{Engine, Error, Provider, ProviderKind};
+use onejob_engine::{Engine, Error, KeyStatus, Provider, ProviderKind};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-/// A configured provider as the Providers screen shows it. API keys are never stored, so
-/// none can be here: only the name of the environment variable that holds one.
+/// A configured provider as the Providers screen shows it. No API key is ever here: only
+/// where the key comes from (`key`) and the name of the environment variable that may hold one.
 #[derive(Debug, Clone, Serialize, specta::Type)]
 pub struct ProviderView {
     pub name: String,
@@ -28,21 +28,32 @@ pub struct ProviderView {
     pub dials: Option<Dials>,
     /// The whole stored configuration, so an edit can be saved back with nothing lost.
     pub config: Value,
+    /// Where the API key comes from at call time: the keyring, the environment, or nowhere.
+    pub key: KeyStatus,
     pub created_at: String,
     pub updated_at: String,
 }
 
 impl ProviderView {
-    /// Every provider, in the order given.
-    pub fn all(providers: Vec<Provider>) -> Result<Vec<ProviderView>, Error> {
-        providers.into_iter().map(ProviderView::try_from).collect()
+    /// Every provider, in the order given, each with where its key comes from.
+    pub async fn all(
+        engine: &Engine,
+        providers: Vec<Provider>,
+    ) -> Result<Vec<ProviderView>, Error> {
+        let mut views = Vec::with_capacity(providers.len());
+        for provider in providers {
+            views.push(ProviderView::of(engine, provider).await?);
+        }
+        Ok(views)
     }
-}
 
-impl TryFrom<Provider> for ProviderView {
-    type Error = Error;
+    /// One provider as shown, with where its key comes from.
+    pub async fn of(engine: &Engine, provider: Provider) -> Result<ProviderView, Error> {
+        let key = engine.key_status(&provider.config.name).await?;
+        ProviderView::new(provider, key)
+    }
 
-    fn try_from(provider: Provider) -> Result<Self, Error> {
+    fn new(provider: Provider, key: KeyStatus) -> Result<Self, Error> {
         let c = provider.config;
         let dials = match c.kind {
             ProviderKind::Sandbox => Some(c.sandbox_dials()?),
@@ -62,6 +73,7 @@ impl TryFrom<Provider> for ProviderView {
             context_window: c.context_window,
             dials,
             config,
+            key,
             created_at: provider.created_at,
             updated_at: provider.updated_at,
         })

@@ -41,6 +41,13 @@ export const commands = {
 	saveProvider: (configJson: string) => typedError<ProviderView, Error>(__TAURI_INVOKE("save_provider", { configJson })),
 	/**  Removes a provider; jobs and attempts that name it keep the name. */
 	removeProvider: (name: string) => typedError<null, Error>(__TAURI_INVOKE("remove_provider", { name })),
+	/**
+	 *  Stores a provider's API key in the OS keyring, replacing any before. The key is never
+	 *  logged, stored in the database, or sent back; the reply says only that it was stored.
+	 */
+	setProviderKey: (name: string, key: string) => typedError<null, Error>(__TAURI_INVOKE("set_provider_key", { name, key })),
+	/**  Removes a provider's API key from the OS keyring; done when there is none. */
+	clearProviderKey: (name: string) => typedError<null, Error>(__TAURI_INVOKE("clear_provider_key", { name })),
 	/**  Every contract, by name, with its last check against each provider it was checked with. */
 	contracts: () => typedError<ContractView[], Error>(__TAURI_INVOKE("contracts")),
 	/**
@@ -342,6 +349,15 @@ export type JobStatus =
 /**  A person cancelled it. Terminal; no attempt may start. */
 "cancelled";
 
+/**  Where a provider's API key comes from at call time; never the key itself. */
+export type KeyStatus = 
+/**  The variable named by `api_key_env` is set in this process's environment. */
+{ source: "env"; var: string } | 
+/**  The OS keyring holds a key for this provider. */
+{ source: "keyring" } | 
+/**  No key; `required` when the provider cannot be called without one. */
+{ source: "not_set"; required: boolean };
+
 /**
  *  Sent to the window whenever the ledger changes, from this process or another one sharing
  *  the file; the UI re-reads what it shows. `seq` rises with every change seen.
@@ -377,8 +393,8 @@ export type ProviderKind =
 "sandbox";
 
 /**
- *  A configured provider as the Providers screen shows it. API keys are never stored, so
- *  none can be here: only the name of the environment variable that holds one.
+ *  A configured provider as the Providers screen shows it. No API key is ever here: only
+ *  where the key comes from (`key`) and the name of the environment variable that may hold one.
  */
 export type ProviderView = {
 	name: string,
@@ -396,6 +412,8 @@ export type ProviderView = {
 	dials: Dials | null,
 	/**  The whole stored configuration, so an edit can be saved back with nothing lost. */
 	config: Value,
+	/**  Where the API key comes from at call time: the keyring, the environment, or nowhere. */
+	key: KeyStatus,
 	created_at: string,
 	updated_at: string,
 };
