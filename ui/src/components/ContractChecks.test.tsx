@@ -8,7 +8,16 @@ vi.mock("../bindings", () => ({ commands: { checkContract: vi.fn() } }));
 
 const checkContract = vi.mocked(commands.checkContract);
 
-const contract: ContractView = { name: "summary", hash: "hash-now", updated_at: "2026-01-01T00:00:00Z", checks: [] };
+const contract: ContractView = {
+  name: "summary",
+  schema: { type: "object" },
+  template: { system: "", user: "{{text}}" },
+  samples: [{ text: "t" }],
+  fields: ["text"],
+  hash: "hash-now",
+  updated_at: "2026-01-01T00:00:00Z",
+  checks: [],
+};
 
 const sample = (passed: boolean, reason: string): SampleView => ({
   passed,

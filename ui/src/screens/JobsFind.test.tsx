@@ -32,9 +32,9 @@ describe("find on the Jobs screen", () => {
   it("feeds the search and the provider to the count and the list", async () => {
     vi.useFakeTimers();
     vi.mocked(commands.providers).mockResolvedValue({ status: "ok", data: [{ name: "sandbox" } as ProviderView, { name: "model-a" } as ProviderView] });
-    countJobs.mockImplementation((_s, search) => Promise.resolve({ status: "ok", data: search === null ? 2 : 1 }));
+    countJobs.mockImplementation((_s, search) => Promise.resolve({ status: "ok" as const, data: search === null ? 2 : 1 }));
     listJobs.mockImplementation((_s, _a, _l, _o, search) =>
-      Promise.resolve({ status: "ok", data: { jobs: search === null ? [job("a"), job("b")] : [job("b")], next: null } }),
+      Promise.resolve({ status: "ok" as const, data: { jobs: search === null ? [job("a"), job("b")] : [job("b")], next: null } }),
     );
     await act(async () => {
       render(<JobsScreen now={Date.now()} open={() => undefined} go={() => undefined} />);
