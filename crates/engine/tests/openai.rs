@@ -6,80 +6,13 @@
 
 mod common;
 
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use common::{Ledger, OWNER};
 use onejob_engine::executor::{Executor, ExecutorOptions};
 use onejob_engine::JobStatus;
+use onejob_testkit::MockLlm;
 use serde_json::{json, Value};
-
-const SETUP: &str = "npm ci --prefix crates/engine/tests/mock-llm (scripts/setup runs it)";
-
-/// A mock-llm process on loopback, killed and reaped when dropped.
-struct MockLlm {
-    child: Child,
-    url: String,
-    _dir: tempfile::TempDir,
-}
-
-impl MockLlm {
-    async fn start(config: &Value) -> MockLlm {
-        let bin = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/mock-llm/node_modules/.bin/mock-llm");
-        assert!(
-            bin.exists(),
-            "@dwmkerr/mock-llm is not installed at {}: run `{SETUP}`",
-            bin.display()
-        );
-        let dir = tempfile::tempdir().expect("temp dir");
-        // JSON is YAML: the config is written with serde, so nothing needs hand-escaping.
-        let path = dir.path().join("mock-llm.yaml");
-        std::fs::write(&path, config.to_string()).expect("config");
-        let port = {
-            let probe = std::net::TcpListener::bind("127.0.0.1:0").expect("free port");
-            probe.local_addr().expect("addr").port()
-        };
-        let child = Command::new(&bin)
-            .arg("--config")
-            .arg(&path)
-            .current_dir(dir.path())
-            .env("HOST", "127.0.0.1")
-            .env("PORT", port.to_string())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap_or_else(|e| panic!("cannot start {} ({e}): run `{SETUP}`", bin.display()));
-        let server = MockLlm {
-            child,
-            url: format!("http://127.0.0.1:{port}"),
-            _dir: dir,
-        };
-        let client = reqwest::Client::builder()
-            .no_proxy()
-            .build()
-            .expect("client");
-        for _ in 0..200 {
-            let health = client.get(format!("{}/health", server.url)).send().await;
-            if health.is_ok_and(|r| r.status().is_success()) {
-                return server;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        panic!(
-            "mock-llm did not answer /health within 10 s at {}",
-            server.url
-        );
-    }
-}
-
-impl Drop for MockLlm {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 /// Answers 400 unless the request is exactly what the openai adapter should send for the
 /// job below; then a chat completion whose content echoes the request's Idempotency-Key.
@@ -131,7 +64,7 @@ fn config() -> Value {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_job_with_a_contract_succeeds_against_a_third_party_openai_compatible_server() {
     std::env::set_var("ONEJOB_TEST_MOCK_LLM_KEY", "test-key-for-mock-llm");
-    let server = MockLlm::start(&config()).await;
+    let server = MockLlm::start(&config().to_string()).expect("mock-llm runs");
     let ledger = Ledger::new().await;
     let e = &ledger.engine;
     let contract = json!({

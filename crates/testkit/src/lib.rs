@@ -2,7 +2,12 @@
 //!
 //! [`SecretService`] is a real Secret Service (gnome-keyring) on its own D-Bus session bus,
 //! in a temporary directory: the OS keyring a person's desktop has, with no desktop, no
-//! prompt, and nothing written outside the directory.
+//! prompt, and nothing written outside the directory. [`MockLlm`] is a third-party
+//! OpenAI-compatible server on loopback.
+
+mod mock_llm;
+
+pub use mock_llm::MockLlm;
 
 use std::io::{BufRead, BufReader, Error, ErrorKind, Write};
 use std::path::{Path, PathBuf};
