@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use common::{Ledger, OWNER};
 use onejob_engine::executor::{Executor, ExecutorOptions};
-use onejob_engine::JobStatus;
+use onejob_engine::{JobStatus, Usage};
 use serde_json::{json, Value};
 
 const SETUP: &str = "npm ci --prefix crates/engine/tests/mock-llm (scripts/setup runs it)";
@@ -180,5 +180,15 @@ async fn a_job_with_a_contract_succeeds_against_a_third_party_openai_compatible_
     assert_eq!(
         usage,
         Some(json!({"prompt_tokens": 21, "completion_tokens": 9, "total_tokens": 30}))
+    );
+    let tokens = Usage {
+        prompt_tokens: 21,
+        completion_tokens: 9,
+    };
+    assert_eq!(attempt.usage, Some(tokens));
+    assert_eq!(
+        detail.usage,
+        Some(tokens),
+        "one attempt: the job's total is its usage"
     );
 }
