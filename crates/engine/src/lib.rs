@@ -76,6 +76,8 @@ pub struct JobsQuery {
     /// Empty or only whitespace: no filter. At most 255 characters.
     pub search: Option<String>,
     /// Only jobs that ran an attempt at this provider or whose route names it.
+    /// An attempt counts wherever it ran (a person's retry may run a job outside its route),
+    /// and still after the provider is removed. Empty or only whitespace: no filter.
     pub provider: Option<String>,
     /// Return jobs after this cursor (the `next` of the previous page).
     pub after: Option<String>,

@@ -548,7 +548,11 @@ async fn token_usage_is_read_per_attempt_and_summed_per_job() {
     let job_id = submit(e, "usage", &["model-a"], 1).await;
     let failed = until(e, &job_id, terminal).await;
     assert_eq!(failed.job.status, JobStatus::Failed, "{failed:#?}");
-    server.set_dials(quick());
+    // The retry carries the same Idempotency-Key: a fresh answer, not the first one replayed.
+    server.set_dials(Dials {
+        honour_idempotency_key: false,
+        ..quick()
+    });
     e.retry(OWNER, &job_id, None).await.expect("retry");
     let done = until(e, &job_id, |d| d.job.status == JobStatus::Succeeded).await;
 
