@@ -119,22 +119,22 @@ fn jobs_are_found_by_key_id_and_provider() {
     let elsewhere = id(&ledger.submit("-refund", r#"{"route":["other"],"input":3}"#)["job"]);
 
     let found = ledger.run(&["jobs", "--search", "invoice-"]).ok();
-    assert_eq!(ids(&found), [second.clone(), first.clone()]);
+    assert_eq!(ids(&found), [second.as_str(), first.as_str()]);
     let found = ledger.run(&["jobs", "--search", "invoice-1"]).ok();
-    assert_eq!(ids(&found), [first.clone()]);
+    assert_eq!(ids(&found), [first.as_str()]);
     let found = ledger.run(&["jobs", "--search", "-ref"]).ok();
     assert_eq!(
         ids(&found),
-        [elsewhere.clone()],
+        [elsewhere.as_str()],
         "a key may begin with a dash"
     );
     let by_id = ledger
         .run(&["jobs", "--search", &elsewhere[..].to_uppercase()])
         .ok();
-    assert_eq!(ids(&by_id), [elsewhere.clone()]);
+    assert_eq!(ids(&by_id), [elsewhere.as_str()]);
 
     let at_other = ledger.run(&["jobs", "--provider", "other"]).ok();
-    assert_eq!(ids(&at_other), [elsewhere.clone()]);
+    assert_eq!(ids(&at_other), [elsewhere.as_str()]);
     let at_primary = ledger
         .run(&[
             "jobs",
@@ -146,12 +146,12 @@ fn jobs_are_found_by_key_id_and_provider() {
             "1",
         ])
         .ok();
-    assert_eq!(ids(&at_primary), [second.clone()]);
+    assert_eq!(ids(&at_primary), [second.as_str()]);
     let cursor = at_primary["next"].as_str().expect("a next page");
     let rest = ledger
         .run(&["jobs", "--provider", "primary", "--after", cursor])
         .ok();
-    assert_eq!(ids(&rest), [first.clone()]);
+    assert_eq!(ids(&rest), [first.as_str()]);
     assert_eq!(rest["next"], Value::Null);
     let none = ledger
         .run(&["jobs", "--provider", "other", "--search", "invoice"])
