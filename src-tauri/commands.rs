@@ -39,6 +39,7 @@ pub async fn list_jobs(
         after,
         limit,
         oldest_first: oldest_first.unwrap_or(false),
+        ..Default::default()
     };
     state.engine.jobs(&state.owner, &query).await
 }
@@ -50,7 +51,11 @@ pub async fn count_jobs(
     state: State<'_, AppState>,
     status: Option<JobStatus>,
 ) -> Result<u32, Error> {
-    state.engine.count_jobs(&state.owner, status).await
+    let query = JobsQuery {
+        status,
+        ..Default::default()
+    };
+    state.engine.count_jobs(&state.owner, &query).await
 }
 
 /// How many jobs need a person: `unknown` ones and those flagged for review.
