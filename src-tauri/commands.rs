@@ -2,8 +2,8 @@
 //! app's owner.
 
 use onejob_engine::{
-    Error, Job, JobAttempt, JobDetail, JobPage, JobStatus, JobsQuery, Resolution, Submitted,
-    Verdict,
+    Error, Job, JobAttempt, JobDetail, JobPage, JobStatus, JobsQuery, OpenJobs, Resolution,
+    Submitted, Verdict,
 };
 use tauri::State;
 
@@ -24,7 +24,8 @@ pub async fn submit(
 }
 
 /// One page of jobs, newest first (oldest first with `oldest_first`), optionally of one
-/// status; pass the previous page's `next` as `after` to continue in the same direction.
+/// status, matching `search` (the start of an idempotency key or a job id) and naming
+/// `provider`; pass the previous page's `next` as `after` to continue in the same direction.
 #[tauri::command]
 #[specta::specta]
 pub async fn list_jobs(
@@ -33,9 +34,13 @@ pub async fn list_jobs(
     after: Option<String>,
     limit: Option<u32>,
     oldest_first: Option<bool>,
+    search: Option<String>,
+    provider: Option<String>,
 ) -> Result<JobPage, Error> {
     let query = JobsQuery {
         status,
+        search,
+        provider,
         after,
         limit,
         oldest_first: oldest_first.unwrap_or(false),
@@ -43,14 +48,22 @@ pub async fn list_jobs(
     state.engine.jobs(&state.owner, &query).await
 }
 
-/// How many jobs there are, optionally of one status: the length of the Jobs list.
+/// How many jobs the same filters as `list_jobs` give: the length of the Jobs list.
 #[tauri::command]
 #[specta::specta]
 pub async fn count_jobs(
     state: State<'_, AppState>,
     status: Option<JobStatus>,
+    search: Option<String>,
+    provider: Option<String>,
 ) -> Result<u32, Error> {
-    state.engine.count_jobs(&state.owner, status).await
+    let query = JobsQuery {
+        status,
+        search,
+        provider,
+        ..Default::default()
+    };
+    state.engine.count_jobs(&state.owner, &query).await
 }
 
 /// How many jobs need a person: `unknown` ones and those flagged for review.
@@ -142,6 +155,14 @@ pub async fn clear_provider_key(state: State<'_, AppState>, name: String) -> Res
     state.engine.clear_provider_key(&name).await
 }
 
+/// How many open jobs (`queued`, `running`, `unknown`, of every owner) name a provider: what
+/// removing it would affect.
+#[tauri::command]
+#[specta::specta]
+pub async fn provider_in_use(state: State<'_, AppState>, name: String) -> Result<OpenJobs, Error> {
+    state.engine.jobs_naming_provider(&name).await
+}
+
 /// Removes a provider; jobs and attempts that name it keep the name.
 #[tauri::command]
 #[specta::specta]
@@ -173,6 +194,22 @@ pub async fn save_contract(
     let added = state.engine.add_contract(&contract_json).await?;
     let checks = state.engine.contract_checks(&added.contract.name).await?;
     Ok(ContractView::new(added.contract, checks))
+}
+
+/// How many open jobs (`queued`, `running`, `unknown`, of every owner) name a contract: what
+/// removing it would affect.
+#[tauri::command]
+#[specta::specta]
+pub async fn contract_in_use(state: State<'_, AppState>, name: String) -> Result<OpenJobs, Error> {
+    state.engine.jobs_naming_contract(&name).await
+}
+
+/// Removes a contract and its checks; jobs keep its name, and an open one fails
+/// `misconfigured` at its next claim.
+#[tauri::command]
+#[specta::specta]
+pub async fn remove_contract(state: State<'_, AppState>, name: String) -> Result<(), Error> {
+    state.engine.remove_contract(&name).await
 }
 
 /// Runs a contract check: every sample is sent to the provider at temperature 0, and the stored

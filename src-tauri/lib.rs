@@ -3,6 +3,7 @@
 
 pub mod attention;
 pub mod commands;
+pub mod notify;
 pub mod view;
 
 use std::time::Duration;
@@ -53,11 +54,14 @@ pub fn specta_builder<R: Runtime>() -> tauri_specta::Builder<R> {
             commands::cancel,
             commands::providers,
             commands::save_provider,
+            commands::provider_in_use,
             commands::remove_provider,
             commands::set_provider_key,
             commands::clear_provider_key,
             commands::contracts,
             commands::save_contract,
+            commands::contract_in_use,
+            commands::remove_contract,
             commands::check_contract,
             commands::settings,
             commands::first_paint,
@@ -116,9 +120,14 @@ pub fn run(context: Context<Wry>) -> Result<(), RunError> {
     let executor =
         Executor::new(engine.clone(), ExecutorOptions::default()).map_err(RunError::Executor)?;
     tauri::async_runtime::spawn(async move { executor.run(std::future::pending()).await });
-    with_commands(tauri::Builder::default(), AppState::new(engine))
-        .run(context)
-        .map_err(RunError::Window)
+    let app = with_commands(tauri::Builder::default(), AppState::new(engine.clone()))
+        .plugin(tauri_plugin_notification::init())
+        .build(context)
+        .map_err(RunError::Window)?;
+    let to_open = std::sync::Arc::new(notify::ToOpen::default());
+    notify::watch(app.handle().clone(), engine, to_open.clone());
+    app.run(move |handle, event| notify::on_run_event(handle, &event, &to_open));
+    Ok(())
 }
 
 /// Why the app could not start or stopped abnormally.

@@ -13,8 +13,9 @@ use crate::attention::{Notice, Seen};
 use crate::view::OpenJob;
 use crate::{CHANGE_CHECK, OWNER};
 
-/// How many attention jobs are read at start, to remember them all as already known.
-const AT_START: u32 = 10_000;
+/// How many attention jobs are read at start, to remember them as already known (the most
+/// the engine gives at once).
+const AT_START: u32 = 1000;
 /// How many of the most recently changed attention jobs are read after each ledger change.
 const AFTER_CHANGE: u32 = 200;
 

@@ -516,3 +516,91 @@ fn a_key_for_an_unknown_provider_is_not_found_and_a_bad_key_is_invalid_input() {
     assert_eq!(bad["details"]["field"], json!("key"));
     assert!(!bad.to_string().contains("sk-one"), "{bad}");
 }
+
+#[test]
+fn find_feeds_the_search_and_the_provider_to_the_list_and_the_count() {
+    let app = headless_app();
+    let other = r#"{"name": "other", "kind": "sandbox", "base_url": "http://127.0.0.1:9",
+        "soft_timeout_ms": 1000, "hard_timeout_ms": 2000, "honours_idempotency_key": true}"#;
+    tauri::async_runtime::block_on(app.engine.add_provider(other)).unwrap();
+    let order = submit(&app.engine, OWNER, "order-45");
+    submit(&app.engine, OWNER, "order-46");
+    let elsewhere = tauri::async_runtime::block_on(app.engine.submit(
+        OWNER,
+        "refund-1",
+        r#"{"route": ["other"], "input": {}}"#,
+    ))
+    .unwrap()
+    .job
+    .id;
+
+    let by_key = invoke(&app.window, "list_jobs", json!({"search": "order-45"})).unwrap();
+    assert_eq!(by_key["jobs"][0]["id"], json!(order));
+    assert_eq!(by_key["jobs"].as_array().map(Vec::len), Some(1));
+    let count = invoke(&app.window, "count_jobs", json!({"search": "order-"})).unwrap();
+    assert_eq!(count, json!(2));
+
+    let by_id = invoke(
+        &app.window,
+        "list_jobs",
+        json!({"search": &elsewhere[..20]}),
+    )
+    .unwrap();
+    assert_eq!(by_id["jobs"][0]["id"], json!(elsewhere));
+
+    let at_other = invoke(&app.window, "list_jobs", json!({"provider": "other"})).unwrap();
+    assert_eq!(at_other["jobs"].as_array().map(Vec::len), Some(1));
+    assert_eq!(at_other["jobs"][0]["id"], json!(elsewhere));
+    let both = invoke(
+        &app.window,
+        "count_jobs",
+        json!({"search": "order-", "provider": "other", "status": "queued"}),
+    )
+    .unwrap();
+    assert_eq!(both, json!(0));
+}
+
+#[test]
+fn a_removal_is_preceded_by_the_open_jobs_that_name_it() {
+    let app = headless_app();
+    let contract = json!({"name": "summary", "schema": {"type": "object"},
+        "template": {"user": "{{text}}"}, "samples": [{"text": "t"}]});
+    invoke(
+        &app.window,
+        "save_contract",
+        json!({"contractJson": contract.to_string()}),
+    )
+    .unwrap();
+    submit(&app.engine, OWNER, "draft-1");
+    tauri::async_runtime::block_on(app.engine.submit(
+        "someone-else",
+        "draft-2",
+        r#"{"route": ["sandbox"], "input": {"text": "t"}, "contract": "summary"}"#,
+    ))
+    .unwrap();
+
+    let provider = invoke(&app.window, "provider_in_use", json!({"name": "sandbox"})).unwrap();
+    assert_eq!(
+        provider,
+        json!({"queued": 2, "running": 0, "unknown": 0}),
+        "every owner's open jobs count"
+    );
+    let named = invoke(&app.window, "contract_in_use", json!({"name": "summary"})).unwrap();
+    assert_eq!(named, json!({"queued": 1, "running": 0, "unknown": 0}));
+
+    invoke(&app.window, "remove_contract", json!({"name": "summary"})).unwrap();
+    assert_eq!(
+        invoke(&app.window, "contracts", json!({})).unwrap(),
+        json!([])
+    );
+    let gone = invoke(&app.window, "remove_contract", json!({"name": "summary"})).unwrap_err();
+    assert_eq!(gone["code"], json!("not_found"));
+    let unknown = invoke(&app.window, "provider_in_use", json!({"name": "nope"}));
+    assert!(
+        unknown == Ok(json!({"queued": 0, "running": 0, "unknown": 0}))
+            || unknown
+                .as_ref()
+                .is_err_and(|e| e["code"] == json!("not_found")),
+        "{unknown:?}"
+    );
+}

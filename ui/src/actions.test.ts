@@ -8,6 +8,7 @@ const detail = (status: JobStatus, states: AttemptState[]) => ({
   job: job("job-1", status),
   attempts: states.map((s, k) => attempt(k + 1, s)),
   events: [],
+  usage: null,
 });
 
 describe("the actions a job offers", () => {

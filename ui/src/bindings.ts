@@ -14,11 +14,12 @@ export const commands = {
 	submit: (key: string, intentJson: string) => typedError<Submitted, Error>(__TAURI_INVOKE("submit", { key, intentJson })),
 	/**
 	 *  One page of jobs, newest first (oldest first with `oldest_first`), optionally of one
-	 *  status; pass the previous page's `next` as `after` to continue in the same direction.
+	 *  status, matching `search` (the start of an idempotency key or a job id) and naming
+	 *  `provider`; pass the previous page's `next` as `after` to continue in the same direction.
 	 */
-	listJobs: (status: JobStatus | null, after: string | null, limit: number | null, oldestFirst: boolean | null) => typedError<JobPage, Error>(__TAURI_INVOKE("list_jobs", { status, after, limit, oldestFirst })),
-	/**  How many jobs there are, optionally of one status: the length of the Jobs list. */
-	countJobs: (status: JobStatus | null) => typedError<number, Error>(__TAURI_INVOKE("count_jobs", { status })),
+	listJobs: (status: JobStatus | null, after: string | null, limit: number | null, oldestFirst: boolean | null, search: string | null, provider: string | null) => typedError<JobPage, Error>(__TAURI_INVOKE("list_jobs", { status, after, limit, oldestFirst, search, provider })),
+	/**  How many jobs the same filters as `list_jobs` give: the length of the Jobs list. */
+	countJobs: (status: JobStatus | null, search: string | null, provider: string | null) => typedError<number, Error>(__TAURI_INVOKE("count_jobs", { status, search, provider })),
 	/**  How many jobs need a person: `unknown` ones and those flagged for review. */
 	needsAttention: () => typedError<number, Error>(__TAURI_INVOKE("needs_attention")),
 	/**  One job with its attempts and event history. */
@@ -39,6 +40,11 @@ export const commands = {
 	providers: () => typedError<ProviderView[], Error>(__TAURI_INVOKE("providers")),
 	/**  Adds a provider from its JSON configuration, replacing one of the same name. */
 	saveProvider: (configJson: string) => typedError<ProviderView, Error>(__TAURI_INVOKE("save_provider", { configJson })),
+	/**
+	 *  How many open jobs (`queued`, `running`, `unknown`, of every owner) name a provider: what
+	 *  removing it would affect.
+	 */
+	providerInUse: (name: string) => typedError<OpenJobs, Error>(__TAURI_INVOKE("provider_in_use", { name })),
 	/**  Removes a provider; jobs and attempts that name it keep the name. */
 	removeProvider: (name: string) => typedError<null, Error>(__TAURI_INVOKE("remove_provider", { name })),
 	/**
@@ -56,6 +62,16 @@ export const commands = {
 	 *  stop counting. Bad input is `invalid_input` naming the field, and changes nothing.
 	 */
 	saveContract: (contractJson: string) => typedError<ContractView, Error>(__TAURI_INVOKE("save_contract", { contractJson })),
+	/**
+	 *  How many open jobs (`queued`, `running`, `unknown`, of every owner) name a contract: what
+	 *  removing it would affect.
+	 */
+	contractInUse: (name: string) => typedError<OpenJobs, Error>(__TAURI_INVOKE("contract_in_use", { name })),
+	/**
+	 *  Removes a contract and its checks; jobs keep its name, and an open one fails
+	 *  `misconfigured` at its next claim.
+	 */
+	removeContract: (name: string) => typedError<null, Error>(__TAURI_INVOKE("remove_contract", { name })),
 	/**
 	 *  Runs a contract check: every sample is sent to the provider at temperature 0, and the stored
 	 *  check comes back.
@@ -100,6 +116,11 @@ export type Attempt = {
 	created_at: string,
 	sent_at: string | null,
 	finished_at: string | null,
+	/**
+	 *  The tokens its provider reported for the answer (AI providers only), whatever the
+	 *  answer's fate: a lost or contract-breaking answer was billed too.
+	 */
+	usage: Usage | null,
 };
 
 /**  Why an attempt failed, or what made it unknown. */
@@ -314,6 +335,8 @@ export type JobDetail = {
 	job: Job,
 	attempts: Attempt[],
 	events: Event[],
+	/**  The tokens reported over all its attempts; `None` when no attempt reported any. */
+	usage: Usage | null,
 };
 
 /**  Why a job failed or was cancelled. */
@@ -379,6 +402,13 @@ export type NotFoundDetails = {
  */
 export type OpenJob = {
 	id: string,
+};
+
+/**  Jobs that are not closed and would be touched by removing a provider or a contract. */
+export type OpenJobs = {
+	queued: number,
+	running: number,
+	unknown: number,
 };
 
 /**  The kinds of provider onejob can talk to. */
@@ -475,6 +505,17 @@ export type TransitionDetails = {
 	 *  dropped and the job flagged for review.
 	 */
 	flagged_for_review: boolean,
+};
+
+/**  Tokens an AI provider reported for one answer. */
+export type Usage = {
+	/**
+	 *  Tokens read: OpenAI's `prompt_tokens`; Anthropic's `input_tokens` plus its cache
+	 *  writes and reads, which it reports apart.
+	 */
+	prompt_tokens: number,
+	/**  Tokens written: OpenAI's `completion_tokens`, Anthropic's `output_tokens`. */
+	completion_tokens: number,
 };
 
 export type Value = null | boolean | number | string | Value[] | { [key in string]: Value };

@@ -161,6 +161,13 @@ pub struct Jobs {
     /// Continue after this cursor: the `next` of the previous page
     #[arg(long, value_name = "CURSOR")]
     pub after: Option<String>,
+    /// Only jobs whose idempotency key starts with TEXT (case-sensitive), or whose id does
+    /// (any case); at most 255 characters
+    #[arg(long, value_name = "TEXT", allow_hyphen_values = true)]
+    pub search: Option<String>,
+    /// Only jobs whose route names this provider, or that ran an attempt at it
+    #[arg(long, value_name = "NAME")]
+    pub provider: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -214,7 +221,10 @@ pub enum ProviderCommand {
     },
     /// List the configured providers
     List,
-    /// Remove a provider, and its API key from the OS keyring; jobs and attempts that name it keep the name
+    /// Remove a provider and its API key in the OS keyring; jobs and attempts that name it
+    /// keep the name, and an open job whose route names it fails "misconfigured" when it next
+    /// needs it. Prints {"removed", "open_jobs": {"queued", "running", "unknown"}}: the open
+    /// jobs that named it, of every owner
     Remove {
         /// The provider's name
         name: String,

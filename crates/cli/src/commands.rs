@@ -70,6 +70,8 @@ async fn run_once(db: &Path, owner: &str, command: Command) -> Result<Value> {
                 after: jobs.after,
                 limit: jobs.limit,
                 oldest_first: false,
+                search: jobs.search,
+                provider: jobs.provider,
             };
             with_engine(db, async |engine| {
                 to_json(engine.jobs(owner, &query).await?)
@@ -144,8 +146,10 @@ async fn run_once(db: &Path, owner: &str, command: Command) -> Result<Value> {
         }
         Command::Provider(ProviderCommand::Remove { name }) => {
             with_engine(db, async |engine| {
+                // Counted first: once it is removed, these are the jobs that named it.
+                let open_jobs = engine.jobs_naming_provider(&name).await?;
                 engine.remove_provider(&name).await?;
-                Ok(json!({ "removed": name }))
+                Ok(json!({ "removed": name, "open_jobs": open_jobs }))
             })
             .await
         }

@@ -1,4 +1,4 @@
-//! `onejob contract add|list|check`: output contracts and their checks against providers.
+//! `onejob contract add|list|remove|check`: output contracts and their checks against providers.
 
 use clap::Subcommand;
 use onejob_engine::{Engine, Result};
@@ -19,6 +19,13 @@ pub enum ContractCommand {
     },
     /// List the contracts, each with its last check against every provider it was checked with
     List,
+    /// Remove a contract and its checks; jobs that name it keep the name, and an open one fails
+    /// "misconfigured" at its next attempt. Prints {"removed", "open_jobs": {"queued",
+    /// "running", "unknown"}}: the open jobs that named it, of every owner
+    Remove {
+        /// The contract's name
+        name: String,
+    },
     /// Run every sample against a provider at temperature 0 and store the result; exits 0 when
     /// it passed, 13 when it ran and failed
     Check {
@@ -35,6 +42,7 @@ pub enum ContractCommand {
 pub enum Call {
     Add(String),
     List,
+    Remove(String),
     Check { name: String, provider: String },
 }
 
@@ -44,6 +52,7 @@ impl ContractCommand {
         Ok(match self {
             ContractCommand::Add { json } => Call::Add(read_text("contract", &json)?),
             ContractCommand::List => Call::List,
+            ContractCommand::Remove { name } => Call::Remove(name),
             ContractCommand::Check { name, provider } => Call::Check { name, provider },
         })
     }
@@ -70,6 +79,12 @@ pub async fn run(engine: &Engine, call: Call) -> Result<(Value, u8)> {
                 listed.push(doc);
             }
             Ok((json!({ "contracts": listed }), 0))
+        }
+        Call::Remove(name) => {
+            // Counted first: once it is removed, these are the jobs that named it.
+            let open_jobs = engine.jobs_naming_contract(&name).await?;
+            engine.remove_contract(&name).await?;
+            Ok((json!({ "removed": name, "open_jobs": open_jobs }), 0))
         }
         Call::Check { name, provider } => {
             let check = engine.check_contract(&name, &provider).await?;

@@ -1,4 +1,4 @@
-//! `onejob contract add|list|check` through the real binary, against the sandbox's chat mode
+//! `onejob contract add|list|remove|check` through the real binary, against the sandbox's chat mode
 //! run as `onejob sandbox` on loopback.
 
 mod common;
@@ -218,4 +218,78 @@ fn a_planted_api_key_appears_in_no_output_and_not_in_the_database() {
         let bytes = std::fs::read(entry.expect("entry").path()).expect("read");
         assert!(!String::from_utf8_lossy(&bytes).contains(KEY));
     }
+}
+
+#[test]
+fn a_removed_contract_fails_the_open_jobs_naming_it_and_says_how_many() {
+    let ledger = Ledger::new();
+    ledger
+        .run(&["contract", "add", "--json", &contract().to_string()])
+        .ok();
+    let named = json!({"route": ["primary"], "input": {"text": "t"}, "contract": "summary"});
+    let named = common::id(&ledger.submit("named", &named.to_string())["job"]);
+    let plain = common::id(&ledger.submit("plain", &common::intent("1"))["job"]);
+
+    let removed = ledger.run(&["contract", "remove", "summary"]).ok();
+    assert_eq!(
+        removed,
+        json!({"removed": "summary", "open_jobs": {"queued": 1, "running": 0, "unknown": 0}})
+    );
+    let error = ledger.run(&["contract", "remove", "summary"]).err(5);
+    assert_eq!(error["details"]["entity"], "contract");
+    let listed = ledger.run(&["contract", "list"]).ok();
+    assert_eq!(listed["contracts"], json!([]));
+
+    // The worker fails the job that names it, with the reason, and sends the other.
+    let worker = ledger.run(&["worker", "--once"]);
+    assert_eq!(worker.code, 0, "{worker:?}");
+    let failed = ledger.run(&["job", &named]).ok();
+    assert_eq!(failed["job"]["status"], "failed");
+    assert_eq!(failed["job"]["error"]["code"], "misconfigured");
+    let message = failed["job"]["error"]["message"].as_str().expect("message");
+    assert!(message.contains("summary"), "{message}");
+    assert_eq!(failed["attempts"], json!([]));
+    let other = ledger.run(&["job", &plain]).ok();
+    assert_eq!(other["attempts"][0]["provider"], "primary", "{other}");
+}
+
+#[test]
+fn job_shows_the_tokens_of_each_attempt_and_their_sum() {
+    let ledger = Ledger::new();
+    let sandbox = SandboxProcess::start(serde_json::from_str(QUICK).expect("dials"));
+    ledger
+        .run(&[
+            "provider",
+            "add",
+            "--json",
+            &openai("ai", &sandbox, json!({})),
+        ])
+        .ok();
+    ledger
+        .run(&["contract", "add", "--json", &contract().to_string()])
+        .ok();
+    let intent = json!({"route": ["ai"], "input": {"text": "t"}, "contract": "summary"});
+    let submitted = ledger
+        .run(&[
+            "submit",
+            "--key",
+            "k",
+            "--intent",
+            &intent.to_string(),
+            "--wait",
+        ])
+        .ok();
+    let job = common::id(&submitted["job"]);
+    let shown = ledger.run(&["job", &job]).ok();
+    assert_eq!(shown["job"]["status"], "succeeded", "{shown}");
+    let usage = &shown["attempts"][0]["usage"];
+    assert!(
+        usage["prompt_tokens"].as_u64().is_some_and(|n| n > 0),
+        "{shown}"
+    );
+    assert!(usage["completion_tokens"].as_u64().is_some_and(|n| n > 0));
+    assert_eq!(
+        &shown["usage"], usage,
+        "one attempt: the job's total is its own"
+    );
 }

@@ -1,4 +1,4 @@
-//! `jobs`: newest first, keyset pages, and the status filter.
+//! `jobs`: newest first, keyset pages, and the status, search and provider filters.
 
 mod common;
 
@@ -96,13 +96,65 @@ fn jobs_filter_by_status() {
 #[test]
 fn jobs_refuse_bad_pages() {
     let ledger = Ledger::new();
+    let long = "k".repeat(256);
     for (args, field) in [
         (vec!["jobs", "--status", "done"], "status"),
         (vec!["jobs", "--limit", "0"], "limit"),
         (vec!["jobs", "--limit", "1001"], "limit"),
         (vec!["jobs", "--after", "page-2"], "after"),
+        (vec!["jobs", "--search", &long], "search"),
     ] {
         let error = ledger.run(&args).err(2);
         assert_eq!(error["details"]["field"], field, "{args:?}");
     }
+}
+
+#[test]
+fn jobs_are_found_by_key_id_and_provider() {
+    let ledger = Ledger::new();
+    let other = r#"{"name":"other","kind":"http","base_url":"http://127.0.0.1:9/other","soft_timeout_ms":1000,"hard_timeout_ms":5000,"honours_idempotency_key":false}"#;
+    ledger.run(&["provider", "add", "--json", other]).ok();
+    let invoice = |n: &str| id(&ledger.submit(&format!("invoice-{n}"), &intent(n))["job"]);
+    let (first, second) = (invoice("1"), invoice("2"));
+    let elsewhere = id(&ledger.submit("-refund", r#"{"route":["other"],"input":3}"#)["job"]);
+
+    let found = ledger.run(&["jobs", "--search", "invoice-"]).ok();
+    assert_eq!(ids(&found), [second.as_str(), first.as_str()]);
+    let found = ledger.run(&["jobs", "--search", "invoice-1"]).ok();
+    assert_eq!(ids(&found), [first.as_str()]);
+    let found = ledger.run(&["jobs", "--search", "-ref"]).ok();
+    assert_eq!(
+        ids(&found),
+        [elsewhere.as_str()],
+        "a key may begin with a dash"
+    );
+    let by_id = ledger
+        .run(&["jobs", "--search", &elsewhere[..].to_uppercase()])
+        .ok();
+    assert_eq!(ids(&by_id), [elsewhere.as_str()]);
+
+    let at_other = ledger.run(&["jobs", "--provider", "other"]).ok();
+    assert_eq!(ids(&at_other), [elsewhere.as_str()]);
+    let at_primary = ledger
+        .run(&[
+            "jobs",
+            "--provider",
+            "primary",
+            "--status",
+            "queued",
+            "--limit",
+            "1",
+        ])
+        .ok();
+    assert_eq!(ids(&at_primary), [second.as_str()]);
+    let cursor = at_primary["next"].as_str().expect("a next page");
+    let rest = ledger
+        .run(&["jobs", "--provider", "primary", "--after", cursor])
+        .ok();
+    assert_eq!(ids(&rest), [first.as_str()]);
+    assert_eq!(rest["next"], Value::Null);
+    let none = ledger
+        .run(&["jobs", "--provider", "other", "--search", "invoice"])
+        .ok();
+    assert!(ids(&none).is_empty());
 }

@@ -48,7 +48,10 @@ fn providers_are_added_listed_replaced_and_removed() {
     assert_eq!(names, ["fallback", "primary", "sandbox"]);
 
     let removed = ledger.run(&["provider", "remove", "fallback"]).ok();
-    assert_eq!(removed, serde_json::json!({ "removed": "fallback" }));
+    assert_eq!(
+        removed,
+        serde_json::json!({ "removed": "fallback", "open_jobs": {"queued": 0, "running": 0, "unknown": 0} })
+    );
     let list = ledger.run(&["provider", "list"]).ok();
     assert_eq!(list["providers"].as_array().map(Vec::len), Some(2));
 
@@ -165,4 +168,34 @@ fn a_removed_provider_can_no_longer_be_routed_to() {
         .run(&["submit", "--key", "k", "--intent", &intent("1")])
         .err(2);
     assert_eq!(error["details"]["field"], "intent.route.0");
+}
+
+#[test]
+fn removing_a_provider_says_which_open_jobs_named_it() {
+    let ledger = Ledger::new();
+    for key in ["a", "b", "c"] {
+        ledger.submit(key, &intent("1"));
+    }
+    let running = common::id(&ledger.submit("d", &intent("2"))["job"]);
+    ledger.retry(&running);
+    let cancelled = common::id(&ledger.submit("e", &intent("3"))["job"]);
+    ledger.run(&["cancel", &cancelled]).ok();
+    ledger
+        .run(&[
+            "--owner",
+            "someone-else",
+            "submit",
+            "--key",
+            "a",
+            "--intent",
+            &intent("1"),
+        ])
+        .ok();
+
+    let removed = ledger.run(&["provider", "remove", "primary"]).ok();
+    assert_eq!(
+        removed,
+        serde_json::json!({ "removed": "primary", "open_jobs": {"queued": 4, "running": 1, "unknown": 0} }),
+        "three queued and one running here, one queued of another owner; the cancelled one is closed"
+    );
 }

@@ -46,6 +46,8 @@ pub const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
 /// The default page size of `jobs`, and the largest accepted.
 pub const DEFAULT_PAGE: u32 = 50;
 pub const MAX_PAGE: u32 = 1000;
+/// The longest text `JobsQuery::search` accepts: an idempotency key is at most this long.
+pub const MAX_SEARCH: usize = 255;
 
 /// The database the desktop app uses, and the CLI's default: `<data dir>/dev.onejob.app/onejob.db`.
 pub fn default_db_path() -> PathBuf {
@@ -66,10 +68,18 @@ pub struct Engine {
     options: SqliteConnectOptions,
 }
 
-/// A filter and a position for `jobs`.
+/// A filter and a position for `jobs`; the filters also narrow `count_jobs`.
 #[derive(Debug, Clone, Default)]
 pub struct JobsQuery {
+    /// Only jobs in this status.
     pub status: Option<JobStatus>,
+    /// Only jobs whose idempotency key or id starts with this text (case-sensitive for the key; an id prefix is matched case-insensitively since ids are lowercase hex UUIDs).
+    /// Empty or only whitespace: no filter. At most 255 characters.
+    pub search: Option<String>,
+    /// Only jobs that ran an attempt at this provider or whose route names it.
+    /// An attempt counts wherever it ran (a person's retry may run a job outside its route),
+    /// and still after the provider is removed. Empty or only whitespace: no filter.
+    pub provider: Option<String>,
     /// Return jobs after this cursor (the `next` of the previous page).
     pub after: Option<String>,
     pub limit: Option<u32>,

@@ -61,6 +61,67 @@ pub struct Attempt {
     pub created_at: String,
     pub sent_at: Option<String>,
     pub finished_at: Option<String>,
+    /// The tokens its provider reported for the answer (AI providers only), whatever the
+    /// answer's fate: a lost or contract-breaking answer was billed too.
+    pub usage: Option<Usage>,
+}
+
+/// Tokens an AI provider reported for one answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, Type)]
+pub struct Usage {
+    /// Tokens read: OpenAI's `prompt_tokens`; Anthropic's `input_tokens` plus its cache
+    /// writes and reads, which it reports apart.
+    pub prompt_tokens: u32,
+    /// Tokens written: OpenAI's `completion_tokens`, Anthropic's `output_tokens`.
+    pub completion_tokens: u32,
+}
+
+impl Usage {
+    /// Reads a provider's raw `usage` object, in OpenAI's or Anthropic's spelling; `None`
+    /// when it names neither count (an unknown shape is not reported as zero tokens).
+    pub fn from_reported(raw: &Value) -> Option<Usage> {
+        let count = |key: &str| {
+            raw.get(key)
+                .and_then(Value::as_u64)
+                .map(|n| u32::try_from(n).unwrap_or(u32::MAX))
+        };
+        let openai = (count("prompt_tokens"), count("completion_tokens"));
+        let anthropic = (count("input_tokens"), count("output_tokens"));
+        let (prompt, completion) = match (openai, anthropic) {
+            ((None, None), (None, None)) => return None,
+            ((None, None), (input, output)) => {
+                let cached = ["cache_creation_input_tokens", "cache_read_input_tokens"]
+                    .iter()
+                    .filter_map(|k| count(k))
+                    .fold(0u32, u32::saturating_add);
+                (input.map(|n| n.saturating_add(cached)), output)
+            }
+            ((prompt, completion), _) => (prompt, completion),
+        };
+        Some(Usage {
+            prompt_tokens: prompt.unwrap_or(0),
+            completion_tokens: completion.unwrap_or(0),
+        })
+    }
+
+    /// The sum of the usages given, saturating; `None` when none was reported.
+    pub fn total<'a>(usages: impl IntoIterator<Item = &'a Usage>) -> Option<Usage> {
+        usages.into_iter().fold(None, |sum: Option<Usage>, u| {
+            let sum = sum.unwrap_or_default();
+            Some(Usage {
+                prompt_tokens: sum.prompt_tokens.saturating_add(u.prompt_tokens),
+                completion_tokens: sum.completion_tokens.saturating_add(u.completion_tokens),
+            })
+        })
+    }
+}
+
+/// Jobs that are not closed and would be touched by removing a provider or a contract.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Type)]
+pub struct OpenJobs {
+    pub queued: u32,
+    pub running: u32,
+    pub unknown: u32,
 }
 
 /// Why an attempt failed, or what made it unknown.
@@ -115,6 +176,8 @@ pub struct JobDetail {
     pub job: Job,
     pub attempts: Vec<Attempt>,
     pub events: Vec<Event>,
+    /// The tokens reported over all its attempts; `None` when no attempt reported any.
+    pub usage: Option<Usage>,
 }
 
 /// One page of jobs, newest first; `next` continues after the last one.
@@ -189,4 +252,54 @@ pub enum AfterFailure {
     },
     /// The job is `failed` with this error.
     FailJob(JobError),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn usage_is_read_in_openai_and_anthropic_spellings() {
+        let openai = json!({"prompt_tokens": 21, "completion_tokens": 9, "total_tokens": 30});
+        assert_eq!(
+            Usage::from_reported(&openai),
+            Some(Usage {
+                prompt_tokens: 21,
+                completion_tokens: 9
+            })
+        );
+        let anthropic = json!({"input_tokens": 17, "output_tokens": 6,
+                               "cache_creation_input_tokens": 100, "cache_read_input_tokens": 3});
+        assert_eq!(
+            Usage::from_reported(&anthropic),
+            Some(Usage {
+                prompt_tokens: 120,
+                completion_tokens: 6
+            })
+        );
+        assert_eq!(Usage::from_reported(&json!({"total_tokens": 5})), None);
+        assert_eq!(Usage::from_reported(&json!("tokens")), None);
+        let huge = json!({"prompt_tokens": u64::MAX, "completion_tokens": 1});
+        assert_eq!(
+            Usage::from_reported(&huge).map(|u| u.prompt_tokens),
+            Some(u32::MAX)
+        );
+    }
+
+    #[test]
+    fn a_total_is_none_without_usage_and_saturates() {
+        assert_eq!(Usage::total([]), None);
+        let big = Usage {
+            prompt_tokens: u32::MAX,
+            completion_tokens: 1,
+        };
+        assert_eq!(
+            Usage::total([&big, &big]),
+            Some(Usage {
+                prompt_tokens: u32::MAX,
+                completion_tokens: 2
+            })
+        );
+    }
 }

@@ -124,6 +124,7 @@ mod tests {
             created_at: String::new(),
             sent_at: None,
             finished_at: None,
+            usage: None,
         }
     }
 

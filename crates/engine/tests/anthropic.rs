@@ -16,7 +16,7 @@ use hyper::{Request, Response};
 use hyper_util::rt::TokioIo;
 use onejob_engine::executor::{Executor, ExecutorOptions};
 use onejob_engine::sandbox::{Dials, Sandbox};
-use onejob_engine::{Engine, JobDetail, JobStatus};
+use onejob_engine::{Engine, JobDetail, JobStatus, Usage};
 use serde_json::{json, Value};
 
 /// What the server's answers look like.
@@ -220,6 +220,16 @@ async fn the_anthropic_adapter_keeps_the_contract_scenario() {
     );
     let usage = e.attempt_usage(&done.attempts[0].id).await.expect("usage");
     assert_eq!(usage, Some(json!({"input_tokens": 17, "output_tokens": 6})));
+    let tokens = Usage {
+        prompt_tokens: 17,
+        completion_tokens: 6,
+    };
+    assert_eq!(
+        done.attempts[0].usage,
+        Some(tokens),
+        "input/output read as prompt/completion"
+    );
+    assert_eq!(done.usage, Some(tokens));
 
     // Prose and an extra key are contract violations, never the result.
     for (mode, path) in [(Mode::Prose, "not JSON"), (Mode::ExtraKey, "/mood")] {

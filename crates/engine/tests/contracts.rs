@@ -531,3 +531,68 @@ async fn a_llama_server_counts_the_prompt_with_its_own_tokenize() {
     assert!(large.passed, "{large:#?}");
     assert_eq!(large.samples[0].prompt_tokens, Some(16));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn token_usage_is_read_per_attempt_and_summed_per_job() {
+    let ledger = Ledger::new().await;
+    let e = &ledger.engine;
+    // The first answer breaks the contract: failed, yet billed, so its tokens count.
+    let server = sandbox(Dials {
+        extra_key: 1.0,
+        ..quick()
+    })
+    .await;
+    add_contract(e, &summary_contract()).await;
+    openai(e, "model-a", &server, json!({})).await;
+    let (_executor, _stop) = start(e);
+    let job_id = submit(e, "usage", &["model-a"], 1).await;
+    let failed = until(e, &job_id, terminal).await;
+    assert_eq!(failed.job.status, JobStatus::Failed, "{failed:#?}");
+    // The retry carries the same Idempotency-Key: a fresh answer, not the first one replayed.
+    server.set_dials(Dials {
+        honour_idempotency_key: false,
+        ..quick()
+    });
+    e.retry(OWNER, &job_id, None).await.expect("retry");
+    let done = until(e, &job_id, |d| d.job.status == JobStatus::Succeeded).await;
+
+    assert_eq!(done.attempts.len(), 2);
+    let mut sum = (0, 0);
+    for attempt in &done.attempts {
+        // What the server said, as stored, against what the record shows.
+        let raw = e
+            .attempt_usage(&attempt.id)
+            .await
+            .expect("usage")
+            .expect("recorded");
+        let reported = |key: &str| raw[key].as_u64().expect(key) as u32;
+        let usage = attempt.usage.expect("usage on the record");
+        assert_eq!(usage.prompt_tokens, reported("prompt_tokens"), "{raw}");
+        assert_eq!(
+            usage.completion_tokens,
+            reported("completion_tokens"),
+            "{raw}"
+        );
+        assert!(
+            usage.prompt_tokens > 0 && usage.completion_tokens > 0,
+            "{raw}"
+        );
+        sum.0 += usage.prompt_tokens;
+        sum.1 += usage.completion_tokens;
+    }
+    let total = done.usage.expect("the job's total");
+    assert_eq!((total.prompt_tokens, total.completion_tokens), sum);
+    let shown = serde_json::to_value(&done).expect("json");
+    assert_eq!(shown["usage"]["prompt_tokens"], json!(sum.0));
+    assert_eq!(
+        shown["attempts"][0]["usage"]["completion_tokens"]
+            .as_u64()
+            .map(|n| n as u32),
+        Some(done.attempts[0].usage.expect("usage").completion_tokens)
+    );
+
+    // A job whose provider reports no tokens has none.
+    let plain = ledger.submit("no-usage").await.job;
+    let detail = e.job(OWNER, &plain.id).await.expect("job");
+    assert_eq!(detail.usage, None);
+}

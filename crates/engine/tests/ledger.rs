@@ -936,17 +936,29 @@ async fn the_far_end_of_the_list_is_one_page_away_and_counted() {
         .expect("next oldest page");
     assert_eq!(second.jobs[0].id, ids[3]);
     assert_eq!(
-        ledger.engine.count_jobs(OWNER, None).await.expect("count"),
+        ledger
+            .engine
+            .count_jobs(OWNER, &JobsQuery::default())
+            .await
+            .expect("count"),
         7
     );
     let queued = ledger
         .engine
-        .count_jobs(OWNER, Some(JobStatus::Queued))
+        .count_jobs(OWNER, &status(JobStatus::Queued))
         .await;
     assert_eq!(queued.expect("count"), 7);
     let done = ledger
         .engine
-        .count_jobs(OWNER, Some(JobStatus::Succeeded))
+        .count_jobs(OWNER, &status(JobStatus::Succeeded))
         .await;
     assert_eq!(done.expect("count"), 0);
+}
+
+/// A query for one status, as the Jobs list's filter asks.
+fn status(status: JobStatus) -> JobsQuery {
+    JobsQuery {
+        status: Some(status),
+        ..JobsQuery::default()
+    }
 }

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use common::{Ledger, OWNER};
 use onejob_engine::executor::{Executor, ExecutorOptions};
-use onejob_engine::JobStatus;
+use onejob_engine::{JobStatus, Usage};
 use onejob_testkit::MockLlm;
 use serde_json::{json, Value};
 
@@ -113,5 +113,15 @@ async fn a_job_with_a_contract_succeeds_against_a_third_party_openai_compatible_
     assert_eq!(
         usage,
         Some(json!({"prompt_tokens": 21, "completion_tokens": 9, "total_tokens": 30}))
+    );
+    let tokens = Usage {
+        prompt_tokens: 21,
+        completion_tokens: 9,
+    };
+    assert_eq!(attempt.usage, Some(tokens));
+    assert_eq!(
+        detail.usage,
+        Some(tokens),
+        "one attempt: the job's total is its usage"
     );
 }

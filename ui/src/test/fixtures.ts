@@ -38,5 +38,6 @@ export function attempt(number: number, state: AttemptState): Attempt {
     created_at: "2026-01-01T00:00:00Z",
     sent_at: null,
     finished_at: null,
+    usage: null,
   };
 }

@@ -2,11 +2,14 @@
 //! attempt by the route policy, decided inside the claiming transaction.
 
 use crate::error::{Error, Result};
-use crate::intent::validate_intent;
+use crate::intent::{validate_intent, Intent};
 use crate::job::JobStatus;
 use crate::model::{Actor, Attempt, Job, JobAttempt, JobError};
 use crate::policy::{next_step, Next};
-use crate::store::{attempts as attempt_rows, jobs as job_rows, now, providers as provider_rows};
+use crate::store::{
+    attempts as attempt_rows, contracts as contract_rows, jobs as job_rows, now,
+    providers as provider_rows,
+};
 use crate::Engine;
 
 use super::attempts::{start_attempt, Starter};
@@ -25,6 +28,34 @@ pub enum Claim {
     /// Not claimable now: someone else got there first (an open attempt, a cancel, another
     /// executor), or its backoff has not ended.
     Skipped,
+}
+
+/// Why a job cannot be sent to `provider` as configured now: the provider or the job's
+/// contract was removed since it was submitted. The job fails with it; no other job stops.
+async fn unsendable(
+    conn: &mut sqlx::SqliteConnection,
+    intent: &Intent,
+    provider: &str,
+) -> Result<Option<JobError>> {
+    let misconfigured = |message: String| {
+        Some(JobError {
+            code: "misconfigured".to_owned(),
+            message,
+        })
+    };
+    if provider_rows::get(conn, provider).await?.is_none() {
+        return Ok(misconfigured(format!(
+            "provider {provider} is no longer configured; add it again, or retry the job on another provider"
+        )));
+    }
+    if let Some(contract) = &intent.contract {
+        if contract_rows::get(conn, contract).await?.is_none() {
+            return Ok(misconfigured(format!(
+                "contract {contract} is no longer configured; add it again, then retry the job"
+            )));
+        }
+    }
+    Ok(None)
 }
 
 impl Engine {
@@ -52,28 +83,23 @@ impl Engine {
         // without a contract has none.
         let validated = validated_in(&mut tx, &intent).await?;
         let error = match next_step(&intent, &attempts, |p| validated.contains(p)) {
-            Next::Attempt(provider) if provider_rows::get(&mut tx, &provider).await?.is_none() => {
-                JobError {
-                    code: "misconfigured".to_owned(),
-                    message: format!(
-                        "provider {provider} is no longer configured; add it again, or retry the job on another provider"
-                    ),
+            Next::Attempt(provider) => match unsendable(&mut tx, &intent, &provider).await? {
+                Some(error) => error,
+                None => {
+                    let starter = Starter {
+                        actor: Actor::Executor,
+                        explicit: false,
+                        field: "provider",
+                    };
+                    let row = match start_attempt(&mut tx, &job, &provider, starter).await {
+                        Ok(row) => row,
+                        Err(Error::AttemptBlocked { .. }) => return Ok(Claim::Skipped),
+                        Err(e) => return Err(e),
+                    };
+                    let claimed = commit_with(tx, job_id, &row.id).await?;
+                    return Ok(Claim::Attempt(Box::new(claimed)));
                 }
-            }
-            Next::Attempt(provider) => {
-                let starter = Starter {
-                    actor: Actor::Executor,
-                    explicit: false,
-                    field: "provider",
-                };
-                let row = match start_attempt(&mut tx, &job, &provider, starter).await {
-                    Ok(row) => row,
-                    Err(Error::AttemptBlocked { .. }) => return Ok(Claim::Skipped),
-                    Err(e) => return Err(e),
-                };
-                let claimed = commit_with(tx, job_id, &row.id).await?;
-                return Ok(Claim::Attempt(Box::new(claimed)));
-            }
+            },
             Next::Fail(error) => error,
         };
         fail_job(&mut tx, job_id, &error, Actor::Executor).await?;

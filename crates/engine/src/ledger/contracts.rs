@@ -10,9 +10,12 @@ use crate::contracts::check::{Check, SampleResult};
 use crate::contracts::{self, Contract};
 use crate::error::{Error, Result};
 use crate::intent::validate_intent;
+use crate::model::OpenJobs;
 use crate::store::checks::{self as check_rows, CheckRow};
 use crate::store::contracts::{self as contract_rows, ContractRow, Upserted};
-use crate::store::{attempts as attempt_rows, json_column, providers as provider_rows};
+use crate::store::{
+    attempts as attempt_rows, jobs as job_rows, json_column, providers as provider_rows,
+};
 use crate::Engine;
 
 /// What `add_contract` did.
@@ -70,6 +73,27 @@ impl Engine {
             .await?
             .ok_or_else(|| Error::not_found("contract", name))
             .and_then(into_contract)
+    }
+
+    /// Removes a contract and its checks, or `not_found`. Jobs that name it keep the name;
+    /// an open one fails `misconfigured` at its next claim, naming the contract, and every
+    /// other job goes on (as with a removed provider).
+    pub async fn remove_contract(&self, name: &str) -> Result<()> {
+        let mut tx = self.begin().await?;
+        if !contract_rows::delete(&mut tx, name).await? {
+            return Err(Error::not_found("contract", name));
+        }
+        check_rows::delete_for_contract(&mut tx, name).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Jobs that are not closed and name this contract, of every owner (contracts are
+    /// shared by all owners, so removing one touches them all). Whether the contract exists
+    /// does not matter: jobs keep the name after it is removed.
+    pub async fn jobs_naming_contract(&self, name: &str) -> Result<OpenJobs> {
+        let mut conn = self.reader.acquire().await?;
+        open_jobs(job_rows::open_naming_contract(&mut conn, name).await?)
     }
 
     /// The last check of a contract against each provider it was checked with.
@@ -211,4 +235,23 @@ fn into_check(row: CheckRow, current: bool) -> Result<Check> {
         checked_at: row.checked_at,
         current,
     })
+}
+
+/// Counts by status, as the store returns them, into [`OpenJobs`].
+pub(super) fn open_jobs(counts: Vec<(String, i64)>) -> Result<OpenJobs> {
+    let mut open = OpenJobs::default();
+    for (status, n) in counts {
+        let n = u32::try_from(n).unwrap_or(u32::MAX);
+        match status.as_str() {
+            "queued" => open.queued = n,
+            "running" => open.running = n,
+            "unknown" => open.unknown = n,
+            other => {
+                return Err(Error::internal(format!(
+                    "{other} is not an open job status"
+                )))
+            }
+        }
+    }
+    Ok(open)
 }

@@ -1,8 +1,11 @@
 //! Provider configuration calls: add (or replace), list, remove.
 
 use crate::error::{Error, Result};
+use crate::model::OpenJobs;
 use crate::providers::{Provider, ProviderConfig};
-use crate::store::providers as provider_rows;
+use crate::store::{jobs as job_rows, providers as provider_rows};
+
+use super::contracts::open_jobs;
 use crate::Engine;
 
 impl Engine {
@@ -38,6 +41,14 @@ impl Engine {
             .await?
             .ok_or_else(|| Error::not_found("provider", name))?;
         into_provider(row)
+    }
+
+    /// Jobs that are not closed and would be touched by removing this provider: those whose
+    /// route names it, or whose open attempt is at it. Of every owner, since providers are
+    /// shared by all owners. Whether the provider exists does not matter.
+    pub async fn jobs_naming_provider(&self, name: &str) -> Result<OpenJobs> {
+        let mut conn = self.reader.acquire().await?;
+        open_jobs(job_rows::open_naming_provider(&mut conn, name).await?)
     }
 
     /// Removes a provider. Jobs that name it keep its name; attempts already made keep it too.

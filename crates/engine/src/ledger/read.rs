@@ -2,9 +2,9 @@
 
 use crate::error::{Error, Result};
 use crate::intent::validate_owner;
-use crate::model::{Attempt, JobDetail, JobPage};
+use crate::model::{Attempt, Job, JobDetail, JobPage, Usage};
 use crate::store::{attempts as attempt_rows, events, jobs as job_rows};
-use crate::{Engine, JobStatus, JobsQuery, DEFAULT_PAGE, MAX_PAGE};
+use crate::{Engine, JobsQuery, DEFAULT_PAGE, MAX_PAGE, MAX_SEARCH};
 
 use super::{owned_attempt_row, owned_job_row};
 
@@ -19,10 +19,12 @@ impl Engine {
             .map(|a| a.into_attempt())
             .collect::<Result<Vec<_>>>()?;
         let events = events::for_job(&mut conn, job_id).await?;
+        let usage = Usage::total(attempts.iter().filter_map(|a| a.usage.as_ref()));
         Ok(JobDetail {
             job,
             attempts,
             events,
+            usage,
         })
     }
 
@@ -40,12 +42,7 @@ impl Engine {
     pub async fn jobs(&self, owner: &str, query: &JobsQuery) -> Result<JobPage> {
         validate_owner(owner)?;
         let limit = query.limit.unwrap_or(DEFAULT_PAGE);
-        if !(1..=MAX_PAGE).contains(&limit) {
-            return Err(Error::invalid_input(
-                "limit",
-                format!("{limit} is outside 1-{MAX_PAGE}"),
-            ));
-        }
+        check_limit(limit)?;
         if let Some(after) = &query.after {
             if uuid::Uuid::parse_str(after).is_err() {
                 return Err(Error::invalid_input(
@@ -54,12 +51,13 @@ impl Engine {
                 ));
             }
         }
+        let filter = filter(query)?;
         let mut conn = self.reader.acquire().await?;
         // One row more than asked tells whether another page follows.
         let mut rows = job_rows::page(
             &mut conn,
             owner,
-            query.status,
+            &filter,
             query.after.as_deref(),
             limit + 1,
             query.oldest_first,
@@ -79,12 +77,14 @@ impl Engine {
         Ok(JobPage { jobs, next })
     }
 
-    /// How many of the owner's jobs there are, of one status when given (for a list's
-    /// scrollbar: pages are fetched by keyset, never counted by offset).
-    pub async fn count_jobs(&self, owner: &str, status: Option<JobStatus>) -> Result<u32> {
+    /// How many of the owner's jobs pass the query's filters (status, search, provider);
+    /// its position and size (`after`, `limit`, `oldest_first`) are ignored. For a list's
+    /// scrollbar: pages are fetched by keyset, never counted by offset.
+    pub async fn count_jobs(&self, owner: &str, query: &JobsQuery) -> Result<u32> {
         validate_owner(owner)?;
+        let filter = filter(query)?;
         let mut conn = self.reader.acquire().await?;
-        let n = job_rows::count(&mut conn, owner, status).await?;
+        let n = job_rows::count(&mut conn, owner, &filter).await?;
         Ok(u32::try_from(n).unwrap_or(u32::MAX))
     }
 
@@ -95,4 +95,49 @@ impl Engine {
         let n = job_rows::needing_attention(&mut conn, owner).await?;
         Ok(u32::try_from(n).unwrap_or(u32::MAX))
     }
+
+    /// The jobs that need a person (status `unknown`, or flagged for review), most recently updated first, at most `limit`.
+    /// `limit` outside 1–`MAX_PAGE` is `invalid_input` (field `limit`).
+    pub async fn attention_jobs(&self, owner: &str, limit: u32) -> Result<Vec<Job>> {
+        validate_owner(owner)?;
+        check_limit(limit)?;
+        let mut conn = self.reader.acquire().await?;
+        job_rows::needing_attention_list(&mut conn, owner, limit)
+            .await?
+            .into_iter()
+            .map(|r| r.into_job())
+            .collect()
+    }
+}
+
+/// A page size within 1–`MAX_PAGE`, or `invalid_input` naming `limit`.
+fn check_limit(limit: u32) -> Result<()> {
+    if (1..=MAX_PAGE).contains(&limit) {
+        Ok(())
+    } else {
+        Err(Error::invalid_input(
+            "limit",
+            format!("{limit} is outside 1-{MAX_PAGE}"),
+        ))
+    }
+}
+
+/// The query's filters as the store takes them: a blank search or provider is no filter; a
+/// search longer than any key is `invalid_input` (field `search`).
+fn filter(query: &JobsQuery) -> Result<job_rows::Filter<'_>> {
+    let search = query.search.as_deref().filter(|s| !s.trim().is_empty());
+    if let Some(search) = search {
+        let chars = search.chars().count();
+        if chars > MAX_SEARCH {
+            return Err(Error::invalid_input(
+                "search",
+                format!("{chars} characters is longer than any key or id ({MAX_SEARCH} at most)"),
+            ));
+        }
+    }
+    Ok(job_rows::Filter {
+        status: query.status,
+        search,
+        provider: query.provider.as_deref().filter(|p| !p.trim().is_empty()),
+    })
 }

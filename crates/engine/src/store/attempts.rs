@@ -6,12 +6,12 @@ use sqlx::{FromRow, SqliteConnection};
 use super::now;
 use crate::attempt::AttemptState;
 use crate::error::{Error, Result};
-use crate::model::{Attempt, AttemptError};
+use crate::model::{Attempt, AttemptError, Usage};
 
 const COLUMNS: &str =
     "a.id, a.job_id, a.number, a.provider, a.state, a.job_version, a.request_id, \
      a.http_status, a.error_kind, a.error_message, a.executor_id, a.lease_expires_at, \
-     a.flagged_for_review, a.created_at, a.sent_at, a.finished_at";
+     a.flagged_for_review, a.created_at, a.sent_at, a.finished_at, a.usage";
 
 #[derive(FromRow, Clone)]
 pub struct AttemptRow {
@@ -31,6 +31,7 @@ pub struct AttemptRow {
     pub created_at: String,
     pub sent_at: Option<String>,
     pub finished_at: Option<String>,
+    pub usage: Option<String>,
 }
 
 impl AttemptRow {
@@ -67,6 +68,12 @@ impl AttemptRow {
             created_at: self.created_at,
             sent_at: self.sent_at,
             finished_at: self.finished_at,
+            usage: self
+                .usage
+                .as_deref()
+                .and_then(|u| serde_json::from_str::<serde_json::Value>(u).ok())
+                .as_ref()
+                .and_then(Usage::from_reported),
         })
     }
 }

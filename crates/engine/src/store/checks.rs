@@ -65,3 +65,13 @@ pub async fn latest_per_provider(
     .fetch_all(conn)
     .await
 }
+
+/// Removes every check of a contract (with the contract itself: a contract added again under
+/// the name starts with no checks).
+pub async fn delete_for_contract(conn: &mut SqliteConnection, contract: &str) -> sqlx::Result<()> {
+    sqlx::query("DELETE FROM contract_checks WHERE contract = ?")
+        .bind(contract)
+        .execute(conn)
+        .await?;
+    Ok(())
+}

@@ -78,3 +78,12 @@ pub async fn list(conn: &mut SqliteConnection) -> sqlx::Result<Vec<ContractRow>>
         .fetch_all(conn)
         .await
 }
+
+/// Removes a contract; returns false when there was none of that name.
+pub async fn delete(conn: &mut SqliteConnection, name: &str) -> sqlx::Result<bool> {
+    let done = sqlx::query("DELETE FROM contracts WHERE name = ?")
+        .bind(name)
+        .execute(conn)
+        .await?;
+    Ok(done.rows_affected() == 1)
+}

@@ -1,7 +1,7 @@
 //! `jobs`: one row per intent; inserts arbitrated by `UNIQUE(owner_id, idempotency_key)`,
 //! outcome writes guarded by `version`.
 
-use sqlx::{FromRow, SqliteConnection};
+use sqlx::{FromRow, QueryBuilder, Sqlite, SqliteConnection};
 
 use super::{json_column, now};
 use crate::error::{Error, Result};
@@ -136,55 +136,114 @@ pub async fn owned(
     .await
 }
 
-/// Up to `limit` of the owner's jobs, newest first and strictly older than `cursor` (or
-/// oldest first and strictly newer, with `oldest_first`).
+/// Which of an owner's jobs a page or a count covers.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Filter<'a> {
+    pub status: Option<JobStatus>,
+    /// A prefix of the idempotency key (as given), or of the id (lowercased); non-empty.
+    pub search: Option<&'a str>,
+    /// A provider the job's route names or one of its attempts ran at.
+    pub provider: Option<&'a str>,
+}
+
+/// Appends `FROM … WHERE …` for the owner's jobs that pass `filter`; returns the column that
+/// orders them by id. Prefixes become ranges (`>= prefix AND < prefix + U+10FFFF`) so that
+/// `UNIQUE(owner_id, idempotency_key)` and `jobs_by_owner` serve them: `LIKE` would scan.
+fn push_filter<'q>(
+    q: &mut QueryBuilder<'q, Sqlite>,
+    owner: &'q str,
+    filter: &Filter<'q>,
+) -> &'static str {
+    let order = match filter.provider {
+        Some(provider) => {
+            // Driven from `job_providers`, whose key gives one owner's jobs at one provider in id order.
+            q.push(" FROM job_providers p JOIN jobs j ON j.id = p.job_id WHERE p.provider = ");
+            q.push_bind(provider);
+            q.push(" AND p.owner_id = ");
+            q.push_bind(owner);
+            "p.job_id"
+        }
+        // With a search, each of its two ranges names the owner itself: a separate
+        // `owner_id = ?` would let the planner walk every job of the owner in id order instead.
+        None if filter.search.is_some() => {
+            q.push(" FROM jobs j WHERE 1");
+            "j.id"
+        }
+        None => {
+            q.push(" FROM jobs j WHERE j.owner_id = ");
+            q.push_bind(owner);
+            "j.id"
+        }
+    };
+    if let Some(status) = filter.status {
+        q.push(" AND j.status = ");
+        q.push_bind(status.as_str());
+    }
+    if let Some(search) = filter.search {
+        let upper = |prefix: &str| format!("{prefix}{}", char::MAX);
+        q.push(" AND ((j.owner_id = ");
+        q.push_bind(owner);
+        q.push(" AND j.idempotency_key >= ");
+        q.push_bind(search.to_owned());
+        q.push(" AND j.idempotency_key < ");
+        q.push_bind(upper(search));
+        q.push(")");
+        // Ids are lowercase hex and dashes: other text cannot start one.
+        let id = search.trim().to_ascii_lowercase();
+        if !id.is_empty() && id.chars().all(|c| c.is_ascii_hexdigit() || c == '-') {
+            q.push(" OR (j.owner_id = ");
+            q.push_bind(owner);
+            q.push(" AND j.id >= ");
+            q.push_bind(id.clone());
+            q.push(" AND j.id < ");
+            q.push_bind(upper(&id));
+            q.push(")");
+        }
+        q.push(")");
+    }
+    order
+}
+
+/// Up to `limit` of the owner's jobs that pass `filter`, newest first and strictly older than
+/// `cursor` (or oldest first and strictly newer, with `oldest_first`).
 pub async fn page(
     conn: &mut SqliteConnection,
     owner: &str,
-    status: Option<JobStatus>,
+    filter: &Filter<'_>,
     cursor: Option<&str>,
     limit: u32,
     oldest_first: bool,
 ) -> sqlx::Result<Vec<JobRow>> {
-    let (beyond, order) = if oldest_first {
-        (">", "ASC")
+    let (beyond, direction) = if oldest_first {
+        (" > ", " ASC")
     } else {
-        ("<", "DESC")
+        (" < ", " DESC")
     };
-    // Four spellings so each uses its index without `OR ? IS NULL` defeating the planner.
-    let filter = match (status.is_some(), cursor.is_some()) {
-        (false, false) => "owner_id = ?1".to_owned(),
-        (false, true) => format!("owner_id = ?1 AND id {beyond} ?3"),
-        (true, false) => "owner_id = ?1 AND status = ?2".to_owned(),
-        (true, true) => format!("owner_id = ?1 AND status = ?2 AND id {beyond} ?3"),
-    };
-    sqlx::query_as(&format!(
-        "SELECT {COLUMNS} FROM jobs WHERE {filter} ORDER BY id {order} LIMIT ?4"
-    ))
-    .bind(owner)
-    .bind(status.map(JobStatus::as_str))
-    .bind(cursor)
-    .bind(i64::from(limit))
-    .fetch_all(conn)
-    .await
+    let columns = COLUMNS
+        .split(", ")
+        .map(|c| format!("j.{}", c.trim()))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let mut q = QueryBuilder::new(format!("SELECT {columns}"));
+    let order = push_filter(&mut q, owner, filter);
+    if let Some(cursor) = cursor {
+        q.push(format!(" AND {order}{beyond}"));
+        q.push_bind(cursor);
+    }
+    q.push(format!(" ORDER BY {order}{direction} LIMIT "));
+    q.push_bind(i64::from(limit));
+    q.build_query_as().fetch_all(conn).await
 }
 
-/// How many of the owner's jobs there are, of one status when given.
+/// How many of the owner's jobs pass `filter`.
 pub async fn count(
     conn: &mut SqliteConnection,
     owner: &str,
-    status: Option<JobStatus>,
+    filter: &Filter<'_>,
 ) -> sqlx::Result<i64> {
-    let filter = if status.is_some() {
-        "owner_id = ?1 AND status = ?2"
-    } else {
-        "owner_id = ?1"
-    };
-    sqlx::query_scalar(&format!("SELECT count(*) FROM jobs WHERE {filter}"))
-        .bind(owner)
-        .bind(status.map(JobStatus::as_str))
-        .fetch_one(conn)
-        .await
+    let mut q = QueryBuilder::new("SELECT count(*)");
+    push_filter(&mut q, owner, filter);
+    q.build_query_scalar().fetch_one(conn).await
 }
 
 /// What a status change writes beside the status.
@@ -319,4 +378,62 @@ pub async fn set_not_before(
         .execute(conn)
         .await?;
     Ok(())
+}
+
+/// Up to `limit` of the owner's jobs that need a person (`unknown`, or flagged for review),
+/// most recently updated first. The `jobs_needing_attention` index holds only those few.
+pub async fn needing_attention_list(
+    conn: &mut SqliteConnection,
+    owner: &str,
+    limit: u32,
+) -> sqlx::Result<Vec<JobRow>> {
+    sqlx::query_as(&format!(
+        "SELECT {COLUMNS} FROM jobs INDEXED BY jobs_needing_attention
+         WHERE owner_id = ? AND (status = 'unknown' OR flagged_for_review = 1)
+         ORDER BY updated_at DESC, id DESC LIMIT ?"
+    ))
+    .bind(owner)
+    .bind(i64::from(limit))
+    .fetch_all(conn)
+    .await
+}
+
+/// Open jobs (`queued`, `running`, `unknown`) of every owner, counted by status, whose route
+/// names `provider` or whose open attempt is at it. Walks the open jobs (`jobs_open`), which
+/// are few, rather than every job that ever named the provider.
+pub async fn open_naming_provider(
+    conn: &mut SqliteConnection,
+    provider: &str,
+) -> sqlx::Result<Vec<(String, i64)>> {
+    sqlx::query_as(
+        "SELECT j.status, count(*) FROM jobs j
+         WHERE j.status IN ('queued', 'running', 'unknown')
+           AND (EXISTS (SELECT 1 FROM job_providers p
+                         WHERE p.provider = ?1 AND p.owner_id = j.owner_id AND p.job_id = j.id
+                           AND p.in_route = 1)
+                OR EXISTS (SELECT 1 FROM attempts a
+                            WHERE a.job_id = j.id AND a.provider = ?1
+                              AND a.state IN ('pending', 'in_flight', 'unknown')))
+         GROUP BY j.status",
+    )
+    .bind(provider)
+    .fetch_all(conn)
+    .await
+}
+
+/// Open jobs (`queued`, `running`, `unknown`) of every owner, counted by status, whose intent
+/// names `contract`; served by the partial `jobs_open_by_contract` index.
+pub async fn open_naming_contract(
+    conn: &mut SqliteConnection,
+    contract: &str,
+) -> sqlx::Result<Vec<(String, i64)>> {
+    sqlx::query_as(
+        "SELECT status, count(*) FROM jobs
+         WHERE json_extract(intent, '$.contract') = ?
+           AND status IN ('queued', 'running', 'unknown')
+         GROUP BY status",
+    )
+    .bind(contract)
+    .fetch_all(conn)
+    .await
 }
