@@ -12,8 +12,10 @@ staged="$root/packaging/bin/onejob"
 
 # The Tauri CLI says which profile it bundles; a release bundle must not ship a debug CLI.
 profile=(--release)
+name=release
 if [[ "${TAURI_ENV_DEBUG:-false}" == "true" ]]; then
   profile=()
+  name=debug
 fi
 
 # Cargo names the executable it built, wherever the target directory is (CARGO_TARGET_DIR,
@@ -30,4 +32,4 @@ built="$(
 
 mkdir -p "$(dirname "$staged")"
 cp -f "$built" "$staged"
-echo "stage-cli: ${built} -> packaging/bin/onejob (${TAURI_ENV_DEBUG:+debug=$TAURI_ENV_DEBUG})"
+echo "stage-cli: $name build ${built} -> packaging/bin/onejob"
