@@ -2,13 +2,17 @@
 # The built app opens a window titled "onejob" that renders the UI, and creates its database
 # in the user's data directory. Leaves a screenshot in artifacts/window.png.
 #
+#   tests/window_opens.sh                       the workspace's debug build, built here when stale
+#   tests/window_opens.sh BINARY [SCREENSHOT]   an app binary as it is, e.g. /usr/bin/onejob-app
+#
 # Needs: the built UI in ui/dist (bash scripts/app builds it) and the X tools that
-# scripts/setup installs; the app binary is built here when it is missing or stale.
+# scripts/setup installs.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-binary="$root/target/debug/onejob-app"
-shot="$root/artifacts/window.png"
+# The run inside Xvfb gets the binary and screenshot through the environment.
+binary="${WINDOW_OPENS_BINARY:-}"
+shot="${WINDOW_OPENS_SHOT:-$root/artifacts/window.png}"
 timeout_s=90
 
 fail() {
@@ -73,10 +77,19 @@ if [[ "${1:-}" == "--inside" ]]; then
   exit 0
 fi
 
-[[ -f "$root/ui/dist/index.html" ]] || fail "ui/dist is missing; build the UI first: (cd ui && npm run build)"
-# Builds the binary if needed (a no-op when it is current), so the test never runs stale code.
-cargo build --quiet -p onejob-app --manifest-path "$root/Cargo.toml" || fail "cargo build -p onejob-app failed"
-[[ -x "$binary" ]] || fail "$binary is missing after the build"
+if [[ $# -gt 0 ]]; then
+  binary="$1"
+  [[ $# -lt 2 ]] || shot="$(realpath -m "$2")"
+  [[ -x "$binary" ]] || fail "$binary is not an executable"
+else
+  [[ -f "$root/ui/dist/index.html" ]] || fail "ui/dist is missing; build the UI first: (cd ui && npm run build)"
+  # Builds the binary if needed (a no-op when it is current), so the test never runs stale code.
+  cargo build --quiet -p onejob-app --manifest-path "$root/Cargo.toml" || fail "cargo build -p onejob-app failed"
+  # Cargo's target directory may be elsewhere (CARGO_TARGET_DIR).
+  binary="${CARGO_TARGET_DIR:-$root/target}/debug/onejob-app"
+  [[ -x "$binary" ]] || fail "$binary is missing after the build"
+fi
+export WINDOW_OPENS_BINARY="$binary" WINDOW_OPENS_SHOT="$shot"
 for tool in xvfb-run xdotool import identify; do
   command -v "$tool" >/dev/null || fail "$tool is missing; install it with: bash scripts/setup"
 done
@@ -90,4 +103,4 @@ mkdir -p "$XDG_DATA_HOME" "$XDG_CONFIG_HOME" "$XDG_CACHE_HOME" "$(dirname "$shot
 rm -f "$shot"
 
 xvfb-run -a --server-args="-screen 0 1280x800x24" bash "${BASH_SOURCE[0]}" --inside
-echo "window_opens: screenshot in ${shot#"$root"/}"
+echo "window_opens: $binary rendered; screenshot in ${shot#"$root"/}"

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use onejob_engine::{default_db_path, JobStatus, Verdict};
+use onejob_engine::{default_db_path, JobStatus, Verdict, APP_IDENTIFIER};
 
 /// Exactly one result per intent: submit jobs to paid providers and get one answer each,
 /// however often you click and however the network behaves.
@@ -13,6 +13,7 @@ use onejob_engine::{default_db_path, JobStatus, Verdict};
 #[command(
     name = "onejob",
     version,
+    long_about = long_about(),
     after_help = "Output is one JSON document on stdout. Errors are {\"error\": {\"code\", \"message\", \"details\"}} on stderr, \
 with exit code 2 invalid_input, 3 idempotency_conflict, 4 attempt_blocked or invalid_transition, \
 5 not_found, 6 fallback_not_validated, 1 storage, provider or internal. \
@@ -26,11 +27,25 @@ pub struct Cli {
     pub command: Command,
 }
 
+/// The top-level `--help` text: what onejob is, and where the database it shares with the
+/// desktop app is on this machine, so whoever installed both knows they see the same jobs.
+fn long_about() -> String {
+    format!(
+        "Exactly one result per intent: submit jobs to paid providers and get one answer each, \
+however often you click and however the network behaves.\n\n\
+The command line and the desktop app (onejob-app) share one database: \
+$XDG_DATA_HOME/{APP_IDENTIFIER}/onejob.db (~/.local/share/{APP_IDENTIFIER}/onejob.db when \
+XDG_DATA_HOME is unset), here {}. --db or ONEJOB_DB chooses another file.",
+        default_db_path().display()
+    )
+}
+
 /// Options every subcommand accepts.
 #[derive(Debug, Args)]
 #[command(next_help_heading = "Global options")]
 pub struct Global {
-    /// The ledger database file; the default is the desktop app's, shared with it
+    /// The ledger database file; the default is the desktop app's database
+    /// ($XDG_DATA_HOME/dev.onejob.app/onejob.db), shared with it
     #[arg(
         long,
         env = "ONEJOB_DB",
