@@ -101,7 +101,9 @@ impl Window {
         let display = format!(":{}", line.trim());
 
         let (port, native) = (free_port(), free_port());
+        // The options' environment first, so it cannot move the app's data directories.
         let driver = Command::new("tauri-driver")
+            .envs(options.env)
             .args([
                 "--port",
                 &port.to_string(),
@@ -113,7 +115,6 @@ impl Window {
             .env("XDG_CONFIG_HOME", &config)
             .env("XDG_CACHE_HOME", &cache)
             .env("GDK_BACKEND", "x11")
-            .envs(options.env)
             .stdout(std::fs::File::create(dir.path().join("driver.out")).unwrap())
             .stderr(std::fs::File::create(dir.path().join("driver.err")).unwrap())
             .spawn()

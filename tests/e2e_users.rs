@@ -1,0 +1,383 @@
+//! End-to-end tests of what a person does in the window to use onejob for real: a provider
+//! and its API key added in the form, a contract written and checked there and a job
+//! submitted through its form, a provider in use removed, one job found among 100,000.
+//! The harness is in `window/`; screenshots go to `artifacts/`.
+
+// A step that fails should stop the test where it failed.
+#![allow(clippy::unwrap_used)]
+
+mod window;
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use fantoccini::Locator;
+use onejob_engine::sandbox::{Dials, Sandbox, CHAT_PATH};
+use onejob_engine::{Engine, JobStatus};
+use onejob_testkit::{MockLlm, SecretService};
+use serde_json::{json, Value};
+use window::{run, sandbox, seed_jobs, Options, Window};
+
+/// Types `text` into the input or text area `css`, replacing what it held.
+async fn fill(w: &Window, css: &str, text: &str) {
+    let field = w.wait_for(css).await;
+    field.clear().await.unwrap();
+    field.send_keys(text).await.unwrap();
+}
+
+/// Picks the option of the select `css` whose value is `value`.
+async fn pick(w: &Window, css: &str, value: &str) {
+    w.wait_for(css)
+        .await
+        .select_by_value(value)
+        .await
+        .unwrap_or_else(|e| panic!("{css} has no option {value}: {e}"));
+}
+
+/// Waits up to 20 s for the job to reach `status`, and returns it.
+async fn wait_status(engine: &Engine, id: &str, status: JobStatus) -> onejob_engine::JobDetail {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let detail = engine.job("local", id).await.unwrap();
+        if detail.job.status == status {
+            return detail;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "job {id} stayed {:?}: {:?}",
+            detail.job.status,
+            detail.attempts
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// The id of the job the latest submit in the window made.
+async fn submitted_job(w: &Window) -> String {
+    w.wait_text("[data-testid=outcomes]", |t| !t.is_empty())
+        .await;
+    w.attr("[data-testid=outcomes] [data-job-id]", "data-job-id")
+        .await
+        .expect("the outcome names its job")
+}
+
+/// Every file under `dir` whose bytes contain `needle`.
+fn files_containing(dir: &Path, needle: &[u8]) -> Vec<String> {
+    let mut found = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return found;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            found.extend(files_containing(&path, needle));
+        } else if let Ok(bytes) = std::fs::read(&path) {
+            if bytes.windows(needle.len()).any(|w| w == needle) {
+                found.push(path.display().to_string());
+            }
+        }
+    }
+    found
+}
+
+/// A third-party OpenAI-compatible server that answers a chat completion only to a request
+/// carrying `Authorization: Bearer <key>`, and 401 to any other.
+fn llm_wanting(key: &str) -> String {
+    let answer = json!({"id": "chatcmpl-e2e", "object": "chat.completion", "model": "gpt-4o-mini",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": "{\"paid\": true}"},
+                     "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 12, "completion_tokens": 5, "total_tokens": 17}});
+    json!({"rules": [
+        {"path": "/v1/chat/completions", "method": "POST", "match": "@",
+         "response": {"status": 401, "content": "{\"error\": {\"message\": \"no or wrong API key\"}}"}},
+        {"path": "/v1/chat/completions", "method": "POST",
+         "match": format!("headers.authorization == 'Bearer {key}'"),
+         "response": {"status": 200, "content": answer.to_string()}}
+    ]})
+    .to_string()
+}
+
+#[test]
+fn an_api_key_typed_into_the_provider_form_reaches_the_provider_and_is_stored_nowhere_else() {
+    run(async {
+        // Planted: a value found nowhere else, so any copy of it is this key.
+        let key = format!("sk-planted-{}", uuid_like());
+        let secrets = SecretService::start().expect("a private Secret Service starts");
+        let llm = MockLlm::start(&llm_wanting(&key)).expect("mock-llm starts");
+        // The app needs only the private bus; its data directories stay the harness's.
+        let bus: Vec<(String, String)> = secrets
+            .env()
+            .into_iter()
+            .filter(|(k, _)| k == "DBUS_SESSION_BUS_ADDRESS")
+            .collect();
+        let w = Window::open_with(Options { env: bus }, |e| async move {
+            sandbox(&e, 5_000, json!({})).await;
+        })
+        .await;
+
+        add_openai_provider(&w, "llm", &format!("{}/v1", llm.url), "gpt-4o-mini").await;
+        fill(&w, "[data-testid=provider-key]", &key).await;
+        w.screenshot("provider-form").await;
+        w.click("[data-testid=provider-save]").await;
+        w.wait_for("[data-provider=llm]").await;
+        // The form is cleared and says only where the key is.
+        w.click("[data-testid=provider-edit-llm]").await;
+        w.wait_text("[data-testid=provider-key-status]", |t| {
+            t.contains("keyring")
+        })
+        .await;
+        let typed = w.attr("[data-testid=provider-key]", "value").await;
+        assert!(
+            typed.as_deref().unwrap_or("").is_empty(),
+            "the key is never shown again: {typed:?}"
+        );
+        w.screenshot("provider-key-in-keyring").await;
+        w.click("[data-testid=provider-cancel]").await;
+
+        // The keyring holds it, under the provider's name.
+        let stored = std::process::Command::new("secret-tool")
+            .args(["lookup", "service", "onejob", "username", "llm"])
+            .envs(secrets.env())
+            .output()
+            .expect("secret-tool runs (libsecret-tools)");
+        assert_eq!(String::from_utf8_lossy(&stored.stdout).trim(), key);
+
+        w.click("[data-screen=submit]").await;
+        let intent = json!({"route": ["llm"],
+            "input": {"messages": [{"role": "user", "content": "Charge order 17."}]}});
+        fill(&w, "[data-testid=intent]", &intent.to_string()).await;
+        w.click("[data-testid=submit]").await;
+        let id = submitted_job(&w).await;
+        // mock-llm answers 200 only to a request that carried the key.
+        let done = wait_status(&w.engine, &id, JobStatus::Succeeded).await;
+        assert_eq!(done.attempts.len(), 1);
+        assert_eq!(done.attempts[0].http_status, Some(200));
+        assert_eq!(done.job.result, Some(json!({"paid": true})));
+        w.open_job(&id).await;
+        w.wait_text("[data-testid=job-tokens]", |t| {
+            t.contains("12") && t.contains('5')
+        })
+        .await;
+        w.screenshot("job-tokens").await;
+
+        // Nowhere else: not in the database files, the app's data, config or cache, nor
+        // anything the app or its driver printed.
+        let needle = key.as_bytes();
+        assert_eq!(files_containing(w.dir(), needle), Vec::<String>::new());
+        let printed = w.outputs();
+        assert!(
+            !printed.windows(needle.len()).any(|p| p == needle),
+            "the app printed the key"
+        );
+        let job_json = serde_json::to_string(&w.engine.job("local", &id).await.unwrap()).unwrap();
+        assert!(!job_json.contains(&key), "the key is in the job's record");
+        w.close().await;
+        drop(llm);
+    });
+}
+
+/// A value unlikely to appear anywhere by chance.
+fn uuid_like() -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    format!("{nanos:x}{:x}", std::process::id())
+}
+
+/// Adds an `openai` provider through the form, with no key.
+async fn add_openai_provider(w: &Window, name: &str, base_url: &str, model: &str) {
+    w.click("[data-screen=providers]").await;
+    w.click("[data-testid=provider-add]").await;
+    pick(w, "[data-testid=provider-kind]", "openai").await;
+    fill(w, "[data-testid=provider-name]", name).await;
+    fill(w, "[data-testid=provider-base_url]", base_url).await;
+    fill(w, "[data-testid=provider-model]", model).await;
+}
+
+#[test]
+fn a_contract_added_in_the_window_is_checked_and_a_job_submitted_through_its_form_succeeds() {
+    run(async {
+        // The sandbox's Chat Completions endpoint on loopback: a model that answers with JSON
+        // made to fit the schema it is asked for.
+        let chat = Sandbox::start("127.0.0.1:0".parse().unwrap(), Dials::default())
+            .await
+            .unwrap();
+        let w = Window::open(|_| async {}).await;
+        add_openai_provider(&w, "chat", &format!("{}/v1", chat.url()), "sandbox").await;
+        w.click("[data-testid=provider-save]").await;
+        w.wait_for("[data-provider=chat]").await;
+
+        w.click("[data-testid=contract-add]").await;
+        fill(&w, "[data-testid=contract-name]", "greeting").await;
+        // A schema that is not JSON Schema gets words beside it, and nothing is saved.
+        fill(
+            &w,
+            "[data-testid=contract-schema]",
+            "{\"type\": \"objekt\"}",
+        )
+        .await;
+        w.wait_for("[data-testid=contract-error-schema]").await;
+        let schema = json!({"type": "object",
+            "properties": {"greeting": {"type": "string"}}, "required": ["greeting"]});
+        fill(&w, "[data-testid=contract-schema]", &schema.to_string()).await;
+        w.wait_for("[data-testid=contract-schema-ok]").await;
+        fill(&w, "[data-testid=contract-system]", "You greet people.").await;
+        fill(
+            &w,
+            "[data-testid=contract-user]",
+            "Greet {{name}} from {{city}}.",
+        )
+        .await;
+        w.wait_text("[data-testid=contract-fields]", |t| {
+            t.contains("name") && t.contains("city")
+        })
+        .await;
+        fill(
+            &w,
+            "[data-testid=contract-samples]",
+            &json!([{"name": "Ada", "city": "London"}]).to_string(),
+        )
+        .await;
+        w.screenshot("contract-editor").await;
+        w.click("[data-testid=contract-save]").await;
+        w.wait_for("[data-contract=greeting]").await;
+        assert_eq!(w.engine.contract("greeting").await.unwrap().schema, schema);
+
+        w.click("[data-testid=run-check-greeting-chat]").await;
+        w.wait_text("[data-check='greeting/chat'] [data-check-id]", |t| {
+            t.contains("passed")
+        })
+        .await;
+        let checks = w.engine.contract_checks("greeting").await.unwrap();
+        assert!(checks.len() == 1 && checks[0].passed, "{checks:?}");
+
+        w.click("[data-screen=submit]").await;
+        pick(&w, "[data-testid=submit-contract]", "greeting").await;
+        // The route: chat alone.
+        if w.client
+            .find(Locator::Css(
+                "[data-testid=submit-route] [data-provider=chat]",
+            ))
+            .await
+            .is_err()
+        {
+            pick(&w, "[data-testid=submit-route-add]", "chat").await;
+        }
+        if w.client
+            .find(Locator::Css(
+                "[data-testid=submit-route] [data-provider=sandbox]",
+            ))
+            .await
+            .is_ok()
+        {
+            w.click("[data-testid=submit-route-remove-sandbox]").await;
+        }
+        fill(&w, "[data-testid=submit-field-name]", "Grace").await;
+        fill(&w, "[data-testid=submit-field-city]", "Arlington").await;
+        w.screenshot("submit-by-contract").await;
+        w.click("[data-testid=submit]").await;
+        let id = submitted_job(&w).await;
+        let done = wait_status(&w.engine, &id, JobStatus::Succeeded).await;
+        let intent: &Value = &done.job.intent;
+        assert_eq!(intent["contract"], json!("greeting"));
+        assert_eq!(intent["route"], json!(["chat"]));
+        assert_eq!(
+            intent["input"],
+            json!({"name": "Grace", "city": "Arlington"})
+        );
+        assert!(done.job.result.as_ref().unwrap()["greeting"].is_string());
+        // One request for the check's sample, one for the job, both to the chat endpoint.
+        let asked = chat.log();
+        assert_eq!(asked.len(), 2, "{asked:?}");
+        assert!(asked.iter().all(|r| r.path == CHAT_PATH), "{asked:?}");
+        assert_eq!(asked[1].idempotency_key.as_deref(), Some(id.as_str()));
+        w.close().await;
+        chat.stop().await;
+    });
+}
+
+#[test]
+fn removing_a_provider_in_use_explains_itself() {
+    run(async {
+        let w = Window::open(|e| async move {
+            sandbox(&e, 5_000, json!({})).await;
+            // A provider that takes a minute: its jobs stay queued or running.
+            let slow = json!({"name": "payments", "kind": "sandbox", "soft_timeout_ms": 120_000,
+                "hard_timeout_ms": 180_000, "honours_idempotency_key": true,
+                "dials": {"latency_ms": 60_000}});
+            e.add_provider(&slow.to_string()).await.unwrap();
+            for n in 0..3 {
+                let intent = json!({"route": ["payments"], "input": {"order": n}});
+                e.submit("local", &format!("order-{n}"), &intent.to_string())
+                    .await
+                    .unwrap();
+            }
+        })
+        .await;
+        w.click("[data-screen=providers]").await;
+        w.click("[data-testid=provider-remove-payments]").await;
+        let said = w
+            .wait_text("[data-testid=remove-provider-counts]", |t| !t.is_empty())
+            .await;
+        assert!(
+            said.contains("3 queued or running jobs fail as misconfigured"),
+            "{said}"
+        );
+        w.screenshot("provider-remove").await;
+        // Keeping it changes nothing.
+        w.click("[data-testid=remove-provider-no]").await;
+        assert_eq!(w.engine.providers().await.unwrap().len(), 2);
+        w.click("[data-testid=provider-remove-payments]").await;
+        w.wait_text("[data-testid=remove-provider-counts]", |t| !t.is_empty())
+            .await;
+        w.click("[data-testid=remove-provider-yes]").await;
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while w.engine.providers().await.unwrap().len() != 1 {
+            assert!(Instant::now() < deadline, "payments was never removed");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        w.close().await;
+    });
+}
+
+#[test]
+fn search_finds_a_job_by_key_among_a_hundred_thousand() {
+    run(async {
+        let w = Window::open(|e| async move {
+            seed_jobs(e.path(), 100_000).await;
+            sandbox(&e, 5_000, json!({})).await;
+        })
+        .await;
+        let wanted = w
+            .engine
+            .submit(
+                "local",
+                "invoice-2026-11-30-ada",
+                &json!({"route": ["sandbox"], "input": {"invoice": 1130}}).to_string(),
+            )
+            .await
+            .unwrap()
+            .job;
+        w.click("[data-screen=jobs]").await;
+        fill(&w, "[data-testid=jobs-search]", "invoice-2026").await;
+        w.wait_text("[data-testid=jobs-loaded]", |t| t == "1 job")
+            .await;
+        let rows = w
+            .client
+            .find_all(Locator::Css(".job-row[data-job-id]"))
+            .await
+            .unwrap();
+        assert_eq!(rows.len(), 1);
+        assert_eq!(
+            rows[0].attr("data-job-id").await.unwrap().as_deref(),
+            Some(wanted.id.as_str())
+        );
+        w.screenshot("jobs-find").await;
+        // By its id's first characters as well.
+        fill(&w, "[data-testid=jobs-search]", &wanted.id[..13]).await;
+        w.wait_for(&format!(".job-row[data-job-id='{}']", wanted.id))
+            .await;
+        w.close().await;
+    });
+}
