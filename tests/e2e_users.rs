@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use fantoccini::Locator;
 use onejob_engine::sandbox::{Dials, Sandbox, CHAT_PATH};
 use onejob_engine::{Engine, JobStatus};
-use onejob_testkit::{MockLlm, SecretService};
+use onejob_testkit::{MockLlm, Notifications, SecretService};
 use serde_json::{json, Value};
 use window::{run, sandbox, seed_jobs, Options, Window};
 
@@ -378,6 +378,88 @@ fn search_finds_a_job_by_key_among_a_hundred_thousand() {
         fill(&w, "[data-testid=jobs-search]", &wanted.id[..13]).await;
         w.wait_for(&format!(".job-row[data-job-id='{}']", wanted.id))
             .await;
+        w.close().await;
+    });
+}
+
+#[test]
+fn a_notification_for_a_job_that_became_unknown_opens_that_job_when_clicked() {
+    run(async {
+        // A private session bus (the Secret Service's) with a real notification server on it.
+        let secrets = SecretService::start().expect("a private session bus starts");
+        let bus: Vec<(String, String)> = secrets
+            .env()
+            .into_iter()
+            .filter(|(k, _)| k == "DBUS_SESSION_BUS_ADDRESS")
+            .collect();
+        let w = Window::open_with(Options { env: bus.clone() }, |e| async move {
+            // The work is done, then the answer is dropped: the attempt becomes unknown.
+            sandbox(
+                &e,
+                300,
+                json!({"latency_ms": 50, "drop_after_processing": 1.0}),
+            )
+            .await;
+            // A job that needed a person before the app started is not announced.
+            let old = json!({"route": ["sandbox"], "input": {"order": "old"}});
+            let old = e
+                .submit("local", "old", &old.to_string())
+                .await
+                .unwrap()
+                .job;
+            let executor = onejob_engine::executor::Executor::new(
+                e.clone(),
+                onejob_engine::executor::ExecutorOptions::default(),
+            )
+            .unwrap();
+            executor.run_job(&old.id, None).await.unwrap();
+            assert_eq!(
+                e.job("local", &old.id).await.unwrap().job.status,
+                JobStatus::Unknown
+            );
+        })
+        .await;
+        let notifications =
+            Notifications::start(&w.display, &bus).expect("dunst starts (apt-get install dunst)");
+        w.click("[data-screen=providers]").await;
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        assert_eq!(
+            notifications.displayed().unwrap(),
+            0,
+            "the old job is not announced"
+        );
+
+        let intent = json!({"route": ["sandbox"], "input": {"order": 18}});
+        let job = w
+            .engine
+            .submit("local", "order-18", &intent.to_string())
+            .await
+            .unwrap()
+            .job;
+        wait_status(&w.engine, &job.id, JobStatus::Unknown).await;
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while notifications.displayed().unwrap() == 0 {
+            assert!(Instant::now() < deadline, "no notification was shown");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        assert_eq!(
+            notifications.displayed().unwrap(),
+            1,
+            "one job, one notification"
+        );
+        // The whole X screen, the notification over the window.
+        let shot = window::artifacts().join("notification.png");
+        let grabbed = std::process::Command::new("import")
+            .args(["-display", &w.display, "-window", "root"])
+            .arg(&shot)
+            .status()
+            .expect("import runs (imagemagick)");
+        assert!(grabbed.success());
+        notifications.click(0).unwrap();
+        w.wait_for(&format!(".screen.job[data-job-id='{}']", job.id))
+            .await;
+        w.wait_for("[data-testid=resolve]").await;
         w.close().await;
     });
 }

@@ -29,6 +29,8 @@ pub struct Window {
     pub engine: Engine,
     driver: Child,
     xvfb: Child,
+    /// The X display the window is on, e.g. `:99`.
+    pub display: String,
     dir: tempfile::TempDir,
 }
 
@@ -143,6 +145,7 @@ impl Window {
             engine,
             driver,
             xvfb,
+            display,
             dir,
         };
         window.wait_for("[data-screen=jobs]").await;

@@ -3,11 +3,14 @@
 //! [`SecretService`] is a real Secret Service (gnome-keyring) on its own D-Bus session bus,
 //! in a temporary directory: the OS keyring a person's desktop has, with no desktop, no
 //! prompt, and nothing written outside the directory. [`MockLlm`] is a third-party
-//! OpenAI-compatible server on loopback.
+//! OpenAI-compatible server on loopback. [`Notifications`] is a desktop notification server
+//! (dunst) that a test clicks like a person.
 
 mod mock_llm;
+mod notifications;
 
 pub use mock_llm::MockLlm;
+pub use notifications::Notifications;
 
 use std::io::{BufRead, BufReader, Error, ErrorKind, Write};
 use std::path::{Path, PathBuf};

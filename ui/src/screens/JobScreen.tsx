@@ -16,7 +16,7 @@ import { exactTime, timeAgo } from "../format";
 export function JobScreen({ id, now, back }: { id: string; now: number; back: () => void }) {
   const detail = useRead(() => commands.job(id), [id]);
   return (
-    <section className="screen job" aria-labelledby="job-title">
+    <section className="screen job" aria-labelledby="job-title" data-job-id={id}>
       <div className="screen-head">
         <button type="button" className="button" onClick={back}>
           ← Jobs
