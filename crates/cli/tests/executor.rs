@@ -6,11 +6,13 @@ mod common;
 
 use std::collections::HashSet;
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::process::{Child, ChildStdout, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{complete, finish, id, parse, Ledger, Run};
+use common::{finish, id, parse, Ledger, Run};
+use onejob_testkit::raw_http::json_response;
+use onejob_testkit::RawServer;
 use serde_json::{json, Value};
 
 /// A child process that is killed and reaped however the test ends.
@@ -149,29 +151,14 @@ fn get(url: &str) -> String {
 
 /// A server that reads each request whole and answers `400` to it.
 fn refusing_server() -> String {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
-    let url = format!("http://{}/charge", listener.local_addr().expect("addr"));
-    // The thread lives as long as the test binary: it only ever waits in accept.
-    std::thread::spawn(move || {
-        for mut stream in listener.incoming().flatten() {
-            let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
-            let mut request = Vec::new();
-            let mut buf = [0u8; 4096];
-            while !complete(&request) {
-                match stream.read(&mut buf) {
-                    Ok(0) | Err(_) => break,
-                    Ok(n) => request.extend_from_slice(&buf[..n]),
-                }
-            }
-            let body = r#"{"error":"refused by the test server"}"#;
-            let reply = format!(
-                "HTTP/1.1 400 Bad Request\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
-                body.len()
-            );
-            let _ = stream.write_all(reply.as_bytes());
-        }
-    });
-    url
+    let server = RawServer::start(|_| {
+        json_response(
+            "400 Bad Request",
+            r#"{"error":"refused by the test server"}"#,
+        )
+    })
+    .expect("a loopback server");
+    format!("{}/charge", server.url)
 }
 
 /// Configures an `http` provider at `url`; `extra` fields are merged in.

@@ -5,14 +5,12 @@
 
 mod common;
 
-use std::io::{Read, Write};
-use std::net::TcpListener;
+use std::io::Write;
 use std::process::Stdio;
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
-use common::{complete, finish, parse, Ledger, Run};
-use onejob_testkit::SecretService;
+use common::{finish, parse, Ledger, Run};
+use onejob_testkit::raw_http::{header, json_response};
+use onejob_testkit::{RawServer, SecretService};
 use serde_json::{json, Value};
 
 /// A key no test output or file may contain.
@@ -21,64 +19,22 @@ const KEY: &str = "sk-keyring-planted-7d41c0ffee";
 const UNSET_VAR: &str = "ONEJOB_TEST_KEYS_NEVER_SET";
 
 /// A provider on loopback that answers every request `200` with a Chat Completions envelope
-/// (the whole of it is an `http` provider's result) and keeps each request's head and body.
-struct Recorder {
-    url: String,
-    requests: Arc<Mutex<Vec<String>>>,
+/// (the whole of it is an `http` provider's result) and keeps each request.
+fn recorder() -> RawServer {
+    let body = json!({"id": "chatcmpl-1", "object": "chat.completion",
+        "choices": [{"index": 0, "finish_reason": "stop",
+            "message": {"role": "assistant", "content": "{\"ok\":true}"}}]})
+    .to_string();
+    RawServer::start(move |_| json_response("200 OK", &body)).expect("a loopback server")
 }
 
-impl Recorder {
-    fn start() -> Recorder {
-        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
-        let url = format!("http://{}", listener.local_addr().expect("addr"));
-        let requests = Arc::new(Mutex::new(Vec::new()));
-        let seen = requests.clone();
-        // The thread lives as long as the test binary: it only ever waits in accept.
-        std::thread::spawn(move || {
-            for mut stream in listener.incoming().flatten() {
-                let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
-                let mut request = Vec::new();
-                let mut buf = [0u8; 4096];
-                while !complete(&request) {
-                    match stream.read(&mut buf) {
-                        Ok(0) | Err(_) => break,
-                        Ok(n) => request.extend_from_slice(&buf[..n]),
-                    }
-                }
-                seen.lock()
-                    .expect("lock")
-                    .push(String::from_utf8_lossy(&request).into_owned());
-                let body = json!({"id": "chatcmpl-1", "object": "chat.completion",
-                    "choices": [{"index": 0, "finish_reason": "stop",
-                        "message": {"role": "assistant", "content": "{\"ok\":true}"}}]})
-                .to_string();
-                let reply = format!(
-                    "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
-                    body.len()
-                );
-                let _ = stream.write_all(reply.as_bytes());
-            }
-        });
-        Recorder { url, requests }
-    }
-
-    fn requests(&self) -> Vec<String> {
-        self.requests.lock().expect("lock").clone()
-    }
-
-    /// The `authorization` header of every request received, in order.
-    fn authorizations(&self) -> Vec<Option<String>> {
-        self.requests()
-            .iter()
-            .map(|request| {
-                request.lines().find_map(|line| {
-                    let (name, value) = line.split_once(':')?;
-                    name.eq_ignore_ascii_case("authorization")
-                        .then(|| value.trim().to_owned())
-                })
-            })
-            .collect()
-    }
+/// The `authorization` header of every request `server` received, in order.
+fn authorizations(server: &RawServer) -> Vec<Option<String>> {
+    server
+        .requests()
+        .iter()
+        .map(|request| header(request, "authorization"))
+        .collect()
 }
 
 /// A ledger, a Secret Service and a recording provider, with every run and its output kept so
@@ -86,7 +42,7 @@ impl Recorder {
 struct World {
     ledger: Ledger,
     secrets: SecretService,
-    provider: Recorder,
+    provider: RawServer,
     runs: Vec<Run>,
 }
 
@@ -96,7 +52,7 @@ impl World {
             ledger: Ledger::empty(),
             secrets: SecretService::start()
                 .expect("a Secret Service (scripts/setup installs gnome-keyring and dbus)"),
-            provider: Recorder::start(),
+            provider: recorder(),
             runs: Vec::new(),
         }
     }
@@ -229,7 +185,7 @@ fn a_key_set_on_stdin_is_listed_as_keyring_and_sent_only_to_the_provider() {
     assert_eq!(detail["job"]["status"], "succeeded", "{detail}");
     // One trailing newline was dropped: the header carries the key exactly.
     assert_eq!(
-        world.provider.authorizations(),
+        authorizations(&world.provider),
         vec![Some(format!("Bearer {KEY}"))]
     );
     world.assert_key_nowhere(KEY);
@@ -362,7 +318,7 @@ fn the_environment_variable_wins_over_the_keyring() {
     let (run, _) = world.submit_and_wait("k2", "llm", &[]);
     assert_eq!(run.code, 0, "{run:?}");
     assert_eq!(
-        world.provider.authorizations(),
+        authorizations(&world.provider),
         vec![
             Some(format!("Bearer {ENV_KEY}")),
             Some(format!("Bearer {KEY}"))
@@ -388,6 +344,6 @@ fn removing_a_provider_removes_its_key() {
     );
     let (run, _) = world.submit_and_wait("k1", "paid", &[]);
     assert_eq!(run.code, 0, "{run:?}");
-    assert_eq!(world.provider.authorizations(), vec![None]);
+    assert_eq!(authorizations(&world.provider), vec![None]);
     world.assert_key_nowhere(KEY);
 }

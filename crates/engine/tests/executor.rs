@@ -9,8 +9,8 @@ use common::{kinds, sandbox, start, until, Ledger, OWNER};
 use onejob_engine::executor::{Executor, ExecutorOptions, Reconciled};
 use onejob_engine::sandbox::Dials;
 use onejob_engine::{AttemptState, Engine, Error, JobDetail, JobStatus, Resolution, Verdict};
+use onejob_testkit::RawServer;
 use serde_json::json;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 fn quick(latency_ms: u32) -> Dials {
     Dials {
@@ -453,50 +453,8 @@ async fn cutting_server() -> String {
 /// A minimal HTTP/1.1 server on loopback that reads one request per connection and writes
 /// the bytes `reply` makes, then closes.
 async fn serve_raw(reply: impl Fn(&[u8]) -> Vec<u8> + Send + Sync + 'static) -> String {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let url = format!("http://{}/", listener.local_addr().expect("addr"));
-    let reply = std::sync::Arc::new(reply);
-    tokio::spawn(async move {
-        while let Ok((mut stream, _)) = listener.accept().await {
-            let reply = reply.clone();
-            tokio::spawn(async move {
-                let mut request = Vec::new();
-                let mut buf = [0u8; 4096];
-                // Read the head and the body the Content-Length announces.
-                while let Ok(n) = stream.read(&mut buf).await {
-                    if n == 0 {
-                        break;
-                    }
-                    request.extend_from_slice(&buf[..n]);
-                    if complete(&request) {
-                        break;
-                    }
-                }
-                let _ = stream.write_all(&reply(&request)).await;
-                let _ = stream.shutdown().await;
-            });
-        }
-    });
-    url
-}
-
-fn complete(request: &[u8]) -> bool {
-    let text = String::from_utf8_lossy(request);
-    let Some(end) = text.find("\r\n\r\n") else {
-        return false;
-    };
-    let length = text[..end]
-        .lines()
-        .find_map(|l| {
-            let (name, value) = l.split_once(':')?;
-            name.eq_ignore_ascii_case("content-length")
-                .then(|| value.trim().parse::<usize>().ok())
-                .flatten()
-        })
-        .unwrap_or(0);
-    request.len() >= end + 4 + length
+    let server = RawServer::start(reply).expect("a loopback server");
+    format!("{}/", server.url)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

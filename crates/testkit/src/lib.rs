@@ -4,13 +4,16 @@
 //! in a temporary directory: the OS keyring a person's desktop has, with no desktop, no
 //! prompt, and nothing written outside the directory. [`MockLlm`] is a third-party
 //! OpenAI-compatible server on loopback. [`Notifications`] is a desktop notification server
-//! (dunst) that a test clicks like a person.
+//! (dunst) that a test clicks like a person. [`RawServer`] is a bare HTTP server on loopback
+//! whose every reply byte a test decides.
 
 mod mock_llm;
 mod notifications;
+pub mod raw_http;
 
 pub use mock_llm::MockLlm;
 pub use notifications::Notifications;
+pub use raw_http::RawServer;
 
 use std::io::{BufRead, BufReader, Error, ErrorKind, Write};
 use std::path::{Path, PathBuf};

@@ -126,21 +126,3 @@ pub fn id(value: &Value) -> String {
         .unwrap_or_else(|| panic!("no id in {value}"))
         .to_owned()
 }
-
-/// Whether the bytes hold a request's head and the body its Content-Length announces.
-pub fn complete(request: &[u8]) -> bool {
-    let text = String::from_utf8_lossy(request);
-    let Some(end) = text.find("\r\n\r\n") else {
-        return false;
-    };
-    let length = text[..end]
-        .lines()
-        .find_map(|l| {
-            let (name, value) = l.split_once(':')?;
-            name.eq_ignore_ascii_case("content-length")
-                .then(|| value.trim().parse::<usize>().ok())
-                .flatten()
-        })
-        .unwrap_or(0);
-    request.len() >= end + 4 + length
-}
