@@ -1,7 +1,7 @@
 // The onejob window: a bar with the screens and the "needs attention" count, and one screen.
-import { useEffect, useState } from "react";
+import { useCallback, useEffect, useState } from "react";
 
-import { LedgerContext, useLedgerEvents, useNow, useRead } from "./api";
+import { LedgerContext, useBackendEvent, useLedgerEvents, useNow, useRead } from "./api";
 import { commands, events } from "./bindings";
 import { JobScreen } from "./screens/JobScreen";
 import { JobsScreen } from "./screens/JobsScreen";
@@ -35,21 +35,8 @@ function Window() {
   const go = (name: "jobs" | "submit" | "providers" | "settings") => setScreen({ name });
 
   // The backend asks to show a job: the one its last attention notification named.
-  useEffect(() => {
-    let stop: (() => void) | null = null;
-    let gone = false;
-    events.openJob
-      .listen((e) => setScreen({ name: "job", id: e.payload.id }))
-      .then((unlisten) => {
-        if (gone) unlisten();
-        else stop = unlisten;
-      })
-      .catch(() => undefined);
-    return () => {
-      gone = true;
-      stop?.();
-    };
-  }, []);
+  const openJob = useCallback((payload: { id: string }) => setScreen({ name: "job", id: payload.id }), []);
+  useBackendEvent(events.openJob, openJob);
 
   return (
     <div className="app">

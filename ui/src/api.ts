@@ -26,15 +26,18 @@ export interface Ledger {
 
 export const LedgerContext = createContext<Ledger>({ seq: 0, changed: () => undefined });
 
-/** The ledger's change counter, fed by the backend's `ledger-changed` event. */
-export function useLedgerEvents(): Ledger {
-  const [seq, setSeq] = useState(0);
-  const changed = useCallback(() => setSeq((n) => n + 1), []);
+/** A generated event the window can listen to. */
+interface BackendEvent<T> {
+  listen: (handler: (e: { payload: T }) => void) => Promise<() => void>;
+}
+
+/** Calls `handler` for each of the backend's `event` while the component is mounted. */
+export function useBackendEvent<T>(event: BackendEvent<T>, handler: (payload: T) => void): void {
   useEffect(() => {
     let stop: (() => void) | null = null;
     let gone = false;
-    events.ledgerChanged
-      .listen(() => changed())
+    event
+      .listen((e) => handler(e.payload))
       .then((unlisten) => {
         if (gone) unlisten();
         else stop = unlisten;
@@ -44,7 +47,14 @@ export function useLedgerEvents(): Ledger {
       gone = true;
       stop?.();
     };
-  }, [changed]);
+  }, [event, handler]);
+}
+
+/** The ledger's change counter, fed by the backend's `ledger-changed` event. */
+export function useLedgerEvents(): Ledger {
+  const [seq, setSeq] = useState(0);
+  const changed = useCallback(() => setSeq((n) => n + 1), []);
+  useBackendEvent(events.ledgerChanged, changed);
   return { seq, changed };
 }
 
