@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{id, intent, Ledger};
+use common::{finish, id, intent, Ledger};
 
 #[test]
 fn invalid_input_names_the_field_and_exits_2() {
@@ -200,4 +200,47 @@ fn usage_errors_are_invalid_input_json() {
         assert!(!message.contains('\n'), "{message:?}");
         assert!(!message.contains("Usage:"), "{message:?}");
     }
+}
+
+#[test]
+fn a_url_for_the_database_is_refused_without_repeating_its_password_or_making_a_folder() {
+    let ledger = Ledger::empty();
+    for (url, says) in [
+        (
+            "postgres://team:hunter2-secret@127.0.0.1:5432/ledger",
+            "PostgreSQL",
+        ),
+        (
+            "postgresql://team:hunter2-secret@127.0.0.1/ledger",
+            "PostgreSQL",
+        ),
+        (
+            "mysql://team:hunter2-secret@127.0.0.1/ledger",
+            "not a ledger",
+        ),
+    ] {
+        let run = finish(
+            ledger
+                .command(&["--db", url, "jobs"])
+                .current_dir(ledger.home())
+                .output()
+                .expect("run onejob"),
+        );
+        let error = run.err(2);
+        assert_eq!(error["code"], "invalid_input", "{url}");
+        assert_eq!(error["details"]["field"], "db", "{url}");
+        let message = error["message"].as_str().expect("a message");
+        assert!(message.contains(says), "{url}: {message}");
+        for run_output in [&run.stdout, &run.stderr] {
+            assert!(!run_output.contains("hunter2"), "{url}: {run_output}");
+        }
+    }
+    // Nothing named after a scheme appeared where the command ran.
+    let made: Vec<_> = std::fs::read_dir(ledger.home())
+        .expect("the temp dir")
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|name| name.ends_with(':'))
+        .collect();
+    assert!(made.is_empty(), "{made:?}");
 }

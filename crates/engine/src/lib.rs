@@ -97,6 +97,39 @@ pub struct OpenOptions {
     pub max_page_count: Option<u32>,
 }
 
+/// A ledger is a file path. A value that reads as a URL (`scheme://…`) is refused with
+/// `invalid_input` (field `db`) instead of becoming a folder named after its scheme; the
+/// message names only the scheme, so a password in the URL is never repeated.
+fn refuse_urls(path: &Path) -> Result<()> {
+    let Some(text) = path.to_str() else {
+        return Ok(());
+    };
+    let Some((scheme, _)) = text.split_once("://") else {
+        return Ok(());
+    };
+    // One letter is a drive (C://), not a scheme.
+    let is_scheme = scheme.len() > 1
+        && scheme.starts_with(|c: char| c.is_ascii_alphabetic())
+        && scheme
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'));
+    if !is_scheme {
+        return Ok(());
+    }
+    let why = if matches!(
+        scheme.to_ascii_lowercase().as_str(),
+        "postgres" | "postgresql"
+    ) {
+        format!(
+            "{scheme}:// names a PostgreSQL ledger, which this version cannot open yet; \
+             give a file path for an embedded SQLite ledger"
+        )
+    } else {
+        format!("{scheme}:// is not a ledger onejob can open; give a file path")
+    };
+    Err(Error::invalid_input("db", why))
+}
+
 impl Default for OpenOptions {
     fn default() -> Self {
         OpenOptions {
@@ -116,6 +149,7 @@ impl Engine {
     /// [`Engine::open`] with options.
     pub async fn open_with(path: impl AsRef<Path>, open: OpenOptions) -> Result<Engine> {
         let path = path.as_ref().to_path_buf();
+        refuse_urls(&path)?;
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).map_err(|e| Error::Storage {
                 message: format!("cannot create {}: {e}", dir.display()),
