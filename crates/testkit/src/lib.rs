@@ -5,14 +5,17 @@
 //! prompt, and nothing written outside the directory. [`MockLlm`] is a third-party
 //! OpenAI-compatible server on loopback. [`Notifications`] is a desktop notification server
 //! (dunst) that a test clicks like a person. [`RawServer`] is a bare HTTP server on loopback
-//! whose every reply byte a test decides.
+//! whose every reply byte a test decides. [`Postgres`] is a throwaway PostgreSQL cluster on
+//! loopback.
 
 mod mock_llm;
 mod notifications;
+mod postgres;
 pub mod raw_http;
 
 pub use mock_llm::MockLlm;
 pub use notifications::Notifications;
+pub use postgres::Postgres;
 pub use raw_http::RawServer;
 
 use std::io::{BufRead, BufReader, Error, ErrorKind, Write};

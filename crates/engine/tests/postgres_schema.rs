@@ -1,0 +1,286 @@
+//! The PostgreSQL ledger's schema (`migrations/postgres/`, SPEC §14) on a real throwaway
+//! cluster: the guarantees the database itself must give, whoever writes to it — one job per
+//! key, one open attempt per job, a compare-and-swap that lets exactly one answer win under
+//! READ COMMITTED, an append-only history, names checked in the submit's one statement, the
+//! database's clock on every row, and migrations applied once however many processes start
+//! together.
+
+use std::path::Path;
+
+use onejob_testkit::Postgres;
+use sqlx::migrate::Migrator;
+use sqlx::postgres::{PgPool, PgPoolOptions};
+use sqlx::Row;
+
+/// The PostgreSQL migrations, read from the folder at run time.
+async fn migrator() -> Migrator {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../migrations/postgres");
+    Migrator::new(dir)
+        .await
+        .expect("the PostgreSQL migrations read")
+}
+
+/// A fresh database on `cluster`, migrated.
+async fn ledger(cluster: &Postgres, name: &str) -> PgPool {
+    let url = cluster.database(name).expect("a database");
+    let pool = PgPoolOptions::new()
+        .max_connections(4)
+        .connect(&url)
+        .await
+        .expect("connect");
+    migrator().await.run(&pool).await.expect("migrated");
+    pool
+}
+
+const JOB: &str = "01900000-0000-7000-8000-000000000001";
+const FIRST: &str = "01900000-0000-7000-8000-0000000000a1";
+const SECOND: &str = "01900000-0000-7000-8000-0000000000a2";
+
+async fn insert_job(pool: &PgPool, id: &str, key: &str, route: &str) -> sqlx::Result<()> {
+    sqlx::query(
+        "INSERT INTO jobs (id, owner_id, idempotency_key, fingerprint, intent, status)
+         VALUES ($1::uuid, 'local', $2, 'f', json_build_object('route', json_build_array($3::text), 'input', '{}'::json), 'queued')",
+    )
+    .bind(id)
+    .bind(key)
+    .bind(route)
+    .execute(pool)
+    .await
+    .map(|_| ())
+}
+
+async fn insert_attempt(pool: &PgPool, id: &str, number: i32, state: &str) -> sqlx::Result<()> {
+    sqlx::query(
+        "INSERT INTO attempts (id, job_id, number, provider, state, job_version)
+         VALUES ($1::uuid, $2::uuid, $3, 'sandbox', $4, 0)",
+    )
+    .bind(id)
+    .bind(JOB)
+    .bind(number)
+    .bind(state)
+    .execute(pool)
+    .await
+    .map(|_| ())
+}
+
+/// The SQLSTATE of a failed statement.
+fn code(result: sqlx::Result<()>) -> String {
+    match result {
+        Ok(()) => panic!("the database accepted what it must refuse"),
+        Err(sqlx::Error::Database(e)) => e.code().map(|c| c.into_owned()).unwrap_or_default(),
+        Err(e) => panic!("not a database error: {e}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_database_keeps_one_job_per_key_and_one_open_attempt_per_job() {
+    let cluster = Postgres::start().expect("a cluster");
+    let pool = ledger(&cluster, "one").await;
+    insert_job(&pool, JOB, "k", "sandbox")
+        .await
+        .expect("the first job");
+    let again = insert_job(
+        &pool,
+        "01900000-0000-7000-8000-000000000002",
+        "k",
+        "sandbox",
+    )
+    .await;
+    assert_eq!(
+        code(again),
+        "23505",
+        "a second job for one key is a unique violation"
+    );
+
+    insert_attempt(&pool, FIRST, 1, "pending")
+        .await
+        .expect("the first attempt");
+    for open in ["pending", "in_flight", "unknown"] {
+        assert_eq!(
+            code(insert_attempt(&pool, SECOND, 2, open).await),
+            "23505",
+            "a second {open} attempt"
+        );
+    }
+    // Once the first is closed, the next may open.
+    sqlx::query("UPDATE attempts SET state = 'failed' WHERE id = $1::uuid AND state = 'pending'")
+        .bind(FIRST)
+        .execute(&pool)
+        .await
+        .expect("close");
+    insert_attempt(&pool, SECOND, 2, "pending")
+        .await
+        .expect("the next attempt");
+    assert_eq!(
+        code(insert_attempt(&pool, "01900000-0000-7000-8000-0000000000a3", 2, "failed").await),
+        "23505",
+        "numbers are unique per job"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_answers_racing_under_read_committed_let_exactly_one_win() {
+    let cluster = Postgres::start().expect("a cluster");
+    let pool = ledger(&cluster, "race").await;
+    insert_job(&pool, JOB, "k", "sandbox").await.expect("job");
+    sqlx::query("UPDATE jobs SET status = 'running' WHERE id = $1::uuid")
+        .bind(JOB)
+        .execute(&pool)
+        .await
+        .expect("running");
+    // Two transactions take the compare-and-swap at once; the second waits on the first's row
+    // lock, then re-reads the row under READ COMMITTED and finds the version moved on.
+    let cas = "UPDATE jobs SET status = 'succeeded', result = $2::json, completed_by = $3::uuid,
+                      version = version + 1, updated_at = now(), finished_at = now()
+                WHERE id = $1::uuid AND version = 0 AND completed_by IS NULL";
+    let mut a = pool.begin().await.expect("a");
+    let mut b = pool.begin().await.expect("b");
+    let won_a = sqlx::query(cas)
+        .bind(JOB)
+        .bind("{\"from\": \"a\"}")
+        .bind(FIRST)
+        .execute(&mut *a)
+        .await
+        .expect("a's swap")
+        .rows_affected();
+    let b_swap = tokio::spawn(async move {
+        let rows = sqlx::query(cas)
+            .bind(JOB)
+            .bind("{\"from\": \"b\"}")
+            .bind(SECOND)
+            .execute(&mut *b)
+            .await
+            .expect("b's swap")
+            .rows_affected();
+        b.commit().await.expect("b commits");
+        rows
+    });
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    assert!(!b_swap.is_finished(), "b waits for a's row lock");
+    a.commit().await.expect("a commits");
+    let won_b = b_swap.await.expect("b");
+    assert_eq!((won_a, won_b), (1, 0));
+    let row = sqlx::query(
+        "SELECT result::text, completed_by::text, version FROM jobs WHERE id = $1::uuid",
+    )
+    .bind(JOB)
+    .fetch_one(&pool)
+    .await
+    .expect("job");
+    assert_eq!(
+        row.get::<String, _>(0),
+        "{\"from\": \"a\"}",
+        "kept byte for byte"
+    );
+    assert_eq!(row.get::<String, _>(1), FIRST);
+    assert_eq!(row.get::<i32, _>(2), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn history_is_append_only_and_a_submit_writes_its_event_and_checks_its_names() {
+    let cluster = Postgres::start().expect("a cluster");
+    let pool = ledger(&cluster, "history").await;
+    assert_eq!(
+        code(insert_job(&pool, JOB, "k", "nowhere").await),
+        "23514",
+        "a route naming no configured provider"
+    );
+    insert_job(&pool, JOB, "k", "sandbox").await.expect("job");
+    let event = sqlx::query(
+        "SELECT kind, actor, detail ->> 'idempotency_key', at = (SELECT created_at FROM jobs)
+           FROM job_events WHERE job_id = $1::uuid",
+    )
+    .bind(JOB)
+    .fetch_one(&pool)
+    .await
+    .expect("the submitted event");
+    assert_eq!(event.get::<String, _>(0), "submitted");
+    assert_eq!(event.get::<String, _>(1), "user");
+    assert_eq!(event.get::<String, _>(2), "k");
+    assert!(event.get::<bool, _>(3));
+    for change in [
+        "UPDATE job_events SET kind = 'rewritten'",
+        "DELETE FROM job_events",
+        "TRUNCATE job_events",
+    ] {
+        let refused = sqlx::query(change).execute(&pool).await.map(|_| ());
+        assert_eq!(code(refused), "23001", "{change}");
+    }
+    let providers: Vec<(String, bool)> =
+        sqlx::query_as("SELECT provider, in_route FROM job_providers WHERE job_id = $1::uuid")
+            .bind(JOB)
+            .fetch_all(&pool)
+            .await
+            .expect("job providers");
+    assert_eq!(providers, [("sandbox".to_owned(), true)]);
+    let intent = "json_build_object('route', json_build_array('sandbox'), 'contract', 'nope')";
+    let with_contract = sqlx::query(&format!(
+        "INSERT INTO jobs (id, owner_id, idempotency_key, fingerprint, intent, status)
+         VALUES ('01900000-0000-7000-8000-000000000003', 'local', 'c', 'f', {intent}, 'queued')"
+    ))
+    .execute(&pool)
+    .await
+    .map(|_| ());
+    assert_eq!(
+        code(with_contract),
+        "23514",
+        "a contract that is not configured"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rows_are_stamped_by_the_database_clock() {
+    let cluster = Postgres::start().expect("a cluster");
+    let pool = ledger(&cluster, "clock").await;
+    insert_job(&pool, JOB, "k", "sandbox").await.expect("job");
+    let skew: f64 = sqlx::query_scalar(
+        "SELECT abs(extract(epoch FROM (now() - created_at)))::float8 FROM jobs WHERE id = $1::uuid",
+    )
+    .bind(JOB)
+    .fetch_one(&pool)
+    .await
+    .expect("created_at");
+    assert!(
+        skew < 60.0,
+        "created_at is the database's time: {skew} s off"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn migrations_are_applied_once_however_many_start_together() {
+    let cluster = Postgres::start().expect("a cluster");
+    let url = cluster.database("together").expect("a database");
+    let mut starting = Vec::new();
+    for _ in 0..8 {
+        let url = url.clone();
+        starting.push(tokio::spawn(async move {
+            let pool = PgPoolOptions::new()
+                .max_connections(1)
+                .connect(&url)
+                .await
+                .expect("connect");
+            // sqlx holds a PostgreSQL advisory lock while it migrates: the others wait, then
+            // find every migration applied.
+            migrator().await.run(&pool).await.expect("migrated");
+            pool.close().await;
+        }));
+    }
+    for start in starting {
+        start.await.expect("a start");
+    }
+    let pool = PgPoolOptions::new().connect(&url).await.expect("connect");
+    let applied: i64 = sqlx::query_scalar("SELECT count(*) FROM _sqlx_migrations")
+        .fetch_one(&pool)
+        .await
+        .expect("migrations table");
+    assert_eq!(
+        applied,
+        i64::try_from(migrator().await.iter().count()).expect("count")
+    );
+    let sandboxes: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM providers WHERE name = 'sandbox'")
+            .fetch_one(&pool)
+            .await
+            .expect("providers");
+    assert_eq!(sandboxes, 1);
+}

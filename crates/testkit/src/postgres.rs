@@ -1,0 +1,217 @@
+//! A throwaway PostgreSQL cluster for tests: `initdb` into a temporary directory, a server
+//! listening on 127.0.0.1 only, on a free port, stopped and removed when dropped. `initdb`
+//! refuses to run as root, so as root the cluster belongs to the `postgres` user that
+//! Debian's package creates.
+
+use std::io::{Error, ErrorKind};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The role the tests connect as: the cluster's superuser, trusted on loopback only.
+const ROLE: &str = "onejob";
+/// How long the server gets to accept connections.
+const STARTUP: Duration = Duration::from_secs(30);
+
+/// A running cluster. Dropping it stops the server (immediately: nothing in it is kept) and
+/// removes its directory.
+pub struct Postgres {
+    server: Child,
+    port: u16,
+    bin: PathBuf,
+    owner: Option<String>,
+    dir: tempfile::TempDir,
+}
+
+impl Postgres {
+    /// Creates and starts a cluster with `fsync` on (commits are as durable as in production).
+    pub fn start() -> std::io::Result<Postgres> {
+        let bin = bin_dir()?;
+        let dir = tempfile::tempdir()?;
+        let data = dir.path().join("data");
+        // As root, the cluster and its socket folder belong to `postgres`.
+        let owner = is_root().then(|| "postgres".to_owned());
+        if let Some(user) = &owner {
+            let status = Command::new("chown")
+                .args(["-R", user])
+                .arg(dir.path())
+                .status()?;
+            if !status.success() {
+                return Err(Error::other(format!(
+                    "cannot give the cluster's folder to {user}"
+                )));
+            }
+        }
+        let initdb = as_owner(&owner, &bin.join("initdb"))
+            .arg("-D")
+            .arg(&data)
+            .args(["-U", ROLE, "-A", "trust", "-E", "UTF8", "--no-instructions"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .output()?;
+        if !initdb.status.success() {
+            return Err(Error::other(format!(
+                "initdb failed: {}",
+                String::from_utf8_lossy(&initdb.stderr).trim()
+            )));
+        }
+        let port = std::net::TcpListener::bind("127.0.0.1:0")?
+            .local_addr()?
+            .port();
+        let server = as_owner(&owner, &bin.join("postgres"))
+            .arg("-D")
+            .arg(&data)
+            .args(["-h", "127.0.0.1", "-p", &port.to_string(), "-k"])
+            .arg(dir.path())
+            .args(["-c", "max_connections=200"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()?;
+        let cluster = Postgres {
+            server,
+            port,
+            bin,
+            owner,
+            dir,
+        };
+        cluster.wait_ready()?;
+        Ok(cluster)
+    }
+
+    /// The URL of database `postgres` as the superuser, over TCP on loopback.
+    pub fn url(&self) -> String {
+        format!("postgres://{ROLE}@127.0.0.1:{}/postgres", self.port)
+    }
+
+    /// Creates database `name` and returns its URL: one cluster serves many tests.
+    pub fn database(&self, name: &str) -> std::io::Result<String> {
+        let out = Command::new(self.bin.join("psql"))
+            .args([
+                "-h",
+                "127.0.0.1",
+                "-p",
+                &self.port.to_string(),
+                "-U",
+                ROLE,
+                "-d",
+                "postgres",
+            ])
+            .args(["-v", "ON_ERROR_STOP=1", "-c"])
+            .arg(format!("CREATE DATABASE \"{name}\""))
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .output()?;
+        if !out.status.success() {
+            return Err(Error::other(format!(
+                "cannot create database {name}: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            )));
+        }
+        Ok(format!("postgres://{ROLE}@127.0.0.1:{}/{name}", self.port))
+    }
+
+    /// The cluster's port on 127.0.0.1.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    fn wait_ready(&self) -> std::io::Result<()> {
+        let deadline = Instant::now() + STARTUP;
+        while Instant::now() < deadline {
+            let ready = Command::new(self.bin.join("pg_isready"))
+                .args(["-h", "127.0.0.1", "-p", &self.port.to_string(), "-U", ROLE])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status()?;
+            if ready.success() {
+                return Ok(());
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        Err(Error::new(
+            ErrorKind::TimedOut,
+            format!("PostgreSQL did not accept connections within {STARTUP:?}"),
+        ))
+    }
+}
+
+impl Drop for Postgres {
+    fn drop(&mut self) {
+        // An immediate shutdown: nothing in the cluster is kept. The folder goes with the TempDir.
+        let stopped = as_owner(&self.owner, &self.bin.join("pg_ctl"))
+            .arg("-D")
+            .arg(self.dir.path().join("data"))
+            .args(["stop", "-m", "immediate", "-w"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+        if !stopped.is_ok_and(|s| s.success()) {
+            let _ = self.server.kill();
+        }
+        let _ = self.server.wait();
+    }
+}
+
+/// The folder of Debian's PostgreSQL programs (the newest installed major version).
+fn bin_dir() -> std::io::Result<PathBuf> {
+    let root = Path::new("/usr/lib/postgresql");
+    let mut versions: Vec<(u32, PathBuf)> = std::fs::read_dir(root)
+        .map_err(|e| {
+            Error::new(
+                e.kind(),
+                "PostgreSQL is not installed (scripts/setup installs Debian's postgresql)",
+            )
+        })?
+        .flatten()
+        .filter_map(|e| {
+            let version = e.file_name().to_str()?.parse().ok()?;
+            Some((version, e.path().join("bin")))
+        })
+        .filter(|(_, bin)| bin.join("initdb").exists())
+        .collect();
+    versions.sort();
+    versions.pop().map(|(_, bin)| bin).ok_or_else(|| {
+        Error::new(
+            ErrorKind::NotFound,
+            "no PostgreSQL under /usr/lib/postgresql",
+        )
+    })
+}
+
+fn is_root() -> bool {
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|out| String::from_utf8_lossy(&out.stdout).trim() == "0")
+}
+
+/// `program` run as `owner` (through runuser) when one is given.
+fn as_owner(owner: &Option<String>, program: &Path) -> Command {
+    match owner {
+        Some(user) => {
+            let mut cmd = Command::new("runuser");
+            cmd.args(["-u", user, "--"]).arg(program);
+            cmd
+        }
+        None => Command::new(program),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cluster_starts_makes_databases_and_is_gone_when_dropped() {
+        let cluster = Postgres::start().expect("a cluster starts");
+        let url = cluster.database("first").expect("a database");
+        assert!(
+            url.ends_with("/first") && url.contains("127.0.0.1"),
+            "{url}"
+        );
+        let port = cluster.port();
+        assert!(std::net::TcpStream::connect(("127.0.0.1", port)).is_ok());
+        drop(cluster);
+        assert!(std::net::TcpStream::connect(("127.0.0.1", port)).is_err());
+    }
+}
