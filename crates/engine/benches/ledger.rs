@@ -1,0 +1,219 @@
+//! The executor end to end and the Jobs list's pages, printed beside baselines measured in
+//! the same run (never asserted):
+//! - 2,000 queued jobs run by one executor until none is left (what `onejob worker --once`
+//!   does) against a sandbox that answers at once, beside the raw durable INSERT rate;
+//! - with 100,000 jobs: the first page of the Jobs list, a page 90,000 deep and the first page
+//!   of a key search, beside a raw keyset `SELECT` of the same page on the same file.
+//!
+//! Run: `cargo bench -p onejob-engine --bench ledger` (`ONEJOB_BENCH_JOBS` and
+//! `ONEJOB_BENCH_HISTORY` change the 2,000 and the 100,000).
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::{intent, ms, pct, raw_connection, raw_inserts, total, OWNER};
+use onejob_engine::executor::{Executor, ExecutorOptions};
+use onejob_engine::{Engine, JobStatus, JobsQuery};
+use serde_json::json;
+use sqlx::{ConnectOptions, Connection};
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    runtime.block_on(run())
+}
+
+fn env_number(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+async fn run() -> Result<(), Box<dyn std::error::Error>> {
+    let dir = tempfile::tempdir()?;
+    let jobs = env_number("ONEJOB_BENCH_JOBS", 2_000);
+    let history = env_number("ONEJOB_BENCH_HISTORY", 100_000);
+    println!("onejob ledger benchmark: {jobs} jobs end to end, {history} jobs of history");
+    end_to_end(dir.path(), jobs).await?;
+    pages(dir.path(), history).await?;
+    Ok(())
+}
+
+/// Queues `n` jobs at an instant sandbox, then runs one executor until nothing is left.
+async fn end_to_end(dir: &std::path::Path, n: usize) -> Result<(), Box<dyn std::error::Error>> {
+    let mut raw_conn = raw_connection(&dir.join("raw-e2e.db")).await?;
+    let raw = raw_inserts(&mut raw_conn, 0..n).await?;
+    raw_conn.close().await?;
+
+    let engine = Engine::open(dir.join("e2e.db")).await?;
+    let instant = json!({"name": "sandbox", "kind": "sandbox", "soft_timeout_ms": 10_000,
+        "hard_timeout_ms": 30_000, "honours_idempotency_key": true,
+        "dials": {"latency_ms": 0, "jitter_ms": 0}});
+    engine.add_provider(&instant.to_string()).await?;
+    for i in 0..n {
+        let body = json!({"route": ["sandbox"], "input": {"n": i}}).to_string();
+        engine.submit(OWNER, &format!("e2e-{i}"), &body).await?;
+    }
+    let executor = Executor::new(engine.clone(), ExecutorOptions::default())?;
+    let start = Instant::now();
+    executor.run_until_idle().await?;
+    let took = start.elapsed();
+    let succeeded = engine
+        .count_jobs(
+            OWNER,
+            &JobsQuery {
+                status: Some(JobStatus::Succeeded),
+                ..JobsQuery::default()
+            },
+        )
+        .await?;
+    engine.close().await;
+
+    let raw_rate = raw.len() as f64 / total(&raw).as_secs_f64();
+    let rate = n as f64 / took.as_secs_f64();
+    println!("raw INSERT rate (baseline, same run): {raw_rate:>8.0} inserts/s");
+    println!(
+        "executor end to end, instant sandbox:  {rate:>8.0} jobs/s ({succeeded} of {n} succeeded in {:.1} ms)",
+        ms(took)
+    );
+    println!(
+        "  ratio executor/raw: {:.1}% (aim: >= 30%)",
+        100.0 * rate / raw_rate
+    );
+    Ok(())
+}
+
+/// Times the Jobs list's pages on a ledger of `n` jobs.
+async fn pages(dir: &std::path::Path, n: usize) -> Result<(), Box<dyn std::error::Error>> {
+    let path = dir.join("history.db");
+    let engine = Engine::open(&path).await?;
+    seed(&path, n).await?;
+
+    // The cursor of the page 90% deep, found by walking the pages as the list would.
+    let deep_rows = n * 9 / 10;
+    let page = 50u32;
+    let mut after = None;
+    let mut walked = 0;
+    while walked < deep_rows {
+        let query = JobsQuery {
+            after: after.clone(),
+            limit: Some(500),
+            ..JobsQuery::default()
+        };
+        let got = engine.jobs(OWNER, &query).await?;
+        walked += got.jobs.len();
+        after = got.next;
+        if after.is_none() {
+            break;
+        }
+    }
+    let first = JobsQuery {
+        limit: Some(page),
+        ..JobsQuery::default()
+    };
+    let deep = JobsQuery {
+        after: after.clone(),
+        limit: Some(page),
+        ..JobsQuery::default()
+    };
+    let search = JobsQuery {
+        search: Some("seed-4242".into()),
+        limit: Some(page),
+        ..JobsQuery::default()
+    };
+    let first_times = time_page(&engine, &first).await?;
+    let deep_times = time_page(&engine, &deep).await?;
+    let search_times = time_page(&engine, &search).await?;
+    engine.close().await;
+    let raw_times = raw_page(&path, page).await?;
+
+    println!("with {n} jobs, {page} a page, 50 runs each:");
+    print_page("raw keyset SELECT (baseline)", &raw_times, None);
+    print_page("engine first page", &first_times, Some(&raw_times));
+    print_page(
+        &format!("engine page {walked} deep"),
+        &deep_times,
+        Some(&raw_times),
+    );
+    print_page("engine key search", &search_times, Some(&raw_times));
+    println!("  (aim: first page and deep page <= 10 ms)");
+    Ok(())
+}
+
+async fn time_page(
+    engine: &Engine,
+    query: &JobsQuery,
+) -> Result<Vec<Duration>, onejob_engine::Error> {
+    let mut times = Vec::with_capacity(50);
+    for _ in 0..50 {
+        let start = Instant::now();
+        engine.jobs(OWNER, query).await?;
+        times.push(start.elapsed());
+    }
+    Ok(times)
+}
+
+/// The same first page read with one plain keyset `SELECT` on its own connection.
+async fn raw_page(path: &std::path::Path, page: u32) -> Result<Vec<Duration>, sqlx::Error> {
+    let mut conn = sqlx::sqlite::SqliteConnectOptions::new()
+        .filename(path)
+        .connect()
+        .await?;
+    let mut times = Vec::with_capacity(50);
+    for _ in 0..50 {
+        let start = Instant::now();
+        sqlx::query("SELECT * FROM jobs WHERE owner_id = ? ORDER BY id DESC LIMIT ?")
+            .bind(OWNER)
+            .bind(page)
+            .fetch_all(&mut conn)
+            .await?;
+        times.push(start.elapsed());
+    }
+    conn.close().await?;
+    Ok(times)
+}
+
+fn print_page(label: &str, times: &[Duration], baseline: Option<&[Duration]>) {
+    let vs = baseline
+        .map(|b| {
+            format!(
+                "  ({:.2}x raw at p50)",
+                pct(times, 50.0).as_secs_f64() / pct(b, 50.0).as_secs_f64().max(f64::MIN_POSITIVE)
+            )
+        })
+        .unwrap_or_default();
+    println!(
+        "  {label:<30} p50 {:>7.3} ms  p99 {:>7.3} ms{vs}",
+        ms(pct(times, 50.0)),
+        ms(pct(times, 99.0)),
+    );
+}
+
+/// Writes `n` finished jobs straight into the ledger file in one statement.
+async fn seed(path: &std::path::Path, n: usize) -> Result<(), sqlx::Error> {
+    let mut conn = sqlx::sqlite::SqliteConnectOptions::new()
+        .filename(path)
+        .connect()
+        .await?;
+    sqlx::query(
+        "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?1)
+         INSERT INTO jobs (id, owner_id, idempotency_key, fingerprint, intent, status, version,
+                           error, created_at, updated_at, finished_at)
+         SELECT printf('01900000-0000-7000-8000-%012d', i), ?2, 'seed-' || i,
+                printf('%064d', i), ?3, 'cancelled', 1,
+                '{\"code\":\"cancelled\",\"message\":\"seeded\"}',
+                strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), strftime('%Y-%m-%dT%H:%M:%fZ', 'now'),
+                strftime('%Y-%m-%dT%H:%M:%fZ', 'now')
+         FROM n",
+    )
+    .bind(i64::try_from(n).unwrap_or(i64::MAX))
+    .bind(OWNER)
+    .bind(intent(0).replace("primary", "sandbox"))
+    .execute(&mut conn)
+    .await?;
+    conn.close().await
+}
