@@ -34,9 +34,14 @@ pub enum KeyStatus {
 }
 
 /// Whether a provider cannot be called without a key: it names `api_key_env`, or it is an
-/// `anthropic` provider (the Messages API refuses every request without `x-api-key`).
+/// `anthropic` provider (the Messages API refuses every request without `x-api-key`). The
+/// built-in sandbox never needs one.
 pub fn key_required(config: &ProviderConfig) -> bool {
-    config.api_key_env.is_some() || config.kind == ProviderKind::Anthropic
+    match config.kind {
+        ProviderKind::Sandbox => false,
+        ProviderKind::Anthropic => true,
+        ProviderKind::Openai | ProviderKind::Http => config.api_key_env.is_some(),
+    }
 }
 
 /// Checks a key a person gave before it goes to the keyring: not empty or blank, no line
@@ -66,6 +71,11 @@ pub fn validate_key(key: &str) -> Result<()> {
 /// `api_key_env` when it is set, else the keyring's entry, else none. A required key that is
 /// missing is `misconfigured`, with how to set it; nothing is sent then.
 pub async fn api_key(config: &ProviderConfig) -> std::result::Result<Option<String>, AttemptError> {
+    // The built-in sandbox takes no key: it never asks the keyring (which may be locked and
+    // prompt on a desktop) for each of its attempts.
+    if config.kind == ProviderKind::Sandbox {
+        return Ok(None);
+    }
     if let Some(key) = from_env(config) {
         return Ok(Some(key));
     }
@@ -82,6 +92,9 @@ pub async fn api_key(config: &ProviderConfig) -> std::result::Result<Option<Stri
 
 /// Where this provider's key comes from now, without reading more of it than whether it exists.
 pub(crate) async fn status(config: &ProviderConfig) -> KeyStatus {
+    if config.kind == ProviderKind::Sandbox {
+        return KeyStatus::NotSet { required: false };
+    }
     if let Some(var) = env_var_set(config) {
         return KeyStatus::Env { var };
     }
@@ -353,5 +366,14 @@ mod tests {
             json(&KeyStatus::NotSet { required: true }),
             serde_json::json!({"source": "not_set", "required": true})
         );
+    }
+
+    #[tokio::test]
+    async fn the_sandbox_takes_no_key_and_never_asks_the_keyring() {
+        let json = r#"{"name":"sandbox","kind":"sandbox","api_key_env":"ONEJOB_TEST_NEVER_SET_FOR_SANDBOX","soft_timeout_ms":1,"hard_timeout_ms":1,"honours_idempotency_key":true}"#;
+        let config = ProviderConfig::parse(json).expect("valid");
+        assert!(!key_required(&config));
+        assert_eq!(api_key(&config).await.expect("no key, no failure"), None);
+        assert_eq!(status(&config).await, KeyStatus::NotSet { required: false });
     }
 }
