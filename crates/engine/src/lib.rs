@@ -66,6 +66,8 @@ pub struct Engine {
     path: PathBuf,
     work: Arc<Notify>,
     options: SqliteConnectOptions,
+    /// Where submits wait for their group commit (see `ledger/submit.rs`).
+    submits: Arc<ledger::SubmitQueue>,
 }
 
 /// A filter and a position for `jobs`; the filters also narrow `count_jobs`.
@@ -182,12 +184,15 @@ impl Engine {
             &options,
         )
         .await?;
+        let work = Arc::new(Notify::new());
+        let submits = Arc::new(ledger::SubmitQueue::new(writer.clone(), work.clone()));
         let engine = Engine {
             writer,
             reader,
             path,
-            work: Arc::new(Notify::new()),
+            work,
             options,
+            submits,
         };
         engine.migrate().await?;
         engine.recover_expired_leases().await?;
@@ -205,8 +210,7 @@ impl Engine {
     }
 
     fn wake_executor(&self) {
-        self.work.notify_waiters();
-        self.work.notify_one();
+        wake(&self.work);
     }
 
     /// A counter that rises whenever the ledger changes, whoever changed it (this process or
@@ -269,6 +273,12 @@ impl Engine {
     async fn begin(&self) -> Result<Transaction<'static, Sqlite>> {
         Ok(self.writer.begin_with("BEGIN IMMEDIATE").await?)
     }
+}
+
+/// Wakes every executor of this process waiting for work, and the next one to wait.
+fn wake(work: &Notify) {
+    work.notify_waiters();
+    work.notify_one();
 }
 
 /// Connects a pool, retrying while another process holds the lock that switching a new file

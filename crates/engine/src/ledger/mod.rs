@@ -12,6 +12,7 @@ mod person;
 mod providers;
 mod read;
 mod submit;
+pub(crate) use submit::SubmitQueue;
 
 use serde_json::Value;
 use sqlx::SqliteConnection;
