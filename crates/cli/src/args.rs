@@ -126,6 +126,10 @@ pub struct WorkerArgs {
     /// hard deadline); a signal stops it at once
     #[arg(long)]
     pub once: bool,
+    /// How many attempts it keeps in flight at once, 1 to 1024 (default 32): with a provider
+    /// that takes a second, about N jobs a second
+    #[arg(long, value_name = "N", default_value_t = onejob_engine::executor::DEFAULT_MAX_IN_FLIGHT)]
+    pub concurrency: usize,
 }
 
 #[derive(Debug, Args)]

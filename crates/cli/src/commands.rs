@@ -22,11 +22,11 @@ pub async fn run(cli: Cli) -> Result<Reply> {
     let owner = cli.global.owner;
     match cli.command {
         Command::Submit(submit) => run_submit(&db, &owner, submit).await,
-        Command::Worker(args) => {
-            with_engine(&db, async |engine| worker::run(engine, args.once).await)
-                .await
-                .map(Reply::from)
-        }
+        Command::Worker(args) => with_engine(&db, async |engine| {
+            worker::run(engine, args.once, args.concurrency).await
+        })
+        .await
+        .map(Reply::from),
         Command::Sandbox(sandbox) => run_sandbox(sandbox).await.map(Reply::from),
         Command::Contract(command) => {
             let call = command.read(read_text)?;

@@ -631,3 +631,46 @@ fn which(program: &str) -> Option<std::path::PathBuf> {
         .map(|dir| dir.join(program))
         .find(|candidate| candidate.is_file())
 }
+
+/// A provider that holds each request 300 ms and counts how many it holds at once.
+fn counting_server() -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+    let (now, most) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let seen = most.clone();
+    let server = RawServer::start(move |_| {
+        let holding = now.fetch_add(1, Ordering::SeqCst) + 1;
+        seen.fetch_max(holding, Ordering::SeqCst);
+        std::thread::sleep(Duration::from_millis(300));
+        now.fetch_sub(1, Ordering::SeqCst);
+        json_response("200 OK", r#"{"charged": true}"#)
+    })
+    .expect("a loopback server");
+    (format!("{}/charge", server.url), most)
+}
+
+#[test]
+fn worker_concurrency_bounds_the_attempts_in_flight() {
+    use std::sync::atomic::Ordering;
+    for (concurrency, want) in [(Some("2"), 2), (None, 6)] {
+        let ledger = Ledger::empty();
+        let (url, most) = counting_server();
+        add_http_provider(&ledger, "slow", &url, 10_000, 20_000, json!({}));
+        let ids = submit_many(&ledger, 6, "slow");
+        let mut args = vec!["worker", "--once"];
+        if let Some(n) = concurrency {
+            args.extend(["--concurrency", n]);
+        }
+        ledger.run(&args).ok();
+        for id in &ids {
+            assert_eq!(detail(&ledger, id)["job"]["status"], "succeeded", "{id}");
+        }
+        assert_eq!(
+            most.load(Ordering::SeqCst),
+            want,
+            "--concurrency {concurrency:?}: at most {want} requests held at once"
+        );
+    }
+    let refused = Ledger::empty().run(&["worker", "--once", "--concurrency", "0"]);
+    assert_eq!(refused.err(2)["details"]["field"], "concurrency");
+}

@@ -33,6 +33,9 @@ use crate::model::{Attempt, Job};
 use crate::sandbox::Sandbox;
 use crate::Engine;
 
+/// How many attempts an executor sends at once unless told otherwise.
+pub const DEFAULT_MAX_IN_FLIGHT: usize = 32;
+
 /// How an executor paces itself. The defaults are SPEC §4's.
 #[derive(Debug, Clone)]
 pub struct ExecutorOptions {
@@ -63,7 +66,7 @@ impl Default for ExecutorOptions {
             lease: Duration::from_secs(10),
             renew_every: Duration::from_secs(3),
             poll_every: Duration::from_secs(1),
-            max_in_flight: 32,
+            max_in_flight: DEFAULT_MAX_IN_FLIGHT,
             backoff_base: Duration::from_millis(200),
             backoff_cap: Duration::from_secs(30),
             reconcile_every: Duration::from_secs(5),
