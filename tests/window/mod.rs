@@ -279,27 +279,7 @@ pub fn run<F: std::future::Future<Output = ()>>(test: F) {
         .block_on(test);
 }
 
-/// Writes `n` finished jobs straight into the ledger file in one transaction: a test helper,
-/// far faster than `n` submits, and never executed since they are already cancelled.
+/// Writes `n` finished jobs of the app's owner straight into the ledger file.
 pub async fn seed_jobs(db: &Path, n: u32) {
-    use sqlx::Connection;
-    let mut conn = sqlx::SqliteConnection::connect(&format!("sqlite:{}", db.display()))
-        .await
-        .unwrap();
-    sqlx::query(
-        "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?1)
-         INSERT INTO jobs (id, owner_id, idempotency_key, fingerprint, intent, status, version,
-                           error, created_at, updated_at, finished_at)
-         SELECT printf('01900000-0000-7000-8000-%012d', i), 'local', 'seed-' || i,
-                printf('%064d', i), '{\"route\":[\"sandbox\"],\"input\":{\"n\":' || i || '}}',
-                'cancelled', 1, '{\"code\":\"cancelled\",\"message\":\"seeded\"}',
-                strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), strftime('%Y-%m-%dT%H:%M:%fZ', 'now'),
-                strftime('%Y-%m-%dT%H:%M:%fZ', 'now')
-         FROM n",
-    )
-    .bind(n)
-    .execute(&mut conn)
-    .await
-    .unwrap();
-    conn.close().await.unwrap();
+    onejob_testkit::seed_jobs(db, "local", n).await.unwrap();
 }

@@ -12,18 +12,14 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{intent, ms, pct, raw_connection, raw_inserts, total, OWNER};
+use common::{ms, pct, raw_connection, raw_inserts, total, OWNER};
 use onejob_engine::executor::{Executor, ExecutorOptions};
 use onejob_engine::{Engine, JobStatus, JobsQuery};
 use serde_json::json;
 use sqlx::{ConnectOptions, Connection};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()?;
-    runtime.block_on(run())
+    common::block_on(run())
 }
 
 fn env_number(name: &str, default: usize) -> usize {
@@ -91,7 +87,7 @@ async fn end_to_end(dir: &std::path::Path, n: usize) -> Result<(), Box<dyn std::
 async fn pages(dir: &std::path::Path, n: usize) -> Result<(), Box<dyn std::error::Error>> {
     let path = dir.join("history.db");
     let engine = Engine::open(&path).await?;
-    seed(&path, n).await?;
+    onejob_testkit::seed_jobs(&path, OWNER, u32::try_from(n)?).await?;
 
     // The cursor of the page 90% deep, found by walking the pages as the list would.
     let deep_rows = n * 9 / 10;
@@ -101,7 +97,7 @@ async fn pages(dir: &std::path::Path, n: usize) -> Result<(), Box<dyn std::error
     while walked < deep_rows {
         let query = JobsQuery {
             after: after.clone(),
-            limit: Some(500),
+            limit: Some(u32::try_from((deep_rows - walked).min(500))?),
             ..JobsQuery::default()
         };
         let got = engine.jobs(OWNER, &query).await?;
@@ -191,29 +187,4 @@ fn print_page(label: &str, times: &[Duration], baseline: Option<&[Duration]>) {
         ms(pct(times, 50.0)),
         ms(pct(times, 99.0)),
     );
-}
-
-/// Writes `n` finished jobs straight into the ledger file in one statement.
-async fn seed(path: &std::path::Path, n: usize) -> Result<(), sqlx::Error> {
-    let mut conn = sqlx::sqlite::SqliteConnectOptions::new()
-        .filename(path)
-        .connect()
-        .await?;
-    sqlx::query(
-        "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?1)
-         INSERT INTO jobs (id, owner_id, idempotency_key, fingerprint, intent, status, version,
-                           error, created_at, updated_at, finished_at)
-         SELECT printf('01900000-0000-7000-8000-%012d', i), ?2, 'seed-' || i,
-                printf('%064d', i), ?3, 'cancelled', 1,
-                '{\"code\":\"cancelled\",\"message\":\"seeded\"}',
-                strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), strftime('%Y-%m-%dT%H:%M:%fZ', 'now'),
-                strftime('%Y-%m-%dT%H:%M:%fZ', 'now')
-         FROM n",
-    )
-    .bind(i64::try_from(n).unwrap_or(i64::MAX))
-    .bind(OWNER)
-    .bind(intent(0).replace("primary", "sandbox"))
-    .execute(&mut conn)
-    .await?;
-    conn.close().await
 }

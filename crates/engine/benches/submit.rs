@@ -16,11 +16,7 @@ use common::{
 use onejob_engine::Engine;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()?;
-    runtime.block_on(run())
+    common::block_on(run())
 }
 
 async fn run() -> Result<(), Box<dyn std::error::Error>> {

@@ -6,17 +6,19 @@
 //! OpenAI-compatible server on loopback. [`Notifications`] is a desktop notification server
 //! (dunst) that a test clicks like a person. [`RawServer`] is a bare HTTP server on loopback
 //! whose every reply byte a test decides. [`Postgres`] is a throwaway PostgreSQL cluster on
-//! loopback.
+//! loopback. [`seed_jobs`] fills a SQLite ledger with many finished jobs at once.
 
 mod mock_llm;
 mod notifications;
 mod postgres;
 pub mod raw_http;
+mod seed;
 
 pub use mock_llm::MockLlm;
 pub use notifications::Notifications;
 pub use postgres::Postgres;
 pub use raw_http::RawServer;
+pub use seed::seed_jobs;
 
 use std::io::{BufRead, BufReader, Error, ErrorKind, Write};
 use std::path::{Path, PathBuf};

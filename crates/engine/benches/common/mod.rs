@@ -13,6 +13,17 @@ use sqlx::{ConnectOptions, SqliteConnection};
 
 pub const OWNER: &str = "bench";
 
+/// Runs a benchmark on two worker threads, as many as this machine has cores.
+pub fn block_on(
+    bench: impl std::future::Future<Output = Result<(), Box<dyn std::error::Error>>>,
+) -> Result<(), Box<dyn std::error::Error>> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?
+        .block_on(bench)
+}
+
 pub async fn engine_with_provider(path: &std::path::Path) -> Result<Engine, onejob_engine::Error> {
     let engine = Engine::open(path).await?;
     let provider = json!({
