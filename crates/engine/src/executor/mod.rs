@@ -269,6 +269,9 @@ impl Executor {
                 eprintln!("onejob executor: attempt {id}: {e}");
             }
             lock(&this.inner.driving).remove(&id);
+            // Its permit is free again: the loop may claim the next job now, not at its
+            // next poll.
+            this.inner.engine.wake_executor();
         });
         true
     }
