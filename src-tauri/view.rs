@@ -110,12 +110,7 @@ pub struct TemplateView {
 impl ContractView {
     /// A contract with the checks the engine gave for it.
     pub fn new(contract: Contract, checks: Vec<Check>) -> ContractView {
-        let mut fields = template_fields(&contract.template.system);
-        for field in template_fields(&contract.template.user) {
-            if !fields.contains(&field) {
-                fields.push(field);
-            }
-        }
+        let fields = contract.template.fields();
         ContractView {
             name: contract.name,
             schema: contract.schema,
@@ -130,23 +125,6 @@ impl ContractView {
             checks: checks.into_iter().map(CheckView::from).collect(),
         }
     }
-}
-
-/// The `{{field}}` variables of one template text, trimmed (`{{ a.b }}` is `a.b`), each once,
-/// in order; an unclosed `{{` ends the list (the engine refuses such a template on save).
-pub fn template_fields(text: &str) -> Vec<String> {
-    let mut fields: Vec<String> = Vec::new();
-    let mut rest = text;
-    while let Some(start) = rest.find("{{") {
-        let after = &rest[start + 2..];
-        let Some(end) = after.find("}}") else { break };
-        let field = after[..end].trim();
-        if !field.is_empty() && !fields.iter().any(|f| f == field) {
-            fields.push(field.to_owned());
-        }
-        rest = &after[end + 2..];
-    }
-    fields
 }
 
 /// One stored contract check, as the engine reports it.
@@ -251,18 +229,4 @@ pub struct LedgerChanged {
 #[derive(Debug, Clone, Serialize, Deserialize, specta::Type, tauri_specta::Event)]
 pub struct OpenJob {
     pub id: String,
-}
-
-#[cfg(test)]
-mod tests {
-    use super::template_fields;
-
-    #[test]
-    fn template_fields_are_trimmed_unique_in_order_and_stop_at_an_unclosed_brace() {
-        assert_eq!(
-            template_fields("{{a}} and {{ b.c }} and {{a}} {{}} {{d"),
-            vec!["a".to_owned(), "b.c".to_owned()]
-        );
-        assert!(template_fields("no variables").is_empty());
-    }
 }

@@ -255,9 +255,33 @@ fn render(template: &Template, input: &Value) -> std::result::Result<Prompt, Str
 
 fn fill(text: &str, input: &Value) -> std::result::Result<String, String> {
     let mut out = String::with_capacity(text.len());
+    for piece in pieces(text)? {
+        match piece {
+            Piece::Text(literal) => out.push_str(literal),
+            Piece::Variable(path) => match lookup(input, path)
+                .ok_or_else(|| format!("the input has no field {path:?} that the template uses"))?
+            {
+                Value::String(s) => out.push_str(s),
+                other => out.push_str(&other.to_string()),
+            },
+        }
+    }
+    Ok(out)
+}
+
+/// A run of a template text: literal text, or a `{{ path }}` variable (trimmed).
+enum Piece<'a> {
+    Text(&'a str),
+    Variable(&'a str),
+}
+
+/// A template text cut into its literal runs and variables, in order; an unclosed `{{` is
+/// an error naming where it starts.
+fn pieces(text: &str) -> std::result::Result<Vec<Piece<'_>>, String> {
+    let mut pieces = Vec::new();
     let mut rest = text;
     while let Some(start) = rest.find("{{") {
-        out.push_str(&rest[..start]);
+        pieces.push(Piece::Text(&rest[..start]));
         let after = &rest[start + 2..];
         let Some(end) = after.find("}}") else {
             return Err(format!(
@@ -265,17 +289,30 @@ fn fill(text: &str, input: &Value) -> std::result::Result<String, String> {
                 preview(&rest[start..])
             ));
         };
-        let path = after[..end].trim();
-        let value = lookup(input, path)
-            .ok_or_else(|| format!("the input has no field {path:?} that the template uses"))?;
-        match value {
-            Value::String(s) => out.push_str(s),
-            other => out.push_str(&other.to_string()),
-        }
+        pieces.push(Piece::Variable(after[..end].trim()));
         rest = &after[end + 2..];
     }
-    out.push_str(rest);
-    Ok(out)
+    pieces.push(Piece::Text(rest));
+    Ok(pieces)
+}
+
+impl Template {
+    /// The input fields the template uses (`{{ a.b }}` is `a.b`), system text first, each
+    /// once, in order of use: what a job under this contract must have in its input.
+    pub fn fields(&self) -> Vec<String> {
+        let mut fields: Vec<String> = Vec::new();
+        for text in [&self.system, &self.user] {
+            // A stored template always parses: its samples were rendered with it.
+            for piece in pieces(text).unwrap_or_default() {
+                if let Piece::Variable(path) = piece {
+                    if !path.is_empty() && !fields.iter().any(|f| f == path) {
+                        fields.push(path.to_owned());
+                    }
+                }
+            }
+        }
+        fields
+    }
 }
 
 fn lookup<'a>(input: &'a Value, path: &str) -> Option<&'a Value> {
@@ -296,6 +333,20 @@ fn preview(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_templates_fields_are_trimmed_each_once_system_text_first() {
+        let template = Template {
+            system: "You answer in {{ lang }}.".into(),
+            user: "{{text}} ({{ meta.source }}, {{lang}}, {{text}})".into(),
+        };
+        assert_eq!(template.fields(), ["lang", "text", "meta.source"]);
+        let plain = Template {
+            system: String::new(),
+            user: "no variables".into(),
+        };
+        assert!(plain.fields().is_empty());
+    }
 
     fn contract() -> Contract {
         let new = parse(
