@@ -211,7 +211,7 @@ impl Settings {
     /// The settings of the app running over `engine`.
     pub fn of(engine: &Engine) -> Settings {
         Settings {
-            db_path: engine.path().display().to_string(),
+            db_path: engine.location().to_owned(),
             owner: crate::OWNER.to_owned(),
         }
     }

@@ -322,7 +322,7 @@ async fn list_number(w: &Window, name: &str) -> u32 {
 fn a_hundred_thousand_jobs_page_in_as_they_scroll_into_view_and_the_end_in_one_page() {
     run(async {
         let w = Window::open(|engine| async move {
-            let db = engine.path().to_path_buf();
+            let db = std::path::PathBuf::from(engine.location());
             seed_jobs(&db, MANY).await;
         })
         .await;

@@ -345,7 +345,7 @@ fn removing_a_provider_in_use_explains_itself() {
 fn search_finds_a_job_by_key_among_a_hundred_thousand() {
     run(async {
         let w = Window::open(|e| async move {
-            seed_jobs(e.path(), 100_000).await;
+            seed_jobs(std::path::Path::new(e.location()), 100_000).await;
             sandbox(&e, 5_000, json!({})).await;
         })
         .await;

@@ -20,13 +20,12 @@ pub mod sandbox;
 pub mod store;
 
 use std::path::{Path, PathBuf};
-use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
-use sqlx::{Sqlite, SqlitePool, Transaction};
 use tokio::sync::Notify;
+
+use store::{Db, Tx};
 
 pub use attempt::{AttemptState, Cause};
 pub use error::{Error, Result};
@@ -57,15 +56,14 @@ pub fn default_db_path() -> PathBuf {
         .join("onejob.db")
 }
 
-/// A handle on one ledger file. Cheap to clone; every clone shares the pools.
+/// A handle on one ledger: an embedded SQLite file or a shared PostgreSQL database. Cheap to
+/// clone; every clone shares the connections.
 #[derive(Clone)]
 pub struct Engine {
-    /// One connection: writes in this process queue here instead of in SQLite's busy loop.
-    writer: SqlitePool,
-    reader: SqlitePool,
-    path: PathBuf,
+    db: Db,
+    /// The file path, or the URL without its password.
+    location: String,
     work: Arc<Notify>,
-    options: SqliteConnectOptions,
     /// Where submits wait for their group commit (see `ledger/submit.rs`).
     submits: Arc<ledger::SubmitQueue>,
 }
@@ -99,13 +97,11 @@ pub struct OpenOptions {
     pub max_page_count: Option<u32>,
 }
 
-/// A ledger is a file path. A value that reads as a URL (`scheme://…`) is refused with
-/// `invalid_input` (field `db`) instead of becoming a folder named after its scheme; the
-/// message names only the scheme, so a password in the URL is never repeated.
-fn refuse_urls(path: &Path) -> Result<()> {
-    let Some(text) = path.to_str() else {
-        return Ok(());
-    };
+/// A ledger is a file path or a `postgres://` URL. Any other value that reads as a URL
+/// (`scheme://…`) is refused with `invalid_input` (field `db`) instead of becoming a folder
+/// named after its scheme; the message names only the scheme, so a password in the URL is
+/// never repeated.
+fn refuse_other_urls(text: &str) -> Result<()> {
     let Some((scheme, _)) = text.split_once("://") else {
         return Ok(());
     };
@@ -118,18 +114,13 @@ fn refuse_urls(path: &Path) -> Result<()> {
     if !is_scheme {
         return Ok(());
     }
-    let why = if matches!(
-        scheme.to_ascii_lowercase().as_str(),
-        "postgres" | "postgresql"
-    ) {
+    Err(Error::invalid_input(
+        "db",
         format!(
-            "{scheme}:// names a PostgreSQL ledger, which this version cannot open yet; \
-             give a file path for an embedded SQLite ledger"
-        )
-    } else {
-        format!("{scheme}:// is not a ledger onejob can open; give a file path")
-    };
-    Err(Error::invalid_input("db", why))
+            "{scheme}:// is not a ledger onejob can open; give a file path (an embedded SQLite \
+             ledger) or a postgres:// URL (a ledger shared by a team)"
+        ),
+    ))
 }
 
 impl Default for OpenOptions {
@@ -142,66 +133,48 @@ impl Default for OpenOptions {
 }
 
 impl Engine {
-    /// Opens (creating if needed) the ledger at `path`, brings its schema up to date, and
-    /// turns `in_flight` attempts whose lease expired into `unknown` (SPEC §9).
+    /// Opens the ledger at `path` and brings its schema up to date: a file path is an embedded
+    /// SQLite ledger (created if needed), a `postgres://` or `postgresql://` URL a PostgreSQL
+    /// database shared by a team (SPEC §14). Then turns `in_flight` attempts whose lease
+    /// expired into `unknown` (SPEC §9).
     pub async fn open(path: impl AsRef<Path>) -> Result<Engine> {
         Engine::open_with(path, OpenOptions::default()).await
     }
 
-    /// [`Engine::open`] with options.
+    /// [`Engine::open`] with options (they apply to a SQLite file).
     pub async fn open_with(path: impl AsRef<Path>, open: OpenOptions) -> Result<Engine> {
-        let path = path.as_ref().to_path_buf();
-        refuse_urls(&path)?;
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(|e| Error::Storage {
-                message: format!("cannot create {}: {e}", dir.display()),
-                details: error::EmptyDetails {},
-            })?;
-        }
-        let options = SqliteConnectOptions::from_str("sqlite:")?
-            .filename(&path)
-            .create_if_missing(true)
-            .journal_mode(SqliteJournalMode::Wal)
-            .synchronous(SqliteSynchronous::Full)
-            .foreign_keys(true)
-            .busy_timeout(open.busy_timeout);
-        let options = match open.max_page_count {
-            Some(pages) => options.pragma("max_page_count", pages.to_string()),
-            None => options,
+        let path = path.as_ref();
+        let text = path.to_str().unwrap_or_default();
+        let (db, location) = if store::postgres::is_url(text) {
+            let db = store::postgres::PgDb::open(text).await?;
+            let location = db.location.clone();
+            (Db::Postgres(db), location)
+        } else {
+            refuse_other_urls(text)?;
+            let db = store::sqlite::SqliteDb::open(path, &open).await?;
+            (Db::Sqlite(db), path.display().to_string())
         };
-        // A local file needs no liveness ping on every acquire.
-        let writer = connect(
-            SqlitePoolOptions::new()
-                .test_before_acquire(false)
-                .max_connections(1),
-            &options,
-        )
-        .await?;
-        let reader = connect(
-            SqlitePoolOptions::new()
-                .test_before_acquire(false)
-                .max_connections(4),
-            &options,
-        )
-        .await?;
         let work = Arc::new(Notify::new());
-        let submits = Arc::new(ledger::SubmitQueue::new(writer.clone(), work.clone()));
+        let submits = Arc::new(ledger::SubmitQueue::new(db.clone(), work.clone()));
         let engine = Engine {
-            writer,
-            reader,
-            path,
+            db,
+            location,
             work,
-            options,
             submits,
         };
-        engine.migrate().await?;
         engine.recover_expired_leases().await?;
         Ok(engine)
     }
 
-    /// The ledger file this engine uses.
-    pub fn path(&self) -> &Path {
-        &self.path
+    /// Where this engine's ledger is: the file path, or the PostgreSQL URL without its
+    /// password. Safe to show and to log.
+    pub fn location(&self) -> &str {
+        &self.location
+    }
+
+    /// Whether the ledger is a shared PostgreSQL database rather than a local file.
+    pub fn is_shared(&self) -> bool {
+        matches!(self.db, Db::Postgres(_))
     }
 
     /// Resolves when there may be new work for the executor (a submit, a resolution).
@@ -214,64 +187,35 @@ impl Engine {
     }
 
     /// A counter that rises whenever the ledger changes, whoever changed it (this process or
-    /// another one sharing the file); it is checked every `every`. Faces use it to refresh
-    /// what they show instead of polling the tables.
+    /// another one sharing the ledger). Faces use it to refresh what they show instead of
+    /// polling the tables. A SQLite file is checked every `every`; PostgreSQL announces each
+    /// change (`LISTEN/NOTIFY`).
     pub async fn changes(&self, every: Duration) -> Result<tokio::sync::watch::Receiver<u64>> {
-        use sqlx::{ConnectOptions, Connection};
-        let mut conn = self.options.clone().connect().await?;
-        let (tx, rx) = tokio::sync::watch::channel(0u64);
-        tokio::spawn(async move {
-            let mut seen: Option<i64> = None;
-            loop {
-                let version = sqlx::query_scalar::<_, i64>("PRAGMA data_version")
-                    .fetch_one(&mut conn)
-                    .await;
-                match version {
-                    Ok(v) if seen != Some(v) => {
-                        if seen.is_some() {
-                            tx.send_modify(|n| *n += 1);
-                        }
-                        seen = Some(v);
-                    }
-                    Ok(_) => {}
-                    Err(_) => break,
-                }
-                if tx.is_closed() {
-                    break;
-                }
-                tokio::time::sleep(every).await;
-            }
-            let _ = conn.close().await;
-        });
-        Ok(rx)
-    }
-
-    /// Closes both pools, waiting for running statements.
-    pub async fn close(&self) {
-        self.writer.close().await;
-        self.reader.close().await;
-    }
-
-    async fn migrate(&self) -> Result<()> {
-        // Several processes may open a new file at once; the loser of a migration race
-        // finds the schema applied on its next try.
-        let mut tries = 0;
-        loop {
-            match sqlx::migrate!("../../migrations").run(&self.writer).await {
-                Ok(()) => return Ok(()),
-                Err(_) if tries < 20 => {
-                    tries += 1;
-                    tokio::time::sleep(Duration::from_millis(25 * tries)).await;
-                }
-                Err(e) => return Err(e.into()),
-            }
+        match &self.db {
+            Db::Sqlite(db) => db.changes(every).await,
+            Db::Postgres(db) => db.changes().await,
         }
     }
 
-    /// Starts a write transaction holding SQLite's write lock from its first statement, so
+    /// Closes every connection, waiting for running statements.
+    pub async fn close(&self) {
+        self.db.close().await;
+    }
+
+    /// Starts a write transaction holding the ledger's write lock from its first statement, so
     /// what it reads stays true until it commits.
-    async fn begin(&self) -> Result<Transaction<'static, Sqlite>> {
-        Ok(self.writer.begin_with("BEGIN IMMEDIATE").await?)
+    async fn begin(&self) -> Result<Tx> {
+        Ok(self.db.begin().await?)
+    }
+
+    /// A connection for reads outside a transaction.
+    async fn read(&self) -> Result<store::Pooled> {
+        Ok(self.db.read().await?)
+    }
+
+    /// A connection for one guarded single-statement write outside a transaction.
+    async fn write(&self) -> Result<store::Pooled> {
+        Ok(self.db.write().await?)
     }
 }
 
@@ -279,29 +223,6 @@ impl Engine {
 fn wake(work: &Notify) {
     work.notify_waiters();
     work.notify_one();
-}
-
-/// Connects a pool, retrying while another process holds the lock that switching a new file
-/// to WAL needs: SQLite does not wait for that lock through the busy timeout.
-async fn connect(pool: SqlitePoolOptions, options: &SqliteConnectOptions) -> Result<SqlitePool> {
-    let mut tries: u64 = 0;
-    loop {
-        match pool.clone().connect_with(options.clone()).await {
-            Ok(pool) => return Ok(pool),
-            Err(sqlx::Error::Database(e)) if is_busy(&*e) && tries < 100 => {
-                tries += 1;
-                tokio::time::sleep(Duration::from_millis(10 * tries.min(20))).await;
-            }
-            Err(e) => return Err(e.into()),
-        }
-    }
-}
-
-fn is_busy(e: &dyn sqlx::error::DatabaseError) -> bool {
-    // SQLITE_BUSY is 5; extended codes keep it in the low byte.
-    e.code()
-        .and_then(|c| c.parse::<i32>().ok())
-        .is_some_and(|c| c & 0xff == 5)
 }
 
 #[cfg(test)]

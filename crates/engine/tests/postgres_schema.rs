@@ -173,7 +173,7 @@ async fn two_answers_racing_under_read_committed_let_exactly_one_win() {
         "kept byte for byte"
     );
     assert_eq!(row.get::<String, _>(1), FIRST);
-    assert_eq!(row.get::<i32, _>(2), 1);
+    assert_eq!(row.get::<i64, _>(2), 1, "counters are 64-bit since 0002");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

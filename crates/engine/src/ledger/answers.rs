@@ -1,8 +1,8 @@
 //! Answers and the compare-and-swap of SPEC §5: the first valid answer to commit wins,
 //! every later one is dropped (never merged) and logged.
 
+use crate::store::Handle;
 use serde_json::{json, Map, Value};
-use sqlx::SqliteConnection;
 
 use crate::attempt::{AttemptState, Cause};
 use crate::error::{Error, Result};
@@ -31,7 +31,7 @@ pub(super) struct Via {
 /// is a refusal that still left a mark (a contradiction flagged for review) and must be
 /// committed before it is reported.
 pub(super) async fn settle(
-    conn: &mut SqliteConnection,
+    conn: &mut impl Handle,
     row: &attempt_rows::AttemptRow,
     answer: &Value,
     via: Via,
@@ -141,7 +141,7 @@ pub(super) async fn settle(
 /// `abandoned` one, the answer is refused with `invalid_transition` after the flag is
 /// recorded.
 async fn dropped_after_verdict(
-    conn: &mut SqliteConnection,
+    conn: &mut impl Handle,
     row: &attempt_rows::AttemptRow,
     from: AttemptState,
     answer: &Value,

@@ -2,8 +2,8 @@
 
 use std::time::Duration;
 
+use crate::store::Handle;
 use serde_json::json;
-use sqlx::SqliteConnection;
 
 use crate::attempt::{AttemptState, Cause};
 use crate::error::{Error, Result};
@@ -13,7 +13,7 @@ use crate::job::JobStatus;
 use crate::model::{Actor, AfterFailure, Attempt, AttemptError, Job, JobAttempt};
 use crate::store::attempts::{self as attempt_rows, Patch};
 use crate::store::jobs::{self as job_rows, JobPatch};
-use crate::store::{now, now_plus, providers as provider_rows};
+use crate::store::providers as provider_rows;
 use crate::Engine;
 
 use super::transition::{
@@ -36,7 +36,7 @@ pub(super) struct Starter {
 /// Inserts the job's next attempt as `pending` and moves the job to `running`.
 /// A closed job refuses; an open attempt makes the index refuse (`attempt_blocked`).
 pub(super) async fn start_attempt(
-    conn: &mut SqliteConnection,
+    conn: &mut impl Handle,
     job: &Job,
     provider: &str,
     starter: Starter,
@@ -90,7 +90,7 @@ pub(super) async fn start_attempt(
 
 /// Fails an attempt and moves its job on as `after` says, in the caller's transaction.
 async fn fail_in(
-    conn: &mut SqliteConnection,
+    conn: &mut impl Handle,
     row: &attempt_rows::AttemptRow,
     why: &AttemptError,
     http_status: Option<u16>,
@@ -119,8 +119,9 @@ async fn fail_in(
                 return Ok(());
             }
             let wait = (*wait).min(MAX_RETRY_AFTER);
-            let until = now_plus(wait);
-            job_rows::set_not_before(conn, &row.job_id, Some(&until)).await?;
+            // The database's clock sets the end, so hosts with skewed clocks agree on it.
+            job_rows::set_backoff(conn, &row.job_id, Some(wait)).await?;
+            let until = job_row(conn, &row.job_id).await?.into_job()?.not_before;
             super::event(
                 conn,
                 &row.job_id,
@@ -173,19 +174,19 @@ impl Engine {
     ) -> Result<Attempt> {
         let mut tx = self.begin().await?;
         let row = attempt_row(&mut tx, attempt_id).await?;
-        let until = now_plus(lease);
         let m = AttemptMove {
             to: AttemptState::InFlight,
             cause: Cause::Executor,
             patch: Patch {
                 executor_id: Some(executor_id),
-                lease_expires_at: Some(&until),
+                lease: Some(lease),
                 sent: true,
                 ..Default::default()
             },
             event: EventKind::AttemptSent,
             actor: Actor::Executor,
-            detail: json!({ "executor_id": executor_id, "lease_expires_at": until }),
+            // The lease runs from the commit by the database's clock; the attempt shows its end.
+            detail: json!({ "executor_id": executor_id, "lease_ms": lease.as_millis() as u64 }),
         };
         move_attempt(&mut tx, &row, m).await?;
         let attempt = attempt_row(&mut tx, attempt_id).await?.into_attempt()?;
@@ -201,8 +202,8 @@ impl Engine {
         executor_id: &str,
         lease: Duration,
     ) -> Result<bool> {
-        let mut conn = self.writer.acquire().await?;
-        Ok(attempt_rows::renew_lease(&mut conn, attempt_id, executor_id, &now_plus(lease)).await?)
+        let mut conn = self.write().await?;
+        Ok(attempt_rows::renew_lease(&mut conn, attempt_id, executor_id, lease).await?)
     }
 
     /// For the executor: saves the provider's request id and HTTP status as soon as headers arrive.
@@ -212,7 +213,7 @@ impl Engine {
         request_id: Option<&str>,
         http_status: Option<u16>,
     ) -> Result<()> {
-        let mut conn = self.writer.acquire().await?;
+        let mut conn = self.write().await?;
         if attempt_rows::record_response_head(&mut conn, attempt_id, request_id, http_status)
             .await?
         {
@@ -309,7 +310,7 @@ impl Engine {
     /// running executors call it about once a second. Returns how many it moved.
     pub async fn recover_expired_leases(&self) -> Result<usize> {
         let mut tx = self.begin().await?;
-        let expired = attempt_rows::expired_leases(&mut tx, &now()).await?;
+        let expired = attempt_rows::expired_leases(&mut tx).await?;
         for row in &expired {
             let why = FailureKind::LeaseExpired.because(format!(
                 "executor {} stopped renewing its lease (expired {}); the request may have been sent",

@@ -7,7 +7,7 @@ use crate::job::JobStatus;
 use crate::model::{Actor, Attempt, Job, JobAttempt, JobError};
 use crate::policy::{next_step, Next};
 use crate::store::{
-    attempts as attempt_rows, contracts as contract_rows, jobs as job_rows, now,
+    attempts as attempt_rows, contracts as contract_rows, jobs as job_rows,
     providers as provider_rows,
 };
 use crate::Engine;
@@ -33,7 +33,7 @@ pub enum Claim {
 /// Why a job cannot be sent to `provider` as configured now: the provider or the job's
 /// contract was removed since it was submitted. The job fails with it; no other job stops.
 async fn unsendable(
-    conn: &mut sqlx::SqliteConnection,
+    conn: &mut impl crate::store::Handle,
     intent: &Intent,
     provider: &str,
 ) -> Result<Option<JobError>> {
@@ -66,10 +66,8 @@ impl Engine {
     pub async fn claim_next(&self, job_id: &str) -> Result<Claim> {
         let mut tx = self.begin().await?;
         let job = job_row(&mut tx, job_id).await?.into_job()?;
-        let waiting = job
-            .not_before
-            .as_deref()
-            .is_some_and(|t| t > now().as_str());
+        // The database's clock decides whether the backoff has ended.
+        let waiting = job.not_before.is_some() && job_rows::backing_off(&mut tx, job_id).await?;
         if job.status != JobStatus::Queued || waiting {
             return Ok(Claim::Skipped);
         }
@@ -110,20 +108,20 @@ impl Engine {
 
     /// For the executor: ids of queued jobs whose backoff has passed, oldest first.
     pub async fn sendable_jobs(&self, limit: u32) -> Result<Vec<String>> {
-        let mut conn = self.reader.acquire().await?;
-        Ok(job_rows::sendable(&mut conn, &now(), limit).await?)
+        let mut conn = self.read().await?;
+        Ok(job_rows::sendable(&mut conn, limit).await?)
     }
 
     /// For the executor: when the earliest backoff of a queued job ends, if one waits.
     pub async fn next_backoff_end(&self) -> Result<Option<String>> {
-        let mut conn = self.reader.acquire().await?;
+        let mut conn = self.read().await?;
         Ok(job_rows::next_not_before(&mut conn).await?)
     }
 
     /// For the executor: attempts committed `pending` and never sent whose job is running,
     /// oldest first.
     pub async fn pending_attempts(&self, limit: u32) -> Result<Vec<Attempt>> {
-        let mut conn = self.reader.acquire().await?;
+        let mut conn = self.read().await?;
         attempt_rows::pending(&mut conn, limit)
             .await?
             .into_iter()
@@ -133,7 +131,7 @@ impl Engine {
 
     /// For reconciliation: attempts in `unknown`, oldest first.
     pub async fn unknown_attempts(&self, limit: u32) -> Result<Vec<Attempt>> {
-        let mut conn = self.reader.acquire().await?;
+        let mut conn = self.read().await?;
         attempt_rows::unknown(&mut conn, limit)
             .await?
             .into_iter()
@@ -143,13 +141,13 @@ impl Engine {
 
     /// For the executor: a job by id, whoever owns it.
     pub async fn job_by_id(&self, job_id: &str) -> Result<Job> {
-        let mut conn = self.reader.acquire().await?;
+        let mut conn = self.read().await?;
         job_row(&mut conn, job_id).await?.into_job()
     }
 
     /// For the executor: an attempt by id, whoever owns its job.
     pub async fn attempt_by_id(&self, attempt_id: &str) -> Result<Attempt> {
-        let mut conn = self.reader.acquire().await?;
+        let mut conn = self.read().await?;
         super::attempt_row(&mut conn, attempt_id)
             .await?
             .into_attempt()

@@ -3,8 +3,8 @@
 
 use std::collections::HashSet;
 
+use crate::store::Handle;
 use serde_json::Value;
-use sqlx::SqliteConnection;
 
 use crate::contracts::check::{Check, SampleResult};
 use crate::contracts::{self, Contract};
@@ -58,7 +58,7 @@ impl Engine {
 
     /// All contracts, by name.
     pub async fn contracts(&self) -> Result<Vec<Contract>> {
-        let mut conn = self.reader.acquire().await?;
+        let mut conn = self.read().await?;
         contract_rows::list(&mut conn)
             .await?
             .into_iter()
@@ -68,7 +68,7 @@ impl Engine {
 
     /// One contract by name, or `not_found`.
     pub async fn contract(&self, name: &str) -> Result<Contract> {
-        let mut conn = self.reader.acquire().await?;
+        let mut conn = self.read().await?;
         contract_rows::get(&mut conn, name)
             .await?
             .ok_or_else(|| Error::not_found("contract", name))
@@ -92,13 +92,13 @@ impl Engine {
     /// shared by all owners, so removing one touches them all). Whether the contract exists
     /// does not matter: jobs keep the name after it is removed.
     pub async fn jobs_naming_contract(&self, name: &str) -> Result<OpenJobs> {
-        let mut conn = self.reader.acquire().await?;
+        let mut conn = self.read().await?;
         open_jobs(job_rows::open_naming_contract(&mut conn, name).await?)
     }
 
     /// The last check of a contract against each provider it was checked with.
     pub async fn contract_checks(&self, name: &str) -> Result<Vec<Check>> {
-        let mut conn = self.reader.acquire().await?;
+        let mut conn = self.read().await?;
         let contract = contract_rows::get(&mut conn, name)
             .await?
             .ok_or_else(|| Error::not_found("contract", name))
@@ -133,7 +133,7 @@ impl Engine {
     pub async fn validated_fallbacks(&self, job_id: &str) -> Result<HashSet<String>> {
         let job = self.job_by_id(job_id).await?;
         let intent = validate_intent(job.intent)?.intent;
-        let mut conn = self.reader.acquire().await?;
+        let mut conn = self.read().await?;
         validated_in(&mut conn, &intent).await
     }
 
@@ -154,7 +154,7 @@ impl Engine {
 
     /// The token usage recorded for an attempt, if its provider reported one.
     pub async fn attempt_usage(&self, attempt_id: &str) -> Result<Option<Value>> {
-        let mut conn = self.reader.acquire().await?;
+        let mut conn = self.read().await?;
         Ok(attempt_rows::usage(&mut conn, attempt_id)
             .await?
             .as_deref()
@@ -165,7 +165,7 @@ impl Engine {
 /// The providers of the intent's route whose last check of its contract passed and is
 /// current, read on `conn` (inside the claiming transaction, for the route policy).
 pub(super) async fn validated_in(
-    conn: &mut SqliteConnection,
+    conn: &mut impl Handle,
     intent: &crate::intent::Intent,
 ) -> Result<HashSet<String>> {
     let Some(contract) = &intent.contract else {
@@ -183,7 +183,7 @@ pub(super) async fn validated_in(
 }
 
 /// Whether a check still describes the contract and the provider as they are now.
-async fn is_current(conn: &mut SqliteConnection, row: &CheckRow) -> Result<bool> {
+async fn is_current(conn: &mut impl Handle, row: &CheckRow) -> Result<bool> {
     let Some(contract) = contract_rows::get(conn, &row.contract).await? else {
         return Ok(false);
     };

@@ -14,8 +14,8 @@ mod read;
 mod submit;
 pub(crate) use submit::SubmitQueue;
 
+use crate::store::Handle;
 use serde_json::Value;
-use sqlx::SqliteConnection;
 
 use crate::error::{BlockedDetails, Error, Result};
 use crate::events::EventKind;
@@ -24,18 +24,14 @@ use crate::model::{Actor, Attempt, Job};
 use crate::store::{attempts as attempt_rows, events, jobs as job_rows};
 
 /// Loads a job for the executor, or `not_found`.
-async fn job_row(conn: &mut SqliteConnection, id: &str) -> Result<job_rows::JobRow> {
+async fn job_row(conn: &mut impl Handle, id: &str) -> Result<job_rows::JobRow> {
     job_rows::by_id(conn, id)
         .await?
         .ok_or_else(|| Error::not_found("job", id))
 }
 
 /// Loads the owner's job, or `not_found` (also for another owner's).
-async fn owned_job_row(
-    conn: &mut SqliteConnection,
-    owner: &str,
-    id: &str,
-) -> Result<job_rows::JobRow> {
+async fn owned_job_row(conn: &mut impl Handle, owner: &str, id: &str) -> Result<job_rows::JobRow> {
     validate_owner(owner)?;
     job_rows::owned(conn, owner, id)
         .await?
@@ -43,7 +39,7 @@ async fn owned_job_row(
 }
 
 /// Loads an attempt for the executor, or `not_found`.
-async fn attempt_row(conn: &mut SqliteConnection, id: &str) -> Result<attempt_rows::AttemptRow> {
+async fn attempt_row(conn: &mut impl Handle, id: &str) -> Result<attempt_rows::AttemptRow> {
     attempt_rows::by_id(conn, id)
         .await?
         .ok_or_else(|| Error::not_found("attempt", id))
@@ -51,7 +47,7 @@ async fn attempt_row(conn: &mut SqliteConnection, id: &str) -> Result<attempt_ro
 
 /// Loads an attempt whose job the owner holds, or `not_found`.
 async fn owned_attempt_row(
-    conn: &mut SqliteConnection,
+    conn: &mut impl Handle,
     owner: &str,
     id: &str,
 ) -> Result<attempt_rows::AttemptRow> {
@@ -62,11 +58,7 @@ async fn owned_attempt_row(
 }
 
 /// Re-reads a job and an attempt after a write.
-async fn reread(
-    conn: &mut SqliteConnection,
-    job_id: &str,
-    attempt_id: &str,
-) -> Result<(Job, Attempt)> {
+async fn reread(conn: &mut impl Handle, job_id: &str, attempt_id: &str) -> Result<(Job, Attempt)> {
     let job = job_row(conn, job_id).await?.into_job()?;
     let attempt = attempt_row(conn, attempt_id).await?.into_attempt()?;
     Ok((job, attempt))
@@ -75,7 +67,7 @@ async fn reread(
 /// Re-reads the job and the attempt an action touched, then commits: nothing is returned
 /// before the commit that holds it has succeeded.
 async fn commit_with(
-    mut tx: sqlx::Transaction<'static, sqlx::Sqlite>,
+    mut tx: crate::store::Tx,
     job_id: &str,
     attempt_id: &str,
 ) -> Result<crate::model::JobAttempt> {
@@ -90,7 +82,7 @@ async fn commit_with(
 
 /// Appends one event.
 async fn event(
-    conn: &mut SqliteConnection,
+    conn: &mut impl Handle,
     job_id: &str,
     attempt_id: Option<&str>,
     kind: EventKind,
@@ -112,7 +104,7 @@ async fn event(
 }
 
 /// `attempt_blocked` naming the job's open attempt, read after the index refused a new one.
-async fn blocked(conn: &mut SqliteConnection, job_id: &str) -> Result<Error> {
+async fn blocked(conn: &mut impl Handle, job_id: &str) -> Result<Error> {
     let open = attempt_rows::open_for_job(conn, job_id)
         .await?
         .ok_or_else(|| {

@@ -208,7 +208,7 @@ impl Engine {
     }
 }
 
-async fn default_provider(conn: &mut sqlx::SqliteConnection, job: &Job) -> Result<String> {
+async fn default_provider(conn: &mut impl crate::store::Handle, job: &Job) -> Result<String> {
     if let Some(last) = attempt_rows::last_for_job(conn, &job.id).await? {
         return Ok(last.provider);
     }

@@ -26,7 +26,7 @@ impl Engine {
 
     /// All configured providers, by name.
     pub async fn providers(&self) -> Result<Vec<Provider>> {
-        let mut conn = self.reader.acquire().await?;
+        let mut conn = self.read().await?;
         provider_rows::list(&mut conn)
             .await?
             .into_iter()
@@ -36,7 +36,7 @@ impl Engine {
 
     /// One provider by name, or `not_found`.
     pub async fn provider(&self, name: &str) -> Result<Provider> {
-        let mut conn = self.reader.acquire().await?;
+        let mut conn = self.read().await?;
         let row = provider_rows::get(&mut conn, name)
             .await?
             .ok_or_else(|| Error::not_found("provider", name))?;
@@ -47,7 +47,7 @@ impl Engine {
     /// route names it, or whose open attempt is at it. Of every owner, since providers are
     /// shared by all owners. Whether the provider exists does not matter.
     pub async fn jobs_naming_provider(&self, name: &str) -> Result<OpenJobs> {
-        let mut conn = self.reader.acquire().await?;
+        let mut conn = self.read().await?;
         open_jobs(job_rows::open_naming_provider(&mut conn, name).await?)
     }
 

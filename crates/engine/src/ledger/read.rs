@@ -11,7 +11,7 @@ use super::{owned_attempt_row, owned_job_row};
 impl Engine {
     /// The owner's job with its attempts and event history; another owner's is `not_found`.
     pub async fn job(&self, owner: &str, job_id: &str) -> Result<JobDetail> {
-        let mut conn = self.reader.acquire().await?;
+        let mut conn = self.read().await?;
         let job = owned_job_row(&mut conn, owner, job_id).await?.into_job()?;
         let attempts = attempt_rows::for_job(&mut conn, job_id)
             .await?
@@ -30,7 +30,7 @@ impl Engine {
 
     /// The owner's attempt by id; another owner's is `not_found`.
     pub async fn attempt(&self, owner: &str, attempt_id: &str) -> Result<Attempt> {
-        let mut conn = self.reader.acquire().await?;
+        let mut conn = self.read().await?;
         owned_attempt_row(&mut conn, owner, attempt_id)
             .await?
             .into_attempt()
@@ -52,7 +52,7 @@ impl Engine {
             }
         }
         let filter = filter(query)?;
-        let mut conn = self.reader.acquire().await?;
+        let mut conn = self.read().await?;
         // One row more than asked tells whether another page follows.
         let mut rows = job_rows::page(
             &mut conn,
@@ -83,7 +83,7 @@ impl Engine {
     pub async fn count_jobs(&self, owner: &str, query: &JobsQuery) -> Result<u32> {
         validate_owner(owner)?;
         let filter = filter(query)?;
-        let mut conn = self.reader.acquire().await?;
+        let mut conn = self.read().await?;
         let n = job_rows::count(&mut conn, owner, &filter).await?;
         Ok(u32::try_from(n).unwrap_or(u32::MAX))
     }
@@ -91,7 +91,7 @@ impl Engine {
     /// How many of the owner's jobs need a person: `unknown`, or flagged for review.
     pub async fn needs_attention(&self, owner: &str) -> Result<u32> {
         validate_owner(owner)?;
-        let mut conn = self.reader.acquire().await?;
+        let mut conn = self.read().await?;
         let n = job_rows::needing_attention(&mut conn, owner).await?;
         Ok(u32::try_from(n).unwrap_or(u32::MAX))
     }
@@ -101,7 +101,7 @@ impl Engine {
     pub async fn attention_jobs(&self, owner: &str, limit: u32) -> Result<Vec<Job>> {
         validate_owner(owner)?;
         check_limit(limit)?;
-        let mut conn = self.reader.acquire().await?;
+        let mut conn = self.read().await?;
         job_rows::needing_attention_list(&mut conn, owner, limit)
             .await?
             .into_iter()

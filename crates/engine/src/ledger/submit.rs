@@ -11,13 +11,14 @@
 
 use std::sync::{Arc, Mutex};
 
-use sqlx::{Sqlite, SqlitePool, Transaction};
 use tokio::sync::{oneshot, Notify};
 
 use crate::error::{ConflictDetails, Error, Result};
 use crate::intent::{parse_intent, validate_intent, validate_key, validate_owner, ValidIntent};
 use crate::model::{Job, Submitted};
-use crate::store::{contracts as contract_rows, jobs as job_rows, providers as provider_rows};
+use crate::store::{
+    contracts as contract_rows, jobs as job_rows, providers as provider_rows, Db, Tx,
+};
 use crate::Engine;
 
 /// The most submits one commit holds: enough to turn a storm into a few commits, few enough
@@ -36,18 +37,18 @@ struct Pending {
 pub(crate) struct SubmitQueue {
     waiting: Mutex<Vec<Pending>>,
     leader: tokio::sync::Mutex<()>,
-    writer: SqlitePool,
+    db: Db,
     work: Arc<Notify>,
 }
 
 impl SubmitQueue {
-    /// A queue committing on `writer`, waking the executor through `work` after a commit
-    /// that created a job.
-    pub(crate) fn new(writer: SqlitePool, work: Arc<Notify>) -> SubmitQueue {
+    /// A queue committing on `db`, waking the executor through `work` after a commit that
+    /// created a job.
+    pub(crate) fn new(db: Db, work: Arc<Notify>) -> SubmitQueue {
         SubmitQueue {
             waiting: Mutex::new(Vec::new()),
             leader: tokio::sync::Mutex::new(()),
-            writer,
+            db,
             work,
         }
     }
@@ -73,20 +74,20 @@ impl SubmitQueue {
         };
         match group.len() {
             0 => {}
-            1 => commit_and_answer(&self.writer, &self.work, group).await,
+            1 => commit_and_answer(&self.db, &self.work, group).await,
             // Others' answers ride on this commit: it finishes even if this caller goes away.
             _ => {
-                let (writer, work) = (self.writer.clone(), self.work.clone());
-                let _ = tokio::spawn(async move { commit_and_answer(&writer, &work, group).await })
-                    .await;
+                let (db, work) = (self.db.clone(), self.work.clone());
+                let _ =
+                    tokio::spawn(async move { commit_and_answer(&db, &work, group).await }).await;
             }
         }
     }
 }
 
 /// Commits the group, then answers each of its callers.
-async fn commit_and_answer(writer: &SqlitePool, work: &Notify, group: Vec<Pending>) {
-    match commit_group(writer, &group).await {
+async fn commit_and_answer(db: &Db, work: &Notify, group: Vec<Pending>) {
+    match commit_group(db, &group).await {
         Ok(outcomes) => {
             if outcomes.iter().any(|o| matches!(o, Ok((_, false)))) {
                 crate::wake(work);
@@ -105,8 +106,8 @@ async fn commit_and_answer(writer: &SqlitePool, work: &Notify, group: Vec<Pendin
 
 /// One write transaction for the whole group, a savepoint per submit when there are several;
 /// the outcomes in order.
-async fn commit_group(writer: &SqlitePool, group: &[Pending]) -> Result<Vec<Result<(Job, bool)>>> {
-    let mut tx = writer.begin_with("BEGIN IMMEDIATE").await?;
+async fn commit_group(db: &Db, group: &[Pending]) -> Result<Vec<Result<(Job, bool)>>> {
+    let mut tx = db.begin().await?;
     if let [alone] = group {
         // A group of one needs no savepoint: a refusal rolls the transaction back whole.
         let outcome = submit_in(&mut tx, alone).await;
@@ -117,19 +118,13 @@ async fn commit_group(writer: &SqlitePool, group: &[Pending]) -> Result<Vec<Resu
     }
     let mut outcomes = Vec::with_capacity(group.len());
     for pending in group {
-        sqlx::query("SAVEPOINT onejob_submit")
-            .execute(&mut *tx)
-            .await?;
+        tx.savepoint().await?;
         let outcome = submit_in(&mut tx, pending).await;
         if outcome.is_err() {
             // Undo whatever of this submit was written; the others stand.
-            sqlx::query("ROLLBACK TO onejob_submit")
-                .execute(&mut *tx)
-                .await?;
+            tx.rollback_to_savepoint().await?;
         }
-        sqlx::query("RELEASE onejob_submit")
-            .execute(&mut *tx)
-            .await?;
+        tx.release_savepoint().await?;
         outcomes.push(outcome);
     }
     tx.commit().await?;
@@ -139,10 +134,7 @@ async fn commit_group(writer: &SqlitePool, group: &[Pending]) -> Result<Vec<Resu
 /// One submit inside the group's transaction: the route and contract are checked where they
 /// cannot change before the insert; the job is inserted unless the key is taken, in which case
 /// the job holding it is returned with `true` (replayed).
-async fn submit_in(
-    tx: &mut Transaction<'static, Sqlite>,
-    pending: &Pending,
-) -> Result<(Job, bool)> {
+async fn submit_in(tx: &mut Tx, pending: &Pending) -> Result<(Job, bool)> {
     let intent = &pending.intent;
     if let Some((i, name)) = provider_rows::first_missing(tx, &intent.intent.route).await? {
         return Err(Error::invalid_input(

@@ -2,8 +2,8 @@
 //! checked against its table, made by one guarded `UPDATE`, its changed rows checked, and
 //! recorded as an event in the same transaction.
 
+use crate::store::Handle;
 use serde_json::{json, Value};
-use sqlx::SqliteConnection;
 
 use crate::attempt::{AttemptState, Cause};
 use crate::error::{Error, Result};
@@ -29,7 +29,7 @@ pub(super) struct AttemptMove<'a> {
 /// its job to be `running` without a result. Zero rows changed means another process moved
 /// it first: the move is refused, naming the state it is in now, and nothing is overwritten.
 pub(super) async fn move_attempt(
-    conn: &mut SqliteConnection,
+    conn: &mut impl Handle,
     row: &AttemptRow,
     m: AttemptMove<'_>,
 ) -> Result<()> {
@@ -69,7 +69,7 @@ pub(super) struct JobMove<'a> {
 /// open attempt closed as `abandoned` in the same transaction, so nothing is sent for a job
 /// that is over and no open attempt outlives it.
 pub(super) async fn move_job(
-    conn: &mut SqliteConnection,
+    conn: &mut impl Handle,
     job_id: &str,
     from: JobStatus,
     m: JobMove<'_>,
@@ -104,7 +104,7 @@ pub(super) async fn move_job(
 /// `pending` one was never sent and never will be; an `in_flight` or `unknown` one no longer
 /// blocks, and its answer, should it come, is dropped and flagged for review.
 pub(super) async fn close_open(
-    conn: &mut SqliteConnection,
+    conn: &mut impl Handle,
     job_id: &str,
     status: JobStatus,
 ) -> Result<()> {
@@ -133,7 +133,7 @@ pub(super) async fn close_open(
 
 /// After an open attempt ended without a result: a job that was waiting on it is queued
 /// again. A job that is over (cancelled while the attempt was out, say) stays as it is.
-pub(super) async fn release_job(conn: &mut SqliteConnection, job_id: &str) -> Result<()> {
+pub(super) async fn release_job(conn: &mut impl Handle, job_id: &str) -> Result<()> {
     let status = job_row(conn, job_id).await?.into_job()?.status;
     match status {
         JobStatus::Running | JobStatus::Unknown => {
@@ -154,7 +154,7 @@ pub(super) async fn release_job(conn: &mut SqliteConnection, job_id: &str) -> Re
 }
 
 /// After its attempt became `unknown`: a running job waits for a person or a lookup.
-pub(super) async fn block_job(conn: &mut SqliteConnection, job_id: &str) -> Result<()> {
+pub(super) async fn block_job(conn: &mut impl Handle, job_id: &str) -> Result<()> {
     let status = job_row(conn, job_id).await?.into_job()?.status;
     if status != JobStatus::Running {
         return Ok(());
@@ -169,7 +169,7 @@ pub(super) async fn block_job(conn: &mut SqliteConnection, job_id: &str) -> Resu
 
 /// Fails a job with `error` from whatever open status it is in (the route policy's verdict).
 pub(super) async fn fail_job(
-    conn: &mut SqliteConnection,
+    conn: &mut impl Handle,
     job_id: &str,
     error: &JobError,
     actor: Actor,

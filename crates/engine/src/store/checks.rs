@@ -1,6 +1,8 @@
 //! `contract_checks`: every run of a contract's samples against a provider, kept as made.
 
-use sqlx::{FromRow, SqliteConnection};
+use sqlx::FromRow;
+
+use super::{on_backend, Handle};
 
 #[derive(FromRow, Clone)]
 pub struct CheckRow {
@@ -14,64 +16,55 @@ pub struct CheckRow {
     pub checked_at: String,
 }
 
-const COLUMNS: &str =
-    "id, contract, contract_hash, provider, provider_updated_at, passed, samples, checked_at";
-
-/// Appends a check.
-pub async fn insert(conn: &mut SqliteConnection, check: &CheckRow) -> sqlx::Result<()> {
-    sqlx::query(
-        "INSERT INTO contract_checks (id, contract, contract_hash, provider, provider_updated_at, passed, samples, checked_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-    )
-    .bind(&check.id)
-    .bind(&check.contract)
-    .bind(&check.contract_hash)
-    .bind(&check.provider)
-    .bind(&check.provider_updated_at)
-    .bind(check.passed)
-    .bind(&check.samples)
-    .bind(&check.checked_at)
-    .execute(conn)
-    .await?;
-    Ok(())
+/// Appends a check, stamped by the database's clock; returns that time.
+pub async fn insert(h: &mut impl Handle, check: &CheckRow) -> sqlx::Result<String> {
+    on_backend!(h, "checks/insert", |conn, sql| {
+        sqlx::query_scalar(sql)
+            .bind(&check.id)
+            .bind(&check.contract)
+            .bind(&check.contract_hash)
+            .bind(&check.provider)
+            .bind(&check.provider_updated_at)
+            .bind(check.passed)
+            .bind(&check.samples)
+            .fetch_one(conn)
+            .await
+    })
 }
 
 /// The last check of a contract against a provider.
 pub async fn latest(
-    conn: &mut SqliteConnection,
+    h: &mut impl Handle,
     contract: &str,
     provider: &str,
 ) -> sqlx::Result<Option<CheckRow>> {
-    sqlx::query_as(&format!(
-        "SELECT {COLUMNS} FROM contract_checks WHERE contract = ? AND provider = ? ORDER BY id DESC LIMIT 1"
-    ))
-    .bind(contract)
-    .bind(provider)
-    .fetch_optional(conn)
-    .await
+    on_backend!(h, "checks/latest", |conn, sql| {
+        sqlx::query_as(sql)
+            .bind(contract)
+            .bind(provider)
+            .fetch_optional(conn)
+            .await
+    })
 }
 
 /// The last check of a contract against each provider it was checked with, by provider.
 pub async fn latest_per_provider(
-    conn: &mut SqliteConnection,
+    h: &mut impl Handle,
     contract: &str,
 ) -> sqlx::Result<Vec<CheckRow>> {
-    sqlx::query_as(&format!(
-        "SELECT {COLUMNS} FROM contract_checks c WHERE contract = ?1
-           AND id = (SELECT max(id) FROM contract_checks WHERE contract = ?1 AND provider = c.provider)
-         ORDER BY provider"
-    ))
-    .bind(contract)
-    .fetch_all(conn)
-    .await
+    on_backend!(h, "checks/latest_per_provider", |conn, sql| {
+        sqlx::query_as(sql).bind(contract).fetch_all(conn).await
+    })
 }
 
 /// Removes every check of a contract (with the contract itself: a contract added again under
 /// the name starts with no checks).
-pub async fn delete_for_contract(conn: &mut SqliteConnection, contract: &str) -> sqlx::Result<()> {
-    sqlx::query("DELETE FROM contract_checks WHERE contract = ?")
-        .bind(contract)
-        .execute(conn)
-        .await?;
-    Ok(())
+pub async fn delete_for_contract(h: &mut impl Handle, contract: &str) -> sqlx::Result<()> {
+    on_backend!(h, "checks/delete_for_contract", |conn, sql| {
+        sqlx::query(sql)
+            .bind(contract)
+            .execute(conn)
+            .await
+            .map(|_| ())
+    })
 }

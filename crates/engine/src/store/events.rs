@@ -1,9 +1,9 @@
 //! `job_events`: the append-only history, written in the same transaction as each transition.
 
 use serde_json::Value;
-use sqlx::{FromRow, SqliteConnection};
+use sqlx::FromRow;
 
-use super::{json_column, now};
+use super::{json_column, on_backend, Handle};
 use crate::events::EventKind;
 use crate::model::{Actor, Event};
 
@@ -17,19 +17,19 @@ pub struct NewEvent<'a> {
 }
 
 /// Appends an event; there is no statement that changes or removes one.
-pub async fn append(conn: &mut SqliteConnection, e: NewEvent<'_>) -> sqlx::Result<()> {
-    sqlx::query(
-        "INSERT INTO job_events (job_id, attempt_id, at, kind, actor, detail) VALUES (?, ?, ?, ?, ?, ?)",
-    )
-    .bind(e.job_id)
-    .bind(e.attempt_id)
-    .bind(now())
-    .bind(e.kind.as_str())
-    .bind(e.actor.as_str())
-    .bind(e.detail.to_string())
-    .execute(conn)
-    .await?;
-    Ok(())
+pub async fn append(h: &mut impl Handle, e: NewEvent<'_>) -> sqlx::Result<()> {
+    let detail = e.detail.to_string();
+    on_backend!(h, "events/append", |conn, sql| {
+        sqlx::query(sql)
+            .bind(e.job_id)
+            .bind(e.attempt_id)
+            .bind(e.kind.as_str())
+            .bind(e.actor.as_str())
+            .bind(&detail)
+            .execute(conn)
+            .await
+            .map(|_| ())
+    })
 }
 
 #[derive(FromRow)]
@@ -43,13 +43,10 @@ struct EventRow {
 }
 
 /// A job's history, oldest first.
-pub async fn for_job(conn: &mut SqliteConnection, job_id: &str) -> sqlx::Result<Vec<Event>> {
-    let rows: Vec<EventRow> = sqlx::query_as(
-        "SELECT job_id, attempt_id, at, kind, actor, detail FROM job_events WHERE job_id = ? ORDER BY id",
-    )
-    .bind(job_id)
-    .fetch_all(conn)
-    .await?;
+pub async fn for_job(h: &mut impl Handle, job_id: &str) -> sqlx::Result<Vec<Event>> {
+    let rows: Vec<EventRow> = on_backend!(h, "events/for_job", |conn, sql| {
+        sqlx::query_as(sql).bind(job_id).fetch_all(conn).await
+    })?;
     Ok(rows
         .into_iter()
         .map(|r| Event {

@@ -1,16 +1,14 @@
 //! `jobs`: one row per intent; inserts arbitrated by `UNIQUE(owner_id, idempotency_key)`,
 //! outcome writes guarded by `version`.
 
-use sqlx::{FromRow, QueryBuilder, Sqlite, SqliteConnection};
+use std::time::Duration;
 
-use super::{json_column, now};
+use sqlx::{FromRow, QueryBuilder};
+
+use super::{json_column, millis, on_backend, Conn, Handle};
 use crate::error::{Error, Result};
 use crate::job::JobStatus;
 use crate::model::{Job, JobError};
-
-const COLUMNS: &str =
-    "id, owner_id, idempotency_key, fingerprint, intent, status, version, completed_by, \
-     result, error, flagged_for_review, created_at, updated_at, finished_at, not_before";
 
 #[derive(FromRow)]
 pub struct JobRow {
@@ -76,64 +74,48 @@ pub struct NewJob<'a> {
 /// Inserts a `queued` job at version 0 unless the owner already used the key; `None` then.
 /// The unique constraint decides; nothing is read first. Run it inside a transaction: an
 /// autocommit `RETURNING` hands its row back before its commit has succeeded.
-pub async fn insert_if_new(
-    conn: &mut SqliteConnection,
-    job: &NewJob<'_>,
-) -> sqlx::Result<Option<JobRow>> {
-    sqlx::query_as(&format!(
-        "INSERT INTO jobs (id, owner_id, idempotency_key, fingerprint, intent, status, version, created_at, updated_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, 'queued', 0, ?6, ?6)
-         ON CONFLICT (owner_id, idempotency_key) DO NOTHING
-         RETURNING {COLUMNS}"
-    ))
-    .bind(job.id)
-    .bind(job.owner_id)
-    .bind(job.idempotency_key)
-    .bind(job.fingerprint)
-    .bind(job.intent)
-    .bind(now())
-    // Stepped to its end: the caller commits, and reports nothing before that commit.
-    .fetch_all(conn)
-    .await
-    .map(|rows| rows.into_iter().next())
+pub async fn insert_if_new(h: &mut impl Handle, job: &NewJob<'_>) -> sqlx::Result<Option<JobRow>> {
+    on_backend!(h, "jobs/insert_if_new", |conn, sql| {
+        sqlx::query_as(sql)
+            .bind(job.id)
+            .bind(job.owner_id)
+            .bind(job.idempotency_key)
+            .bind(job.fingerprint)
+            .bind(job.intent)
+            // Stepped to its end: the caller commits, and reports nothing before that commit.
+            .fetch_all(conn)
+            .await
+            .map(|rows| rows.into_iter().next())
+    })
 }
 
 /// The owner's job holding `key`.
-pub async fn by_key(
-    conn: &mut SqliteConnection,
-    owner: &str,
-    key: &str,
-) -> sqlx::Result<Option<JobRow>> {
-    sqlx::query_as(&format!(
-        "SELECT {COLUMNS} FROM jobs WHERE owner_id = ? AND idempotency_key = ?"
-    ))
-    .bind(owner)
-    .bind(key)
-    .fetch_optional(conn)
-    .await
+pub async fn by_key(h: &mut impl Handle, owner: &str, key: &str) -> sqlx::Result<Option<JobRow>> {
+    on_backend!(h, "jobs/by_key", |conn, sql| {
+        sqlx::query_as(sql)
+            .bind(owner)
+            .bind(key)
+            .fetch_optional(conn)
+            .await
+    })
 }
 
 /// A job by id, whoever owns it (for the executor).
-pub async fn by_id(conn: &mut SqliteConnection, id: &str) -> sqlx::Result<Option<JobRow>> {
-    sqlx::query_as(&format!("SELECT {COLUMNS} FROM jobs WHERE id = ?"))
-        .bind(id)
-        .fetch_optional(conn)
-        .await
+pub async fn by_id(h: &mut impl Handle, id: &str) -> sqlx::Result<Option<JobRow>> {
+    on_backend!(h, "jobs/by_id", |conn, sql| {
+        sqlx::query_as(sql).bind(id).fetch_optional(conn).await
+    })
 }
 
 /// The owner's job by id; another owner's is indistinguishable from a missing one.
-pub async fn owned(
-    conn: &mut SqliteConnection,
-    owner: &str,
-    id: &str,
-) -> sqlx::Result<Option<JobRow>> {
-    sqlx::query_as(&format!(
-        "SELECT {COLUMNS} FROM jobs WHERE id = ? AND owner_id = ?"
-    ))
-    .bind(id)
-    .bind(owner)
-    .fetch_optional(conn)
-    .await
+pub async fn owned(h: &mut impl Handle, owner: &str, id: &str) -> sqlx::Result<Option<JobRow>> {
+    on_backend!(h, "jobs/owned", |conn, sql| {
+        sqlx::query_as(sql)
+            .bind(id)
+            .bind(owner)
+            .fetch_optional(conn)
+            .await
+    })
 }
 
 /// Which of an owner's jobs a page or a count covers.
@@ -146,14 +128,49 @@ pub struct Filter<'a> {
     pub provider: Option<&'a str>,
 }
 
-/// Appends `FROM … WHERE …` for the owner's jobs that pass `filter`; returns the column that
-/// orders them by id. Prefixes become ranges (`>= prefix AND < prefix + U+10FFFF`) so that
-/// `UNIQUE(owner_id, idempotency_key)` and `jobs_by_owner` serve them: `LIKE` would scan.
-fn push_filter<'q>(
-    q: &mut QueryBuilder<'q, Sqlite>,
+/// The ids a prefix of an id's canonical text covers, as the lowest and highest id it could
+/// start: a range both backends' indexes serve. `None` when no id can start with it.
+fn id_range(prefix: &str) -> Option<(String, String)> {
+    const LOW: &str = "00000000-0000-0000-0000-000000000000";
+    const HIGH: &str = "ffffffff-ffff-ffff-ffff-ffffffffffff";
+    let prefix = prefix.trim().to_ascii_lowercase();
+    if prefix.is_empty() || prefix.len() > LOW.len() {
+        return None;
+    }
+    // Each character must be what a canonical id holds at that position.
+    let fits = prefix.chars().zip(LOW.chars()).all(|(c, slot)| {
+        if slot == '-' {
+            c == '-'
+        } else {
+            c.is_ascii_hexdigit()
+        }
+    });
+    fits.then(|| {
+        (
+            format!("{prefix}{}", &LOW[prefix.len()..]),
+            format!("{prefix}{}", &HIGH[prefix.len()..]),
+        )
+    })
+}
+
+/// Builds `SELECT <what> FROM … WHERE …` for the owner's jobs that pass `filter`, on either
+/// backend (`pg` says which), with the keyset `cursor`, order and limit when `page` is given.
+/// Prefixes of ids become ranges (`id_range`) so the indexes serve them; a key prefix is a
+/// range on SQLite (`>= prefix AND < prefix + U+10FFFF`, bytewise) and `starts_with` on
+/// PostgreSQL, whose text order follows the database's collation.
+fn build<'q, DB>(
+    q: &mut QueryBuilder<'q, DB>,
+    pg: bool,
     owner: &'q str,
     filter: &Filter<'q>,
-) -> &'static str {
+    page: Option<(Option<&'q str>, u32, bool)>,
+) where
+    DB: sqlx::Database,
+    &'q str: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
+    String: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
+    i64: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
+{
+    let as_id = if pg { "::uuid" } else { "" };
     let order = match filter.provider {
         Some(provider) => {
             // Driven from `job_providers`, whose key gives one owner's jobs at one provider in id order.
@@ -166,7 +183,7 @@ fn push_filter<'q>(
         // With a search, each of its two ranges names the owner itself: a separate
         // `owner_id = ?` would let the planner walk every job of the owner in id order instead.
         None if filter.search.is_some() => {
-            q.push(" FROM jobs j WHERE 1");
+            q.push(" FROM jobs j WHERE 1 = 1");
             "j.id"
         }
         None => {
@@ -180,70 +197,98 @@ fn push_filter<'q>(
         q.push_bind(status.as_str());
     }
     if let Some(search) = filter.search {
-        let upper = |prefix: &str| format!("{prefix}{}", char::MAX);
         q.push(" AND ((j.owner_id = ");
         q.push_bind(owner);
-        q.push(" AND j.idempotency_key >= ");
-        q.push_bind(search.to_owned());
-        q.push(" AND j.idempotency_key < ");
-        q.push_bind(upper(search));
+        if pg {
+            q.push(" AND starts_with(j.idempotency_key, ");
+            q.push_bind(search.to_owned());
+            q.push(")");
+        } else {
+            q.push(" AND j.idempotency_key >= ");
+            q.push_bind(search.to_owned());
+            q.push(" AND j.idempotency_key < ");
+            q.push_bind(format!("{search}{}", char::MAX));
+        }
         q.push(")");
-        // Ids are lowercase hex and dashes: other text cannot start one.
-        let id = search.trim().to_ascii_lowercase();
-        if !id.is_empty() && id.chars().all(|c| c.is_ascii_hexdigit() || c == '-') {
+        if let Some((low, high)) = id_range(search) {
             q.push(" OR (j.owner_id = ");
             q.push_bind(owner);
             q.push(" AND j.id >= ");
-            q.push_bind(id.clone());
-            q.push(" AND j.id < ");
-            q.push_bind(upper(&id));
+            q.push_bind(low);
+            q.push(as_id);
+            q.push(" AND j.id <= ");
+            q.push_bind(high);
+            q.push(as_id);
             q.push(")");
         }
         q.push(")");
     }
-    order
+    if let Some((cursor, limit, oldest_first)) = page {
+        let (beyond, direction) = if oldest_first {
+            (" > ", " ASC")
+        } else {
+            (" < ", " DESC")
+        };
+        if let Some(cursor) = cursor {
+            q.push(format!(" AND {order}{beyond}"));
+            q.push_bind(cursor);
+            q.push(as_id);
+        }
+        q.push(format!(" ORDER BY {order}{direction} LIMIT "));
+        q.push_bind(i64::from(limit));
+    }
 }
+
+/// The columns of a page's rows, as `JobRow` reads them.
+const PAGE_COLUMNS_SQLITE: &str = "SELECT j.id, j.owner_id, j.idempotency_key, j.fingerprint, \
+    j.intent, j.status, j.version, j.completed_by, j.result, j.error, j.flagged_for_review, \
+    j.created_at, j.updated_at, j.finished_at, j.not_before";
+const PAGE_COLUMNS_POSTGRES: &str = "SELECT j.id::text AS id, j.owner_id, j.idempotency_key, \
+    j.fingerprint, j.intent::text AS intent, j.status, j.version, \
+    j.completed_by::text AS completed_by, j.result::text AS result, j.error::text AS error, \
+    j.flagged_for_review, onejob_time(j.created_at) AS created_at, \
+    onejob_time(j.updated_at) AS updated_at, onejob_time(j.finished_at) AS finished_at, \
+    onejob_time(j.not_before) AS not_before";
 
 /// Up to `limit` of the owner's jobs that pass `filter`, newest first and strictly older than
 /// `cursor` (or oldest first and strictly newer, with `oldest_first`).
 pub async fn page(
-    conn: &mut SqliteConnection,
+    h: &mut impl Handle,
     owner: &str,
     filter: &Filter<'_>,
     cursor: Option<&str>,
     limit: u32,
     oldest_first: bool,
 ) -> sqlx::Result<Vec<JobRow>> {
-    let (beyond, direction) = if oldest_first {
-        (" > ", " ASC")
-    } else {
-        (" < ", " DESC")
-    };
-    let columns = COLUMNS
-        .split(", ")
-        .map(|c| format!("j.{}", c.trim()))
-        .collect::<Vec<_>>()
-        .join(", ");
-    let mut q = QueryBuilder::new(format!("SELECT {columns}"));
-    let order = push_filter(&mut q, owner, filter);
-    if let Some(cursor) = cursor {
-        q.push(format!(" AND {order}{beyond}"));
-        q.push_bind(cursor);
+    let page = Some((cursor, limit, oldest_first));
+    match h.conn() {
+        Conn::Sqlite(conn) => {
+            let mut q = QueryBuilder::new(PAGE_COLUMNS_SQLITE);
+            build(&mut q, false, owner, filter, page);
+            q.build_query_as().fetch_all(conn).await
+        }
+        Conn::Postgres(conn) => {
+            let mut q = QueryBuilder::new(PAGE_COLUMNS_POSTGRES);
+            build(&mut q, true, owner, filter, page);
+            q.build_query_as().fetch_all(conn).await
+        }
     }
-    q.push(format!(" ORDER BY {order}{direction} LIMIT "));
-    q.push_bind(i64::from(limit));
-    q.build_query_as().fetch_all(conn).await
 }
 
 /// How many of the owner's jobs pass `filter`.
-pub async fn count(
-    conn: &mut SqliteConnection,
-    owner: &str,
-    filter: &Filter<'_>,
-) -> sqlx::Result<i64> {
-    let mut q = QueryBuilder::new("SELECT count(*)");
-    push_filter(&mut q, owner, filter);
-    q.build_query_scalar().fetch_one(conn).await
+pub async fn count(h: &mut impl Handle, owner: &str, filter: &Filter<'_>) -> sqlx::Result<i64> {
+    match h.conn() {
+        Conn::Sqlite(conn) => {
+            let mut q = QueryBuilder::new("SELECT count(*)");
+            build(&mut q, false, owner, filter, None);
+            q.build_query_scalar().fetch_one(conn).await
+        }
+        Conn::Postgres(conn) => {
+            let mut q = QueryBuilder::new("SELECT count(*)");
+            build(&mut q, true, owner, filter, None);
+            q.build_query_scalar().fetch_one(conn).await
+        }
+    }
 }
 
 /// What a status change writes beside the status.
@@ -263,177 +308,138 @@ pub struct JobPatch<'a> {
 /// Moves a job from exactly `from` to `to`; false when it was not in `from` (someone moved it
 /// first). The caller has checked the move against [`JobStatus::may_become`].
 pub async fn set_status(
-    conn: &mut SqliteConnection,
+    h: &mut impl Handle,
     id: &str,
     from: JobStatus,
     to: JobStatus,
     patch: &JobPatch<'_>,
 ) -> sqlx::Result<bool> {
-    let at = now();
-    let done = sqlx::query(
-        "UPDATE jobs SET status = ?1,
-            error = CASE WHEN ?2 THEN ?3 ELSE error END,
-            version = version + ?4,
-            finished_at = CASE WHEN ?5 THEN ?6 ELSE finished_at END,
-            not_before = CASE WHEN ?7 THEN NULL ELSE not_before END,
-            updated_at = ?6
-         WHERE id = ?8 AND status = ?9",
-    )
-    .bind(to.as_str())
-    .bind(patch.set_error)
-    .bind(patch.error.and_then(|e| serde_json::to_string(e).ok()))
-    .bind(i64::from(patch.bump_version))
-    .bind(patch.finished)
-    .bind(&at)
-    .bind(patch.clear_not_before)
-    .bind(id)
-    .bind(from.as_str())
-    .execute(conn)
-    .await?;
-    Ok(done.rows_affected() == 1)
+    let error = patch.error.and_then(|e| serde_json::to_string(e).ok());
+    on_backend!(h, "jobs/set_status", |conn, sql| {
+        sqlx::query(sql)
+            .bind(to.as_str())
+            .bind(patch.set_error)
+            .bind(&error)
+            .bind(i64::from(patch.bump_version))
+            .bind(patch.finished)
+            .bind(patch.clear_not_before)
+            .bind(id)
+            .bind(from.as_str())
+            .execute(conn)
+            .await
+            .map(|done| done.rows_affected() == 1)
+    })
 }
 
 /// The compare-and-swap of SPEC §5: claims the job's result for `attempt_id` only if the job
 /// is still at `version`, nobody has claimed it, and it is not closed.
 pub async fn claim_result(
-    conn: &mut SqliteConnection,
+    h: &mut impl Handle,
     id: &str,
     version: i64,
     attempt_id: &str,
     result: &str,
 ) -> sqlx::Result<bool> {
-    let at = now();
-    let done = sqlx::query(
-        "UPDATE jobs SET status = 'succeeded', result = ?1, completed_by = ?2, error = NULL,
-                version = version + 1, not_before = NULL, updated_at = ?3, finished_at = ?3
-         WHERE id = ?4 AND version = ?5 AND completed_by IS NULL
-           AND status IN ('queued', 'running', 'unknown')",
-    )
-    .bind(result)
-    .bind(attempt_id)
-    .bind(&at)
-    .bind(id)
-    .bind(version)
-    .execute(conn)
-    .await?;
-    Ok(done.rows_affected() == 1)
+    on_backend!(h, "jobs/claim_result", |conn, sql| {
+        sqlx::query(sql)
+            .bind(result)
+            .bind(attempt_id)
+            .bind(id)
+            .bind(version)
+            .execute(conn)
+            .await
+            .map(|done| done.rows_affected() == 1)
+    })
 }
 
 /// Marks a job for a person's review (a late answer or a contradiction).
-pub async fn flag(conn: &mut SqliteConnection, id: &str) -> sqlx::Result<()> {
-    sqlx::query("UPDATE jobs SET flagged_for_review = 1, updated_at = ? WHERE id = ?")
-        .bind(now())
-        .bind(id)
-        .execute(conn)
-        .await?;
-    Ok(())
+pub async fn flag(h: &mut impl Handle, id: &str) -> sqlx::Result<()> {
+    on_backend!(h, "jobs/flag", |conn, sql| {
+        sqlx::query(sql).bind(id).execute(conn).await.map(|_| ())
+    })
 }
 
 /// How many of the owner's jobs need a person: `unknown`, or flagged for review.
-pub async fn needing_attention(conn: &mut SqliteConnection, owner: &str) -> sqlx::Result<i64> {
-    let (n,): (i64,) = sqlx::query_as(
-        "SELECT count(*) FROM jobs WHERE owner_id = ? AND (status = 'unknown' OR flagged_for_review = 1)",
-    )
-    .bind(owner)
-    .fetch_one(conn)
-    .await?;
-    Ok(n)
+pub async fn needing_attention(h: &mut impl Handle, owner: &str) -> sqlx::Result<i64> {
+    on_backend!(h, "jobs/needing_attention", |conn, sql| {
+        sqlx::query_scalar(sql).bind(owner).fetch_one(conn).await
+    })
 }
 
-/// Ids of queued jobs whose backoff has passed, oldest first.
-pub async fn sendable(
-    conn: &mut SqliteConnection,
-    at: &str,
-    limit: u32,
-) -> sqlx::Result<Vec<String>> {
-    let rows: Vec<(String,)> = sqlx::query_as(
-        "SELECT id FROM jobs WHERE status = 'queued' AND (not_before IS NULL OR not_before <= ?)
-         ORDER BY id LIMIT ?",
-    )
-    .bind(at)
-    .bind(i64::from(limit))
-    .fetch_all(conn)
-    .await?;
-    Ok(rows.into_iter().map(|(id,)| id).collect())
+/// Ids of queued jobs whose backoff has passed by the database's clock, oldest first.
+pub async fn sendable(h: &mut impl Handle, limit: u32) -> sqlx::Result<Vec<String>> {
+    on_backend!(h, "jobs/sendable", |conn, sql| {
+        sqlx::query_scalar(sql)
+            .bind(i64::from(limit))
+            .fetch_all(conn)
+            .await
+    })
+}
+
+/// Whether the job waits on a backoff that has not ended by the database's clock.
+pub async fn backing_off(h: &mut impl Handle, id: &str) -> sqlx::Result<bool> {
+    on_backend!(h, "jobs/backing_off", |conn, sql| {
+        sqlx::query_scalar(sql).bind(id).fetch_one(conn).await
+    })
 }
 
 /// When the next queued job's backoff ends, if any job waits on one.
-pub async fn next_not_before(conn: &mut SqliteConnection) -> sqlx::Result<Option<String>> {
-    let (at,): (Option<String>,) =
-        sqlx::query_as("SELECT min(not_before) FROM jobs WHERE status = 'queued'")
-            .fetch_one(conn)
-            .await?;
-    Ok(at)
+pub async fn next_not_before(h: &mut impl Handle) -> sqlx::Result<Option<String>> {
+    on_backend!(h, "jobs/next_not_before", |conn, sql| {
+        sqlx::query_scalar(sql).fetch_one(conn).await
+    })
 }
 
-/// Sets (or clears) a job's backoff.
-pub async fn set_not_before(
-    conn: &mut SqliteConnection,
+/// Sets a job's backoff to end `wait` from now by the database's clock, or clears it.
+pub async fn set_backoff(
+    h: &mut impl Handle,
     id: &str,
-    at: Option<&str>,
+    wait: Option<Duration>,
 ) -> sqlx::Result<()> {
-    sqlx::query("UPDATE jobs SET not_before = ? WHERE id = ?")
-        .bind(at)
-        .bind(id)
-        .execute(conn)
-        .await?;
-    Ok(())
+    on_backend!(h, "jobs/set_backoff", |conn, sql| {
+        sqlx::query(sql)
+            .bind(wait.map(millis))
+            .bind(id)
+            .execute(conn)
+            .await
+            .map(|_| ())
+    })
 }
 
 /// Up to `limit` of the owner's jobs that need a person (`unknown`, or flagged for review),
-/// most recently updated first. The `jobs_needing_attention` index holds only those few.
+/// most recently updated first.
 pub async fn needing_attention_list(
-    conn: &mut SqliteConnection,
+    h: &mut impl Handle,
     owner: &str,
     limit: u32,
 ) -> sqlx::Result<Vec<JobRow>> {
-    sqlx::query_as(&format!(
-        "SELECT {COLUMNS} FROM jobs INDEXED BY jobs_needing_attention
-         WHERE owner_id = ? AND (status = 'unknown' OR flagged_for_review = 1)
-         ORDER BY updated_at DESC, id DESC LIMIT ?"
-    ))
-    .bind(owner)
-    .bind(i64::from(limit))
-    .fetch_all(conn)
-    .await
+    on_backend!(h, "jobs/needing_attention_list", |conn, sql| {
+        sqlx::query_as(sql)
+            .bind(owner)
+            .bind(i64::from(limit))
+            .fetch_all(conn)
+            .await
+    })
 }
 
 /// Open jobs (`queued`, `running`, `unknown`) of every owner, counted by status, whose route
-/// names `provider` or whose open attempt is at it. Walks the open jobs (`jobs_open`), which
-/// are few, rather than every job that ever named the provider.
+/// names `provider` or whose open attempt is at it.
 pub async fn open_naming_provider(
-    conn: &mut SqliteConnection,
+    h: &mut impl Handle,
     provider: &str,
 ) -> sqlx::Result<Vec<(String, i64)>> {
-    sqlx::query_as(
-        "SELECT j.status, count(*) FROM jobs j
-         WHERE j.status IN ('queued', 'running', 'unknown')
-           AND (EXISTS (SELECT 1 FROM job_providers p
-                         WHERE p.provider = ?1 AND p.owner_id = j.owner_id AND p.job_id = j.id
-                           AND p.in_route = 1)
-                OR EXISTS (SELECT 1 FROM attempts a
-                            WHERE a.job_id = j.id AND a.provider = ?1
-                              AND a.state IN ('pending', 'in_flight', 'unknown')))
-         GROUP BY j.status",
-    )
-    .bind(provider)
-    .fetch_all(conn)
-    .await
+    on_backend!(h, "jobs/open_naming_provider", |conn, sql| {
+        sqlx::query_as(sql).bind(provider).fetch_all(conn).await
+    })
 }
 
 /// Open jobs (`queued`, `running`, `unknown`) of every owner, counted by status, whose intent
-/// names `contract`; served by the partial `jobs_open_by_contract` index.
+/// names `contract`.
 pub async fn open_naming_contract(
-    conn: &mut SqliteConnection,
+    h: &mut impl Handle,
     contract: &str,
 ) -> sqlx::Result<Vec<(String, i64)>> {
-    sqlx::query_as(
-        "SELECT status, count(*) FROM jobs
-         WHERE json_extract(intent, '$.contract') = ?
-           AND status IN ('queued', 'running', 'unknown')
-         GROUP BY status",
-    )
-    .bind(contract)
-    .fetch_all(conn)
-    .await
+    on_backend!(h, "jobs/open_naming_contract", |conn, sql| {
+        sqlx::query_as(sql).bind(contract).fetch_all(conn).await
+    })
 }

@@ -1,22 +1,35 @@
-//! Every SQL statement of the engine, one file per table; nothing outside `store` writes SQL.
+//! Every SQL statement of the engine; nothing outside `store` writes SQL.
+//!
+//! One interface, two backends: a module per table (`jobs`, `attempts`, …) is what the ledger
+//! calls, and each of its operations runs the statement of the ledger's backend, kept in its
+//! own file, `sqlite/queries/<table>/<operation>.sql` or `postgres/queries/<table>/<operation>.sql`,
+//! so the two can be read side by side. The operations bind the same values in the same
+//! order on both; where the dialects differ (placeholders, JSON, time), the files say how.
+//!
+//! Times that decide (leases, backoff) are taken from the database's clock: operations take
+//! durations, never instants computed on a host.
 
 pub mod attempts;
 pub mod checks;
 pub mod contracts;
 pub mod events;
 pub mod jobs;
+pub mod postgres;
 pub mod providers;
+pub mod sqlite;
 
 use std::time::Duration;
 
 use chrono::{SecondsFormat, Utc};
+use sqlx::pool::PoolConnection;
+use sqlx::{PgConnection, Postgres, Sqlite, SqliteConnection, Transaction};
 
 /// The current time in the ledger's fixed-width UTC text form.
 pub fn now() -> String {
     Utc::now().to_rfc3339_opts(SecondsFormat::Millis, true)
 }
 
-/// `now() + d` in the same form; used for lease expiry.
+/// `now() + d` in the same form.
 pub fn now_plus(d: Duration) -> String {
     let d = chrono::Duration::from_std(d).unwrap_or(chrono::Duration::MAX);
     let t = Utc::now()
@@ -25,7 +38,180 @@ pub fn now_plus(d: Duration) -> String {
     t.to_rfc3339_opts(SecondsFormat::Millis, true)
 }
 
-/// A JSON column's text parsed back; the schema's `json_valid` checks make failure a bug.
+/// A duration as whole milliseconds for a statement, saturating.
+pub(crate) fn millis(d: Duration) -> i64 {
+    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
+}
+
+/// A JSON column's text parsed back; the schema's checks make failure a bug.
 pub(crate) fn json_column(text: &str) -> serde_json::Value {
     serde_json::from_str(text).unwrap_or(serde_json::Value::String(text.to_owned()))
+}
+
+/// One connection of either backend, borrowed for the statements of one operation.
+pub enum Conn<'c> {
+    Sqlite(&'c mut SqliteConnection),
+    Postgres(&'c mut PgConnection),
+}
+
+/// Anything the store's operations run on: a transaction, a pooled connection, a borrowed one.
+pub trait Handle: Send {
+    /// The connection to run the next statement on.
+    fn conn(&mut self) -> Conn<'_>;
+}
+
+impl Handle for Conn<'_> {
+    fn conn(&mut self) -> Conn<'_> {
+        match self {
+            Conn::Sqlite(c) => Conn::Sqlite(c),
+            Conn::Postgres(c) => Conn::Postgres(c),
+        }
+    }
+}
+
+/// A write transaction of either backend; dropped without `commit`, it rolls back.
+pub enum Tx {
+    Sqlite(Transaction<'static, Sqlite>),
+    Postgres(Transaction<'static, Postgres>),
+}
+
+impl Tx {
+    /// Commits; nothing the transaction wrote may be reported before this returns `Ok`.
+    pub async fn commit(self) -> sqlx::Result<()> {
+        match self {
+            Tx::Sqlite(tx) => tx.commit().await,
+            Tx::Postgres(tx) => tx.commit().await,
+        }
+    }
+}
+
+impl Handle for Tx {
+    fn conn(&mut self) -> Conn<'_> {
+        match self {
+            Tx::Sqlite(tx) => Conn::Sqlite(tx),
+            Tx::Postgres(tx) => Conn::Postgres(tx),
+        }
+    }
+}
+
+impl Tx {
+    /// Marks where [`Tx::rollback_to_savepoint`] returns to (one level; each call replaces it).
+    pub async fn savepoint(&mut self) -> sqlx::Result<()> {
+        self.simple("SAVEPOINT onejob_step").await
+    }
+
+    /// Undoes what was written since the savepoint; the transaction goes on.
+    pub async fn rollback_to_savepoint(&mut self) -> sqlx::Result<()> {
+        self.simple("ROLLBACK TO SAVEPOINT onejob_step").await
+    }
+
+    /// Forgets the savepoint, keeping what was written since.
+    pub async fn release_savepoint(&mut self) -> sqlx::Result<()> {
+        self.simple("RELEASE SAVEPOINT onejob_step").await
+    }
+
+    async fn simple(&mut self, statement: &'static str) -> sqlx::Result<()> {
+        match self {
+            Tx::Sqlite(tx) => sqlx::query(statement).execute(&mut **tx).await.map(|_| ()),
+            Tx::Postgres(tx) => sqlx::query(statement).execute(&mut **tx).await.map(|_| ()),
+        }
+    }
+}
+
+/// A connection from a pool, for reads outside a transaction.
+pub enum Pooled {
+    Sqlite(PoolConnection<Sqlite>),
+    Postgres(PoolConnection<Postgres>),
+}
+
+impl Handle for Pooled {
+    fn conn(&mut self) -> Conn<'_> {
+        match self {
+            Pooled::Sqlite(c) => Conn::Sqlite(c),
+            Pooled::Postgres(c) => Conn::Postgres(c),
+        }
+    }
+}
+
+/// Runs `$body` on the handle's backend: `$conn` is that backend's connection and `$sql` the
+/// text of `$file` under its `queries/` folder. The body is written once and compiled for
+/// each backend, so both bind the same values in the same order.
+macro_rules! on_backend {
+    ($handle:expr, $file:literal, |$conn:ident, $sql:ident| $body:expr) => {
+        match $crate::store::Handle::conn(&mut *$handle) {
+            $crate::store::Conn::Sqlite($conn) => {
+                let $sql: &'static str = include_str!(concat!(
+                    env!("CARGO_MANIFEST_DIR"),
+                    "/src/store/sqlite/queries/",
+                    $file,
+                    ".sql"
+                ));
+                $body
+            }
+            $crate::store::Conn::Postgres($conn) => {
+                let $sql: &'static str = include_str!(concat!(
+                    env!("CARGO_MANIFEST_DIR"),
+                    "/src/store/postgres/queries/",
+                    $file,
+                    ".sql"
+                ));
+                $body
+            }
+        }
+    };
+}
+pub(crate) use on_backend;
+
+/// The ledger's database, either backend.
+#[derive(Clone)]
+pub enum Db {
+    Sqlite(sqlite::SqliteDb),
+    Postgres(postgres::PgDb),
+}
+
+impl Db {
+    /// Starts a write transaction that holds the ledger's write lock from its first statement,
+    /// so what it reads stays true until it commits: SQLite's `BEGIN IMMEDIATE`; on
+    /// PostgreSQL the ledger's advisory lock, taken in the same round trip as `BEGIN`.
+    pub async fn begin(&self) -> sqlx::Result<Tx> {
+        Ok(match self {
+            Db::Sqlite(db) => Tx::Sqlite(db.writer.begin_with("BEGIN IMMEDIATE").await?),
+            Db::Postgres(db) => Tx::Postgres(
+                db.pool
+                    .begin_with(format!(
+                        "BEGIN; SELECT pg_advisory_xact_lock({})",
+                        postgres::WRITE_LOCK
+                    ))
+                    .await?,
+            ),
+        })
+    }
+
+    /// A connection for reads outside a transaction.
+    pub async fn read(&self) -> sqlx::Result<Pooled> {
+        Ok(match self {
+            Db::Sqlite(db) => Pooled::Sqlite(db.reader.acquire().await?),
+            Db::Postgres(db) => Pooled::Postgres(db.pool.acquire().await?),
+        })
+    }
+
+    /// A connection for a single-statement write outside a transaction; on SQLite the
+    /// writer, so the write queues in this process instead of in SQLite's busy loop.
+    pub async fn write(&self) -> sqlx::Result<Pooled> {
+        Ok(match self {
+            Db::Sqlite(db) => Pooled::Sqlite(db.writer.acquire().await?),
+            Db::Postgres(db) => Pooled::Postgres(db.pool.acquire().await?),
+        })
+    }
+
+    /// Waits for running statements, then closes every connection.
+    pub async fn close(&self) {
+        match self {
+            Db::Sqlite(db) => {
+                db.writer.close().await;
+                db.reader.close().await;
+            }
+            Db::Postgres(db) => db.pool.close().await,
+        }
+    }
 }

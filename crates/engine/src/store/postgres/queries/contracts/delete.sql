@@ -1,0 +1,2 @@
+-- Removes a contract.
+DELETE FROM contracts WHERE name = $1

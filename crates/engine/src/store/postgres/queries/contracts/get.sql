@@ -1,0 +1,4 @@
+-- One contract by name.
+SELECT name, schema::text AS schema, template::text AS template, samples::text AS samples, hash,
+       onejob_time(created_at) AS created_at, onejob_time(updated_at) AS updated_at
+FROM contracts WHERE name = $1

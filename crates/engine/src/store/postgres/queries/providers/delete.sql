@@ -1,0 +1,2 @@
+-- Removes a provider.
+DELETE FROM providers WHERE name = $1

@@ -1,0 +1,5 @@
+-- Open jobs of every owner, counted by status, whose intent names contract ?1.
+SELECT status, count(*) FROM jobs
+WHERE json_extract(intent, '$.contract') = ?1
+  AND status IN ('queued', 'running', 'unknown')
+GROUP BY status

@@ -1,0 +1,215 @@
+//! What only a shared PostgreSQL ledger has (SPEC §14), on a real throwaway cluster: opening
+//! by URL, several engines ("hosts") on one database, changes announced with LISTEN/NOTIFY
+//! across a dropped connection, migrations applied once by processes that start together, and
+//! clear errors that never repeat a password. Every other rule is proven by the whole engine
+//! suite, which runs on PostgreSQL as well as on SQLite.
+
+use std::time::Duration;
+
+use onejob_engine::{Engine, Error, JobStatus};
+use onejob_testkit::Postgres;
+use serde_json::json;
+
+const OWNER: &str = "local";
+
+fn sandbox_intent(text: &str) -> String {
+    json!({ "route": ["sandbox"], "input": { "text": text } }).to_string()
+}
+
+async fn psql(cluster: &Postgres, db: &str, sql: &str) -> Vec<sqlx::postgres::PgRow> {
+    let url = format!("postgres://onejob@127.0.0.1:{}/{db}", cluster.port());
+    let pool = sqlx::PgPool::connect(&url).await.expect("connect");
+    let rows = sqlx::query(sql).fetch_all(&pool).await.expect(sql);
+    pool.close().await;
+    rows
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_postgres_url_opens_a_shared_ledger_where_a_job_runs_to_its_one_result() {
+    let cluster = Postgres::start().expect("a cluster");
+    let url = cluster.database("ledger").expect("a database");
+    let engine = Engine::open(&url).await.expect("open");
+    assert!(engine.is_shared());
+    assert_eq!(engine.location(), url);
+
+    let first = engine
+        .submit(OWNER, "k-1", &sandbox_intent("hello"))
+        .await
+        .expect("submit");
+    let again = engine
+        .submit(OWNER, "k-1", &sandbox_intent("hello"))
+        .await
+        .expect("the double click");
+    assert_eq!(first.job.id, again.job.id);
+    assert!(again.replayed);
+
+    let executor = onejob_engine::executor::Executor::new(engine.clone(), Default::default())
+        .expect("an executor");
+    tokio::time::timeout(Duration::from_secs(60), executor.run_until_idle())
+        .await
+        .expect("the executor settles")
+        .expect("runs");
+    let detail = engine.job(OWNER, &first.job.id).await.expect("job");
+    assert_eq!(detail.job.status, JobStatus::Succeeded, "{detail:?}");
+    assert_eq!(detail.attempts.len(), 1);
+    assert_eq!(
+        detail.job.completed_by.as_deref(),
+        Some(detail.attempts[0].id.as_str())
+    );
+    // Times are the database's, in the ledger's one text form.
+    assert!(
+        detail.job.created_at.ends_with('Z') && detail.job.created_at.len() == 24,
+        "{}",
+        detail.job.created_at
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_change_on_one_host_is_announced_on_another_also_after_its_connection_drops() {
+    let cluster = Postgres::start().expect("a cluster");
+    let url = cluster.database("live").expect("a database");
+    let here = Engine::open(&url).await.expect("open here");
+    let there = Engine::open(&url).await.expect("open there");
+    let mut changes = there
+        .changes(Duration::from_secs(3600))
+        .await
+        .expect("listen");
+
+    here.submit(OWNER, "a", &sandbox_intent("a"))
+        .await
+        .expect("submit");
+    tokio::time::timeout(Duration::from_secs(10), changes.changed())
+        .await
+        .expect("the other host hears of the submit")
+        .expect("still listening");
+    // The check interval is an hour: only a notification could have brought this.
+    changes.borrow_and_update();
+
+    // The listening connection is cut, as a network drop or a server restart would.
+    let cut = psql(
+        &cluster,
+        "live",
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query ILIKE 'LISTEN%'",
+    )
+    .await;
+    assert_eq!(cut.len(), 1, "one listening connection");
+    // The drop itself may count as a change (notifications may have been missed meanwhile).
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    changes.borrow_and_update();
+
+    here.submit(OWNER, "b", &sandbox_intent("b"))
+        .await
+        .expect("submit");
+    tokio::time::timeout(Duration::from_secs(10), changes.changed())
+        .await
+        .expect("the other host hears of a change after reconnecting")
+        .expect("still listening");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn eight_hosts_opening_a_new_database_together_apply_each_migration_once() {
+    let cluster = Postgres::start().expect("a cluster");
+    let url = cluster.database("together").expect("a database");
+    let opens = (0..8).map(|_| {
+        let url = url.clone();
+        tokio::spawn(async move { Engine::open(&url).await })
+    });
+    for open in opens {
+        open.await.expect("task").expect("every host opens");
+    }
+    let applied = psql(
+        &cluster,
+        "together",
+        "SELECT version FROM _sqlx_migrations WHERE success ORDER BY version",
+    )
+    .await;
+    let files = std::fs::read_dir(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../migrations/postgres"
+    ))
+    .expect("the migrations folder")
+    .filter(|e| {
+        e.as_ref()
+            .is_ok_and(|e| e.path().extension().is_some_and(|x| x == "sql"))
+    })
+    .count();
+    assert_eq!(applied.len(), files, "each migration applied exactly once");
+}
+
+fn storage_message(e: Error) -> String {
+    match e {
+        Error::Storage { message, .. } => message,
+        other => panic!("expected a storage error, got {other:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn opening_fails_clearly_and_never_repeats_the_password() {
+    let cluster = Postgres::start().expect("a cluster");
+
+    // Nobody listens on this port.
+    let free = std::net::TcpListener::bind("127.0.0.1:0")
+        .expect("a port")
+        .local_addr()
+        .expect("addr")
+        .port();
+    let e = Engine::open(format!("postgres://alice:hunter2@127.0.0.1:{free}/ledger"))
+        .await
+        .err()
+        .expect("refused");
+    let message = storage_message(e);
+    assert!(message.contains("cannot reach"), "{message}");
+    assert!(message.contains("alice:***@127.0.0.1"), "{message}");
+    assert!(!message.contains("hunter2"), "{message}");
+
+    // A database that does not exist.
+    let e = Engine::open(format!(
+        "postgres://onejob:hunter2@127.0.0.1:{}/nosuch",
+        cluster.port()
+    ))
+    .await
+    .err()
+    .expect("refused");
+    let message = storage_message(e);
+    assert!(message.contains("nosuch"), "{message}");
+    assert!(!message.contains("hunter2"), "{message}");
+
+    // A role that may log in but not create the ledger's tables (PostgreSQL 15 and later give
+    // no one but the owner CREATE on a new database's public schema).
+    let _ = cluster.database("locked").expect("a database");
+    psql(
+        &cluster,
+        "locked",
+        "CREATE ROLE visitor LOGIN PASSWORD 'hunter2'",
+    )
+    .await;
+    psql(
+        &cluster,
+        "locked",
+        "REVOKE CREATE ON SCHEMA public FROM PUBLIC",
+    )
+    .await;
+    let e = Engine::open(format!(
+        "postgres://visitor:hunter2@127.0.0.1:{}/locked",
+        cluster.port()
+    ))
+    .await
+    .err()
+    .expect("refused");
+    let message = storage_message(e);
+    assert!(message.contains("lacks the rights"), "{message}");
+    assert!(!message.contains("hunter2"), "{message}");
+
+    // Not a URL onejob can use at all.
+    let e = Engine::open("postgres://alice:hunter2@127.0.0.1:notaport/ledger")
+        .await
+        .err()
+        .expect("refused");
+    match e {
+        Error::InvalidInput { message, details } => {
+            assert_eq!(details.field, "db");
+            assert!(!message.contains("hunter2"), "{message}");
+        }
+        other => panic!("expected invalid_input, got {other:?}"),
+    }
+}
