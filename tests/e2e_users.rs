@@ -28,7 +28,8 @@ async fn fill(w: &Window, css: &str, text: &str) {
 /// Picks the option of the select `css` whose value is `value`, once the screen has loaded it
 /// (a select appears before the list it offers has arrived from the backend).
 async fn pick(w: &Window, css: &str, value: &str) {
-    w.wait_for(&format!("{css} option[value=\"{value}\"]")).await;
+    w.wait_for(&format!("{css} option[value=\"{value}\"]"))
+        .await;
     w.wait_for(css)
         .await
         .select_by_value(value)

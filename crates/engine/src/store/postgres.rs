@@ -15,6 +15,7 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use sqlx::postgres::{PgConnectOptions, PgListener, PgPool, PgPoolOptions};
+use sqlx::{Connection, PgConnection};
 use tokio::sync::watch;
 
 use crate::error::{EmptyDetails, Error, Result};
@@ -57,6 +58,10 @@ impl PgDb {
         })?;
         let secret = options_password(url);
         let fail = |e: sqlx::Error| open_error(&location, e, secret.as_deref());
+        // One connection first: a pool retries a refused connection until its timeout, and
+        // reports only that it timed out; this says at once what went wrong.
+        let probe = PgConnection::connect_with(&options).await.map_err(fail)?;
+        probe.close().await.map_err(fail)?;
         let pool = PgPoolOptions::new()
             .max_connections(8)
             .acquire_timeout(CONNECT_TIMEOUT)

@@ -3,8 +3,8 @@
 //! what a transaction reads stays true until it commits, across processes too.
 
 use std::path::Path;
-use std::sync::Arc;
 use std::str::FromStr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use sqlx::sqlite::{
