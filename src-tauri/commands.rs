@@ -235,6 +235,19 @@ pub async fn settings(state: State<'_, AppState>) -> Result<Settings, Error> {
     Ok(Settings::of(&state.engine))
 }
 
+/// Checks a ledger (a file path or a `postgres://` URL without a password) by opening it, and
+/// saves it as the one the app opens from its next start; empty text goes back to the default
+/// file. `ONEJOB_DB`, when set, still wins.
+#[tauri::command]
+#[specta::specta]
+pub async fn choose_ledger(
+    state: State<'_, AppState>,
+    location: String,
+) -> Result<Settings, Error> {
+    crate::ledger::choose(&location).await?;
+    Ok(Settings::of(&state.engine))
+}
+
 /// Prints the wall-clock time (Unix ms) at which the window first showed the Jobs screen's
 /// content, once, when `ONEJOB_REPORT_FIRST_PAINT=1`: the cold-start benchmark's end mark.
 #[tauri::command]

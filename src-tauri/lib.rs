@@ -3,13 +3,14 @@
 
 pub mod attention;
 pub mod commands;
+pub mod ledger;
 pub mod notify;
 pub mod view;
 
 use std::time::Duration;
 
 use onejob_engine::executor::{Executor, ExecutorOptions};
-use onejob_engine::{default_db_path, Engine};
+use onejob_engine::Engine;
 use tauri::{AppHandle, Context, Runtime, Wry};
 use tauri_specta::Event;
 
@@ -64,6 +65,7 @@ pub fn specta_builder<R: Runtime>() -> tauri_specta::Builder<R> {
             commands::remove_contract,
             commands::check_contract,
             commands::settings,
+            commands::choose_ledger,
             commands::first_paint,
         ])
         .events(tauri_specta::collect_events![LedgerChanged, OpenJob])
@@ -110,12 +112,15 @@ fn forward_changes<R: Runtime>(app: AppHandle<R>, engine: Engine) {
     });
 }
 
-/// Opens the database at [`default_db_path`] (Tauri's app data dir for `dev.onejob.app`, which
-/// the CLI uses too) and runs the app until its last window closes.
+/// Opens the ledger (see [`ledger::to_open`]: `ONEJOB_DB`, the choice saved in Settings, or
+/// the file in the app's data folder, which the CLI uses by default too) and runs the app
+/// until its last window closes.
 pub fn run(context: Context<Wry>) -> Result<(), RunError> {
+    let (location, source) = ledger::to_open();
+    ledger::opened_from(source);
     // Opened before any window exists, so no command can arrive before the state does.
-    let engine = tauri::async_runtime::block_on(Engine::open(default_db_path()))
-        .map_err(RunError::Database)?;
+    let engine = tauri::async_runtime::block_on(Engine::open(&location))
+        .map_err(|e| RunError::Database(location_shown(&location), e))?;
     // The executor runs inside the app for as long as the app runs.
     let executor =
         Executor::new(engine.clone(), ExecutorOptions::default()).map_err(RunError::Executor)?;
@@ -130,11 +135,16 @@ pub fn run(context: Context<Wry>) -> Result<(), RunError> {
     Ok(())
 }
 
+/// A ledger's location as it may be shown: a URL without its password.
+fn location_shown(location: &str) -> String {
+    onejob_engine::store::postgres::redact(location)
+}
+
 /// Why the app could not start or stopped abnormally.
 #[derive(Debug)]
 pub enum RunError {
-    /// The database could not be opened or brought up to date.
-    Database(onejob_engine::Error),
+    /// The ledger (shown without a password) could not be opened or brought up to date.
+    Database(String, onejob_engine::Error),
     /// The executor could not be set up.
     Executor(onejob_engine::Error),
     /// Tauri could not build or run the window.
@@ -144,11 +154,9 @@ pub enum RunError {
 impl std::fmt::Display for RunError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            RunError::Database(e) => write!(
+            RunError::Database(location, e) => write!(
                 f,
-                "cannot open the database at {}: {} ({})",
-                default_db_path().display(),
-                e,
+                "cannot open the ledger at {location}: {e} ({})",
                 e.code()
             ),
             RunError::Executor(e) => write!(f, "cannot start the executor: {e}"),

@@ -288,6 +288,55 @@ fn settings_name_the_database_file() {
 }
 
 #[test]
+fn choosing_a_ledger_checks_it_refuses_a_password_and_saves_it_for_the_next_start() {
+    // The only test that touches the config folder, so it may point it somewhere of its own.
+    let config = tempfile::tempdir().unwrap();
+    std::env::set_var("XDG_CONFIG_HOME", config.path());
+    let app = headless_app();
+    let choice = config.path().join("dev.onejob.app").join("ledger");
+
+    let refused = invoke(
+        &app.window,
+        "choose_ledger",
+        json!({"location": "postgres://team:hunter2@127.0.0.1:1/ledger"}),
+    )
+    .unwrap_err();
+    assert_eq!(refused["code"], json!("invalid_input"));
+    assert_eq!(refused["details"]["field"], json!("ledger"));
+    assert!(!refused.to_string().contains("hunter2"), "{refused}");
+    assert!(!choice.exists(), "nothing saved");
+
+    let other = invoke(
+        &app.window,
+        "choose_ledger",
+        json!({"location": "mysql://127.0.0.1/ledger"}),
+    )
+    .unwrap_err();
+    assert_eq!(other["details"]["field"], json!("ledger"));
+
+    let elsewhere = tempfile::tempdir().unwrap();
+    let file = elsewhere.path().join("team.db");
+    let settings = invoke(
+        &app.window,
+        "choose_ledger",
+        json!({"location": file.display().to_string()}),
+    )
+    .unwrap();
+    assert!(file.exists(), "checked by opening it");
+    assert_eq!(
+        std::fs::read_to_string(&choice).unwrap().trim(),
+        file.display().to_string()
+    );
+    if std::env::var_os(ledger::ENV).is_none() {
+        assert_eq!(settings["next_start"], json!(file.display().to_string()));
+    }
+    assert_eq!(settings["shared"], json!(false));
+
+    invoke(&app.window, "choose_ledger", json!({"location": "  "})).unwrap();
+    assert!(!choice.exists(), "back to the default file");
+}
+
+#[test]
 fn a_contract_check_runs_against_a_provider_and_shows_per_sample_results_and_whether_it_counts() {
     use onejob_engine::sandbox::{Dials, Sandbox};
 

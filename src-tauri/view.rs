@@ -201,8 +201,15 @@ fn saturating_u32(n: u64) -> u32 {
 /// What the Settings screen shows.
 #[derive(Debug, Clone, Serialize, specta::Type)]
 pub struct Settings {
-    /// The database file the app (and, by default, the CLI) uses.
+    /// The ledger the app uses: the file (which the CLI uses by default too), or the
+    /// PostgreSQL URL without its password.
     pub db_path: String,
+    /// Whether it is a PostgreSQL ledger shared with other hosts.
+    pub shared: bool,
+    /// Where it was named: `ONEJOB_DB`, the choice saved here, or the default file.
+    pub source: crate::ledger::Source,
+    /// The ledger chosen in Settings for the next start, when it is not the one in use.
+    pub next_start: Option<String>,
     /// The profile the app acts for.
     pub owner: String,
 }
@@ -210,8 +217,13 @@ pub struct Settings {
 impl Settings {
     /// The settings of the app running over `engine`.
     pub fn of(engine: &Engine) -> Settings {
+        let (next, _) = crate::ledger::to_open();
+        let next = onejob_engine::store::postgres::redact(&next);
         Settings {
             db_path: engine.location().to_owned(),
+            shared: engine.is_shared(),
+            source: crate::ledger::source(),
+            next_start: (next != engine.location()).then_some(next),
             owner: crate::OWNER.to_owned(),
         }
     }

@@ -1,6 +1,7 @@
 //! End-to-end tests of what a person does in the window to use onejob for real: a provider
 //! and its API key added in the form, a contract written and checked there and a job
-//! submitted through its form, a provider in use removed, one job found among 100,000.
+//! submitted through its form, a provider in use removed, one job found among 100,000, and
+//! the window on a PostgreSQL ledger showing another host's job as it is submitted.
 //! The harness is in `window/`; screenshots go to `artifacts/`.
 
 // A step that fails should stop the test where it failed.
@@ -14,7 +15,7 @@ use std::time::{Duration, Instant};
 use fantoccini::Locator;
 use onejob_engine::sandbox::{Dials, Sandbox, CHAT_PATH};
 use onejob_engine::{Engine, JobStatus};
-use onejob_testkit::{MockLlm, Notifications, SecretService};
+use onejob_testkit::{MockLlm, Notifications, Postgres, SecretService};
 use serde_json::{json, Value};
 use window::{run, sandbox, seed_jobs, Options, Window};
 
@@ -464,5 +465,43 @@ fn a_notification_for_a_job_that_became_unknown_opens_that_job_when_clicked() {
             .await;
         w.wait_for("[data-testid=resolve]").await;
         w.close().await;
+    });
+}
+
+#[test]
+fn the_window_on_a_shared_postgres_ledger_shows_another_hosts_job_as_it_is_submitted() {
+    run(async {
+        let cluster = Postgres::start().unwrap();
+        let url = cluster.database("team").unwrap();
+        let options = Options {
+            env: vec![("ONEJOB_DB".to_owned(), url.clone())],
+        };
+        let w = Window::open_with(options, |_| async {}).await;
+
+        w.click("[data-screen=settings]").await;
+        w.wait_text("[data-testid=ledger-kind]", |t| {
+            t.contains("PostgreSQL") && t.contains("ONEJOB_DB")
+        })
+        .await;
+        let shown = w.attr("[data-testid=db-path]", "title").await.unwrap();
+        assert_eq!(shown, url, "the URL (it has no password here)");
+        w.screenshot("settings-postgres").await;
+
+        w.click("[data-screen=jobs]").await;
+        w.wait_for(".jobs-list").await;
+        // Another host: its own engine on the same database, no shared process or file.
+        let other = Engine::open(&url).await.unwrap();
+        let intent = json!({ "route": ["sandbox"], "input": { "from": "another host" } });
+        let job = other
+            .submit("local", "from-another-host", &intent.to_string())
+            .await
+            .unwrap()
+            .job;
+        // LISTEN/NOTIFY reaches the window: the list refreshes without a click.
+        w.wait_for(&format!(".job-row[data-job-id='{}']", job.id))
+            .await;
+        // The app's own executor, on the shared ledger, runs it to its one result.
+        wait_status(&other, &job.id, JobStatus::Succeeded).await;
+        w.screenshot("jobs-postgres").await;
     });
 }

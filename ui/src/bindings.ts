@@ -80,6 +80,12 @@ export const commands = {
 	/**  Where the app keeps its database, for the Settings screen. */
 	settings: () => typedError<Settings, Error>(__TAURI_INVOKE("settings")),
 	/**
+	 *  Checks a ledger (a file path or a `postgres://` URL without a password) by opening it, and
+	 *  saves it as the one the app opens from its next start; empty text goes back to the default
+	 *  file. `ONEJOB_DB`, when set, still wins.
+	 */
+	chooseLedger: (location: string) => typedError<Settings, Error>(__TAURI_INVOKE("choose_ledger", { location })),
+	/**
 	 *  Prints the wall-clock time (Unix ms) at which the window first showed the Jobs screen's
 	 *  content, once, when `ONEJOB_REPORT_FIRST_PAINT=1`: the cold-start benchmark's end mark.
 	 */
@@ -475,11 +481,29 @@ export type SampleView = {
 
 /**  What the Settings screen shows. */
 export type Settings = {
-	/**  The database file the app (and, by default, the CLI) uses. */
+	/**
+	 *  The ledger the app uses: the file (which the CLI uses by default too), or the
+	 *  PostgreSQL URL without its password.
+	 */
 	db_path: string,
+	/**  Whether it is a PostgreSQL ledger shared with other hosts. */
+	shared: boolean,
+	/**  Where it was named: `ONEJOB_DB`, the choice saved here, or the default file. */
+	source: Source,
+	/**  The ledger chosen in Settings for the next start, when it is not the one in use. */
+	next_start: string | null,
 	/**  The profile the app acts for. */
 	owner: string,
 };
+
+/**  Where the ledger the app opened was named. */
+export type Source = 
+/**  `ONEJOB_DB` was set. */
+"environment" | 
+/**  The choice saved from Settings. */
+"settings" | 
+/**  The embedded file in the app's data folder. */
+"default";
 
 /**  What `submit` returns: the job, and whether it already existed with the same intent. */
 export type Submitted = {

@@ -1,31 +1,123 @@
-// The Settings screen: where the app keeps its data, and whom it acts for.
-import { useRead } from "../api";
-import { commands } from "../bindings";
+// The Settings screen: which ledger the app uses (a file, or a PostgreSQL database shared by a
+// team), and whom it acts for.
+import { useState } from "react";
+import { call, useRead } from "../api";
+import { commands, type Settings, type Source } from "../bindings";
 import { CopyId } from "../components/CopyId";
 import { ErrorBanner } from "../components/ErrorBanner";
+import type { Shown } from "../errors";
+
+const SOURCE: Record<Source, string> = {
+  environment: "named by ONEJOB_DB",
+  settings: "chosen here",
+  default: "the default file",
+};
 
 export function SettingsScreen() {
-  const settings = useRead(() => commands.settings(), []);
+  const read = useRead(() => commands.settings(), []);
+  const [saved, setSaved] = useState<Settings | null>(null);
+  const settings = saved ?? read.data;
   return (
     <section className="screen settings" aria-labelledby="settings-title">
       <h2 id="settings-title">Settings</h2>
-      {settings.error !== null && <ErrorBanner error={settings.error} />}
-      {settings.data !== null && (
+      {read.error !== null && <ErrorBanner error={read.error} />}
+      {settings !== null && (
         <dl className="facts">
-          <dt>Database</dt>
+          <dt>Ledger</dt>
           <dd>
-            <CopyId value={settings.data.db_path} full testId="db-path" />
+            <CopyId value={settings.db_path} full testId="db-path" />{" "}
+            <span className="muted" data-testid="ledger-kind">
+              {settings.shared ? "PostgreSQL, shared" : "SQLite file"} · {SOURCE[settings.source]}
+            </span>
           </dd>
+          {settings.next_start !== null && (
+            <>
+              <dt>From the next start</dt>
+              <dd>
+                <code data-testid="ledger-next">{settings.next_start}</code>
+              </dd>
+            </>
+          )}
           <dt>Profile (owner)</dt>
           <dd>
-            <code>{settings.data.owner}</code>
+            <code>{settings.owner}</code>
           </dd>
         </dl>
       )}
       <p className="muted">
-        The <code>onejob</code> command line uses the same database by default, so jobs it submits
+        The <code>onejob</code> command line uses the same file by default, so jobs it submits
         appear here as they happen.
       </p>
+      <LedgerForm onSaved={setSaved} />
     </section>
+  );
+}
+
+/** Chooses the ledger the app opens from its next start. */
+function LedgerForm({ onSaved }: { onSaved: (s: Settings) => void }) {
+  const [location, setLocation] = useState("");
+  const [error, setError] = useState<Shown | null>(null);
+  const [busy, setBusy] = useState(false);
+  const [done, setDone] = useState(false);
+
+  async function save(text: string) {
+    setBusy(true);
+    setDone(false);
+    const result = await call(() => commands.chooseLedger(text));
+    setBusy(false);
+    if (result.status === "ok") {
+      setError(null);
+      setDone(true);
+      onSaved(result.data);
+    } else {
+      setError(result.error);
+    }
+  }
+
+  return (
+    <form
+      className="ledger-form"
+      onSubmit={(e) => {
+        e.preventDefault();
+        void save(location);
+      }}
+    >
+      <h3>Use another ledger</h3>
+      <p className="muted">
+        A file path keeps an embedded ledger on this computer. A URL such as{" "}
+        <code>postgres://alice@db.example/onejob</code> shares one ledger with a team: every app and
+        worker pointed at it sends each attempt once. The password goes in{" "}
+        <code>~/.pgpass</code> (or <code>PGPASSWORD</code>), never in the URL. The ledger is checked
+        now and used from the next start.
+      </p>
+      <label>
+        File or PostgreSQL URL
+        <input
+          data-testid="ledger-location"
+          value={location}
+          onChange={(e) => setLocation(e.target.value)}
+          spellCheck={false}
+          autoComplete="off"
+        />
+      </label>
+      {error !== null && (
+        <p className="field-error" role="alert" data-testid="ledger-error">
+          {error.message}
+        </p>
+      )}
+      {done && (
+        <p className="muted" data-testid="ledger-saved">
+          Saved. Restart onejob to use it.
+        </p>
+      )}
+      <div className="actions">
+        <button type="submit" className="button primary" disabled={busy || location.trim() === ""}>
+          Check and save
+        </button>
+        <button type="button" className="button" disabled={busy} onClick={() => void save("")}>
+          Back to the default file
+        </button>
+      </div>
+    </form>
   );
 }
