@@ -64,6 +64,9 @@ impl PgDb {
         probe.close().await.map_err(fail)?;
         let pool = PgPoolOptions::new()
             .max_connections(8)
+            // A broken connection fails its statement, which reports `storage`; a ping before
+            // every use would cost a round trip per statement.
+            .test_before_acquire(false)
             .acquire_timeout(CONNECT_TIMEOUT)
             .connect_with(options)
             .await

@@ -1,0 +1,142 @@
+//! Submit on a PostgreSQL ledger (SPEC §14), printed beside a baseline measured in the same run
+//! on the same server (never asserted): durable submits with new keys, one after another,
+//! against raw single-row INSERTs (one commit each) into a table shaped like `jobs` in another
+//! database; then 1,000 concurrent submits with distinct keys (group commit).
+//!
+//! The cluster is a throwaway one on 127.0.0.1 with `fsync` on, as a real server would run.
+//! Run: `cargo bench -p onejob-engine --bench postgres` (`ONEJOB_BENCH_N` scales the first part).
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::{engine_with_provider, intent, ms, pct, print_latencies, ratio, total, OWNER};
+use onejob_engine::Engine;
+use onejob_testkit::Postgres;
+use sqlx::{Connection, PgConnection};
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    common::block_on(run())
+}
+
+async fn run() -> Result<(), Box<dyn std::error::Error>> {
+    let n: usize = std::env::var("ONEJOB_BENCH_N")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(5_000);
+    let cluster = Postgres::start()?;
+    println!(
+        "onejob PostgreSQL submit benchmark: {n} sequential, 1000 concurrent; fsync on, \
+         synchronous_commit on, 127.0.0.1"
+    );
+
+    let mut raw = raw_connection(&cluster.database("raw")?).await?;
+    let engine = engine_with_provider(std::path::Path::new(&cluster.database("submit")?)).await?;
+    // Alternating blocks, so a noisy neighbour slows both sides alike.
+    let (mut raws, mut submits) = (Vec::with_capacity(n), Vec::with_capacity(n));
+    let block = (n / 10).max(1);
+    for start in (0..n).step_by(block) {
+        let range = start..(start + block).min(n);
+        raws.extend(raw_inserts(&mut raw, range.clone()).await?);
+        submits.extend(sequential_submits(&engine, range).await?);
+    }
+    engine.close().await;
+    print_latencies("pg raw INSERT (baseline)", &raws);
+    print_latencies("pg engine submit", &submits);
+    println!(
+        "  pg ratio submit/raw: p50 {:.2}x, p99 {:.2}x; throughput {:.2}x raw (aim: >= 0.8x)",
+        ratio(pct(&submits, 50.0), pct(&raws, 50.0)),
+        ratio(pct(&submits, 99.0), pct(&raws, 99.0)),
+        ratio(total(&raws), total(&submits)),
+    );
+
+    let storm_engine =
+        engine_with_provider(std::path::Path::new(&cluster.database("storm")?)).await?;
+    let storm = storm(&storm_engine, 1000).await?;
+    storm_engine.close().await;
+    let raw_rate = raws.len() as f64 / total(&raws).as_secs_f64();
+    let storm_rate = 1000.0 / storm.as_secs_f64();
+    println!(
+        "pg 1000 concurrent submits, distinct keys: {:>8.1} ms ({storm_rate:.0} submits/s, {:.2}x raw sequential)",
+        ms(storm),
+        storm_rate / raw_rate,
+    );
+    Ok(())
+}
+
+/// A connection to a database with a table shaped like the ledger's `jobs`: the same columns,
+/// key and indexes, none of its triggers.
+async fn raw_connection(url: &str) -> Result<PgConnection, Box<dyn std::error::Error>> {
+    let mut conn = PgConnection::connect(url).await?;
+    sqlx::raw_sql(
+        "CREATE TABLE jobs (
+            id uuid PRIMARY KEY, owner_id text NOT NULL, idempotency_key text NOT NULL,
+            fingerprint text NOT NULL, intent json NOT NULL, status text NOT NULL,
+            version bigint NOT NULL DEFAULT 0, completed_by uuid, result json, error json,
+            flagged_for_review boolean NOT NULL DEFAULT false,
+            created_at timestamptz NOT NULL DEFAULT now(), updated_at timestamptz NOT NULL DEFAULT now(),
+            finished_at timestamptz, not_before timestamptz,
+            UNIQUE (owner_id, idempotency_key));
+         CREATE INDEX jobs_by_owner ON jobs (owner_id, id);
+         CREATE INDEX jobs_by_owner_status ON jobs (owner_id, status, id);",
+    )
+    .execute(&mut conn)
+    .await?;
+    Ok(conn)
+}
+
+/// One INSERT per key, each its own commit; the latency of each.
+async fn raw_inserts(
+    conn: &mut PgConnection,
+    keys: std::ops::Range<usize>,
+) -> Result<Vec<Duration>, sqlx::Error> {
+    let mut times = Vec::with_capacity(keys.len());
+    for i in keys {
+        let body = intent(i);
+        let id = uuid::Uuid::now_v7().to_string();
+        let start = Instant::now();
+        sqlx::query(
+            "INSERT INTO jobs (id, owner_id, idempotency_key, fingerprint, intent, status)
+             VALUES ($1::uuid, $2, $3, $4, $5::json, 'queued')",
+        )
+        .bind(&id)
+        .bind(OWNER)
+        .bind(format!("key-{i}"))
+        .bind("f")
+        .bind(&body)
+        .execute(&mut *conn)
+        .await?;
+        times.push(start.elapsed());
+    }
+    Ok(times)
+}
+
+async fn sequential_submits(
+    engine: &Engine,
+    keys: std::ops::Range<usize>,
+) -> Result<Vec<Duration>, onejob_engine::Error> {
+    let mut times = Vec::with_capacity(keys.len());
+    for i in keys {
+        let body = intent(i);
+        let start = Instant::now();
+        engine.submit(OWNER, &format!("key-{i}"), &body).await?;
+        times.push(start.elapsed());
+    }
+    Ok(times)
+}
+
+async fn storm(engine: &Engine, n: usize) -> Result<Duration, Box<dyn std::error::Error>> {
+    let body = intent(0);
+    let start = Instant::now();
+    let tasks: Vec<_> = (0..n)
+        .map(|i| {
+            let engine = engine.clone();
+            let body = body.clone();
+            tokio::spawn(async move { engine.submit(OWNER, &format!("storm-{i}"), &body).await })
+        })
+        .collect();
+    for task in tasks {
+        task.await??;
+    }
+    Ok(start.elapsed())
+}
