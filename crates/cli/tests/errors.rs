@@ -162,7 +162,7 @@ fn help_exits_0_for_every_command() {
     let run = ledger.run(&["--version"]);
     assert_eq!(run.code, 0, "{run:?}");
     // Help never opens the ledger.
-    assert!(!ledger.db.exists());
+    assert!(!ledger.exists());
 }
 
 #[test]

@@ -55,7 +55,7 @@ fn double_click_returns_one_job_across_processes_on_a_new_database_file() {
     // Eight processes race on creating the file and its schema: every one must see a
     // working ledger, and the provider is created once.
     let ledger = Ledger::empty();
-    assert!(!ledger.db.exists());
+    assert!(!ledger.exists());
     let runs = all_at_once(&ledger, 8, &["provider", "add", "--json", PRIMARY]);
     let replies: Vec<Value> = runs.iter().map(Run::ok).collect();
     let created = replies.iter().filter(|r| r["replaced"] == false).count();
@@ -178,15 +178,13 @@ fn env_vars_choose_the_database_and_the_owner() {
     assert_eq!(id(&finish(out).ok()["job"]), id(&ann["job"]));
     ledger.run(&["job", &id(&ann["job"])]).err(5);
 
-    // ONEJOB_DB named the file every command above used; --db overrides it.
-    assert!(ledger.db.exists());
-    let other = ledger.home().join("other.db");
-    let other_db = other.to_str().expect("utf-8 path");
-    let page = ledger
-        .run(&["jobs", "--owner", "ann", "--db", other_db])
-        .ok();
+    // ONEJOB_DB named the ledger every command above used; --db overrides it.
+    assert!(ledger.exists());
+    let other = onejob_testkit::ledger_location(&ledger.home().join("other.db"));
+    assert!(!onejob_testkit::ledger_exists(&other));
+    let page = ledger.run(&["jobs", "--owner", "ann", "--db", &other]).ok();
     assert_eq!(page["jobs"], Value::Array(vec![]));
-    assert!(other.exists());
+    assert!(onejob_testkit::ledger_exists(&other));
 }
 
 #[test]
@@ -205,5 +203,5 @@ fn without_db_the_ledger_is_the_apps_in_the_data_dir() {
         .join("dev.onejob.app")
         .join("onejob.db");
     assert!(expected.exists(), "{} missing", expected.display());
-    assert!(!ledger.db.exists());
+    assert!(!ledger.exists());
 }

@@ -6,7 +6,7 @@ mod common;
 use std::collections::HashSet;
 use std::time::Duration;
 
-use common::{why, Ledger, OWNER};
+use common::{why, Ledger, Sql, OWNER};
 use onejob_engine::{
     Cause, Claim, Engine, Error, Job, JobStatus, JobsQuery, OpenJobs, Resolution, Verdict,
 };
@@ -20,17 +20,13 @@ fn seeded_id(i: u32) -> String {
     format!("01900000-0000-7000-8000-{i:012}")
 }
 
-/// Writes `n` jobs straight into the ledger file in one statement: keys `seed-<i>`, every
-/// tenth `queued` and the rest `cancelled`, even ones routed to `primary`, odd ones to
-/// `fallback`. The schema's triggers run as for any insert.
+/// Writes `n` jobs straight into the ledger in one statement: keys `seed-<i>`, every tenth
+/// `queued` and the rest `cancelled`, even ones routed to `primary`, odd ones to `fallback`.
+/// The schema's triggers run as for any insert.
 async fn seed(ledger: &Ledger, n: u32) {
-    use sqlx::Connection;
-    let mut conn =
-        sqlx::SqliteConnection::connect(&format!("sqlite:{}", ledger.db_path().display()))
-            .await
-            .expect("connect");
-    sqlx::query(
-        "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?1)
+    let raw = ledger.raw().await;
+    let sql = Sql {
+        sqlite: "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < CAST($1 AS INTEGER))
          INSERT INTO jobs (id, owner_id, idempotency_key, fingerprint, intent, status, version,
                            created_at, updated_at)
          SELECT printf('01900000-0000-7000-8000-%012d', i), 'local', 'seed-' || i,
@@ -40,12 +36,16 @@ async fn seed(ledger: &Ledger, n: u32) {
                 CASE i % 10 WHEN 0 THEN 'queued' ELSE 'cancelled' END, 0,
                 strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), strftime('%Y-%m-%dT%H:%M:%fZ', 'now')
          FROM n",
-    )
-    .bind(n)
-    .execute(&mut conn)
-    .await
-    .expect("seed");
-    conn.close().await.expect("close");
+        postgres: "INSERT INTO jobs (id, owner_id, idempotency_key, fingerprint, intent, status, version)
+         SELECT CAST('01900000-0000-7000-8000-' || lpad(CAST(i AS text), 12, '0') AS uuid),
+                'local', 'seed-' || i, lpad(CAST(i AS text), 64, '0'),
+                json_build_object('route', json_build_array(CASE i % 2 WHEN 0 THEN 'primary' ELSE 'fallback' END),
+                                  'input', json_build_object('n', i)),
+                CASE i % 10 WHEN 0 THEN 'queued' ELSE 'cancelled' END, 0
+         FROM generate_series(1, CAST($1 AS integer)) AS n (i)",
+    };
+    raw.execute(sql, &[&n.to_string()]).await.expect("seed");
+    raw.close().await;
 }
 
 /// What the seed holds for job `i`.

@@ -1,11 +1,11 @@
-//! The ledger's rules end to end on a real file: owners, one open attempt, the transition
+//! The ledger's rules end to end on a real ledger: owners, one open attempt, the transition
 //! table, late answers, restart recovery and bad input.
 
 mod common;
 
 use std::time::Duration;
 
-use common::{intent, kinds, why, Ledger, OWNER};
+use common::{intent, kinds, why, Ledger, Sql, OWNER};
 use onejob_engine::{
     AfterFailure, AttemptState, Cause, Error, JobStatus, JobsQuery, Outcome, Resolution, Verdict,
 };
@@ -136,19 +136,23 @@ async fn one_open_attempt_per_job() {
     assert_eq!(third.number, 3);
 
     // The database itself refuses a second open attempt, whoever writes it.
-    let pool = sqlx::SqlitePool::connect(&format!("sqlite:{}", ledger.db_path().display()))
+    let raw = ledger.raw().await;
+    let second_open = Sql {
+        sqlite: "INSERT INTO attempts (id, job_id, number, provider, state, job_version, created_at)
+         VALUES ('raw', $1, 99, 'primary', 'unknown', 0, '2026-01-01T00:00:00.000Z')",
+        postgres: "INSERT INTO attempts (id, job_id, number, provider, state, job_version)
+         VALUES ('01900000-0000-7000-8000-0000000000ff', CAST($1 AS uuid), 99, 'primary', 'unknown', 0)",
+    };
+    let refused = raw
+        .execute(second_open, &[&job_id])
         .await
-        .expect("pool");
-    let raw = sqlx::query(
-        "INSERT INTO attempts (id, job_id, number, provider, state, job_version, created_at)
-         VALUES ('raw', ?, 99, 'primary', 'unknown', 0, '2026-01-01T00:00:00.000Z')",
-    )
-    .bind(&job_id)
-    .execute(&pool)
-    .await
-    .expect_err("the partial unique index refuses it");
-    assert!(raw.to_string().contains("UNIQUE"), "{raw}");
-    pool.close().await;
+        .expect_err("the partial unique index refuses it");
+    assert_eq!(
+        refused.as_database_error().map(|e| e.kind()),
+        Some(sqlx::error::ErrorKind::UniqueViolation),
+        "{refused}"
+    );
+    raw.close().await;
 }
 
 #[tokio::test]
@@ -800,22 +804,20 @@ async fn jobs_page_by_keyset_newest_first() {
 async fn history_is_append_only() {
     let ledger = Ledger::new().await;
     ledger.submit("history").await;
-    let pool = sqlx::SqlitePool::connect(&format!("sqlite:{}", ledger.db_path().display()))
-        .await
-        .expect("pool");
-    let update = sqlx::query("UPDATE job_events SET kind = 'edited'")
-        .execute(&pool)
+    let raw = ledger.raw().await;
+    let update = raw
+        .execute(Sql::both("UPDATE job_events SET kind = 'edited'"), &[])
         .await;
     assert!(update
         .expect_err("no update")
         .to_string()
         .contains("append-only"));
-    let delete = sqlx::query("DELETE FROM job_events").execute(&pool).await;
+    let delete = raw.execute(Sql::both("DELETE FROM job_events"), &[]).await;
     assert!(delete
         .expect_err("no delete")
         .to_string()
         .contains("append-only"));
-    pool.close().await;
+    raw.close().await;
 }
 
 #[tokio::test]
@@ -860,9 +862,8 @@ async fn providers_refuse_secrets_and_bad_timeouts() {
 #[tokio::test]
 async fn a_new_ledger_can_submit_to_the_sandbox_at_once() {
     let dir = tempfile::tempdir().expect("dir");
-    let engine = onejob_engine::Engine::open(dir.path().join("new.db"))
-        .await
-        .expect("open");
+    let location = onejob_testkit::ledger_location(&dir.path().join("new.db"));
+    let engine = onejob_engine::Engine::open(&location).await.expect("open");
     let sandbox = engine
         .provider("sandbox")
         .await
@@ -873,7 +874,7 @@ async fn a_new_ledger_can_submit_to_the_sandbox_at_once() {
     // Removing it is a person's choice that a later open does not undo.
     engine.remove_provider("sandbox").await.expect("remove");
     engine.close().await;
-    let reopened = onejob_engine::Engine::open(dir.path().join("new.db"))
+    let reopened = onejob_engine::Engine::open(&location)
         .await
         .expect("reopen");
     assert_eq!(code(reopened.provider("sandbox").await), "not_found");

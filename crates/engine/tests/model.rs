@@ -1,6 +1,7 @@
-//! A model-based test of the ledger: two executors and a person act on one SQLite file in
-//! random interleavings, and after every step the ledger must agree with a reference model of
-//! SPEC §2–§7 and keep the rules that make "exactly one result per intent".
+//! A model-based test of the ledger: two executors and a person act on one ledger (a SQLite
+//! file, or a PostgreSQL database on the PostgreSQL pass) in random interleavings, and after
+//! every step the ledger must agree with a reference model of SPEC §2–§7 and keep the rules
+//! that make "exactly one result per intent".
 //!
 //! `cargo test -p onejob-engine --test model` runs `ONEJOB_MODEL_CASES` cases (128 unless set),
 //! each from its own seed. A failure is shrunk to its shortest schedule and printed with its
@@ -8,7 +9,7 @@
 //!
 //! How the world is played (no HTTP; the schedule chooses every outcome):
 //! - executors E1 and E2 claim, send and settle attempts as `executor/send.rs` does, each on
-//!   its own `Engine` on the file, as two processes would; the person uses a third one;
+//!   its own `Engine` on the ledger, as two processes would; the person uses a third one;
 //! - a provider's reply to a sent attempt is one of SPEC §6's outcomes, classified by the
 //!   provider's kind the way the HTTP client classifies it. The model also keeps what the
 //!   provider really did (`work`), so later replies and status lookups never contradict it;
@@ -20,10 +21,13 @@
 //!   contract, so no fallback is ever validated and automatic failover always ends in
 //!   `fallback_not_validated`.
 
+mod common;
+
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
+
+use common::{Raw, Sql};
 
 use onejob_engine::{
     AfterFailure, Attempt, AttemptState, Cause, Claim, Engine, Error, FailureKind, JobDetail,
@@ -1672,7 +1676,7 @@ impl LedgerModel {
 }
 
 // ---------------------------------------------------------------------------------------
-// The system under test: the engine on a real file, driven as the executors and the person
+// The system under test: the engine on a real ledger, driven as the executors and the person
 // drive it.
 
 struct Sut {
@@ -1682,11 +1686,12 @@ struct Sut {
 
 struct Ledger {
     _dir: tempfile::TempDir,
-    path: PathBuf,
-    /// E1's, E2's and the person's engines: three processes on one file.
+    /// The file's path or the database's URL.
+    location: String,
+    /// E1's, E2's and the person's engines: three processes on one ledger.
     engines: Vec<Engine>,
-    /// A plain connection to the file, for counting rows and moving the clock.
-    raw: sqlx::SqlitePool,
+    /// A plain connection to the ledger, for counting rows and moving the clock.
+    raw: Raw,
     jobs: Vec<String>,
     attempts: Vec<String>,
     /// How often `mark_sent` returned Ok, by attempt.
@@ -1704,21 +1709,19 @@ const PERSON: usize = 2;
 impl Ledger {
     async fn new() -> Ledger {
         let dir = tempfile::tempdir().expect("temp dir");
-        let path = dir.path().join("onejob.db");
-        let first = Engine::open(&path).await.expect("open");
+        let location = onejob_testkit::ledger_location(&dir.path().join("onejob.db"));
+        let first = Engine::open(&location).await.expect("open");
         for p in Prov::ALL {
             first.add_provider(&p.config()).await.expect("provider");
         }
         let mut engines = vec![first];
         for _ in 0..2 {
-            engines.push(Engine::open(&path).await.expect("open"));
+            engines.push(Engine::open(&location).await.expect("open"));
         }
-        let raw = sqlx::SqlitePool::connect(&format!("sqlite:{}", path.display()))
-            .await
-            .expect("raw pool");
+        let raw = Raw::connect(&location).await;
         Ledger {
             _dir: dir,
-            path,
+            location,
             engines,
             raw,
             jobs: Vec::new(),
@@ -1936,19 +1939,23 @@ impl Ledger {
             }
             Op::TimePasses => {
                 let live = [Exec::E1.id(m.lives[0]), Exec::E2.id(m.lives[1])];
-                sqlx::query(
-                    "UPDATE attempts SET lease_expires_at = ?1
-                     WHERE state = 'in_flight' AND executor_id NOT IN (?2, ?3)",
-                )
-                .bind(PAST)
-                .bind(&live[0])
-                .bind(&live[1])
-                .execute(&self.raw)
-                .await
-                .expect("leases lapse");
-                sqlx::query("UPDATE jobs SET not_before = ?1 WHERE not_before IS NOT NULL")
-                    .bind(PAST)
-                    .execute(&self.raw)
+                let lapse = Sql {
+                    sqlite: "UPDATE attempts SET lease_expires_at = $1
+                             WHERE state = 'in_flight' AND executor_id NOT IN ($2, $3)",
+                    postgres: "UPDATE attempts SET lease_expires_at = CAST($1 AS timestamptz)
+                               WHERE state = 'in_flight' AND executor_id NOT IN ($2, $3)",
+                };
+                self.raw
+                    .execute(lapse, &[PAST, &live[0], &live[1]])
+                    .await
+                    .expect("leases lapse");
+                let end_backoffs = Sql {
+                    sqlite: "UPDATE jobs SET not_before = $1 WHERE not_before IS NOT NULL",
+                    postgres: "UPDATE jobs SET not_before = CAST($1 AS timestamptz)
+                               WHERE not_before IS NOT NULL",
+                };
+                self.raw
+                    .execute(end_backoffs, &[PAST])
                     .await
                     .expect("backoffs end");
                 Expect::Nothing
@@ -1957,7 +1964,8 @@ impl Ledger {
                 if reopen {
                     tokio::time::sleep(Duration::from_millis(2)).await;
                     self.engines[exec.index()].close().await;
-                    self.engines[exec.index()] = Engine::open(&self.path).await.expect("reopen");
+                    self.engines[exec.index()] =
+                        Engine::open(&self.location).await.expect("reopen");
                 }
                 Expect::Nothing
             }
@@ -2045,11 +2053,9 @@ impl Ledger {
             m.attempts.len(),
             "{ctx}: attempts known"
         );
-        let (jobs, attempts): (i64, i64) =
-            sqlx::query_as("SELECT (SELECT count(*) FROM jobs), (SELECT count(*) FROM attempts)")
-                .fetch_one(&self.raw)
-                .await
-                .expect("count");
+        let counts =
+            Sql::both("SELECT (SELECT count(*) FROM jobs), (SELECT count(*) FROM attempts)");
+        let (jobs, attempts): (i64, i64) = self.raw.fetch_one(counts, &[]).await.expect("count");
         assert_eq!(jobs as usize, m.jobs.len(), "{ctx}: job rows");
         assert_eq!(attempts as usize, m.attempts.len(), "{ctx}: attempt rows");
         for (j, mj) in m.jobs.iter().enumerate() {

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{intent, kinds, sandbox, start_with, until, why, Ledger, OWNER};
+use common::{intent, kinds, sandbox, start_with, until, why, Ledger, Raw, Sql, OWNER};
 use onejob_engine::executor::{Executor, ExecutorOptions};
 use onejob_engine::sandbox::Dials;
 use onejob_engine::{
@@ -15,7 +15,6 @@ use onejob_engine::{
     Resolution, Verdict,
 };
 use serde_json::json;
-use sqlx::Connection;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 fn quick() -> Dials {
@@ -35,34 +34,31 @@ fn options() -> ExecutorOptions {
     }
 }
 
-async fn raw_pool(path: &std::path::Path) -> sqlx::SqlitePool {
-    sqlx::SqlitePool::connect(&format!("sqlite:{}", path.display()))
-        .await
-        .expect("pool")
-}
-
 // 0. A submit is acknowledged only after its commit.
 
 #[tokio::test]
 async fn a_submit_is_visible_to_every_other_connection_the_moment_it_returns() {
     let ledger = Ledger::new().await;
-    let pool = raw_pool(&ledger.db_path()).await;
+    let raw = ledger.raw().await;
+    let stored_id =
+        Sql::both("SELECT CAST(id AS TEXT) FROM jobs WHERE owner_id = $1 AND idempotency_key = $2");
     for n in 0..50 {
         let key = format!("seen-{n}");
         let job = ledger.submit(&key).await.job;
-        let (stored,): (String,) =
-            sqlx::query_as("SELECT id FROM jobs WHERE owner_id = ? AND idempotency_key = ?")
-                .bind(OWNER)
-                .bind(&key)
-                .fetch_one(&pool)
-                .await
-                .expect("the acknowledged job is committed");
+        let (stored,): (String,) = raw
+            .fetch_one(stored_id, &[OWNER, &key])
+            .await
+            .expect("the acknowledged job is committed");
         assert_eq!(stored, job.id);
     }
+    raw.close().await;
 }
 
 #[tokio::test]
 async fn a_ledger_at_its_size_limit_refuses_a_submit_with_storage_and_keeps_what_it_acknowledged() {
+    if onejob_testkit::sqlite_only("the limit is the SQLite file's page count") {
+        return;
+    }
     let dir = tempfile::tempdir().expect("dir");
     let path = dir.path().join("onejob.db");
     let first = Engine::open(&path).await.expect("open");
@@ -75,7 +71,7 @@ async fn a_ledger_at_its_size_limit_refuses_a_submit_with_storage_and_keeps_what
         .await
         .expect("provider");
     first.close().await;
-    let pool = raw_pool(&path).await;
+    let pool = sqlite_pool(&path).await;
     let (pages,): (i64,) = sqlx::query_as("PRAGMA page_count")
         .fetch_one(&pool)
         .await
@@ -124,7 +120,7 @@ async fn a_ledger_at_its_size_limit_refuses_a_submit_with_storage_and_keeps_what
         );
     }
     let (stored,): (i64,) = sqlx::query_as("SELECT count(*) FROM jobs")
-        .fetch_one(&raw_pool(&path).await)
+        .fetch_one(&sqlite_pool(&path).await)
         .await
         .expect("count");
     assert_eq!(
@@ -132,6 +128,12 @@ async fn a_ledger_at_its_size_limit_refuses_a_submit_with_storage_and_keeps_what
         acknowledged.len(),
         "nothing refused was stored"
     );
+}
+
+async fn sqlite_pool(path: &std::path::Path) -> sqlx::SqlitePool {
+    sqlx::SqlitePool::connect(&format!("sqlite:{}", path.display()))
+        .await
+        .expect("pool")
 }
 
 // 1. A status lookup decides only on an explicit state.
@@ -490,12 +492,13 @@ async fn wait_through_a_lock(
     hold_ms: u64,
 ) -> onejob_engine::JobDetail {
     let ledger = Ledger::new().await;
-    let path = ledger.db_path();
     let limits = OpenOptions {
         busy_timeout: Duration::from_millis(50),
         ..OpenOptions::default()
     };
-    let e = Engine::open_with(&path, limits).await.expect("open");
+    let e = Engine::open_with(&ledger.location, limits)
+        .await
+        .expect("open");
     let server = sandbox(Dials {
         latency_ms,
         jitter_ms: 0,
@@ -528,19 +531,9 @@ async fn wait_through_a_lock(
             .is_some_and(|a| a.state == AttemptState::InFlight)
     })
     .await;
-    // Every write of this engine fails with `busy` while another process holds the lock.
-    let mut holder = sqlx::SqliteConnection::connect(&format!("sqlite:{}", path.display()))
-        .await
-        .expect("connect");
-    sqlx::query("BEGIN IMMEDIATE")
-        .execute(&mut holder)
-        .await
-        .expect("lock");
-    tokio::time::sleep(Duration::from_millis(hold_ms)).await;
-    sqlx::query("ROLLBACK")
-        .execute(&mut holder)
-        .await
-        .expect("unlock");
+    let raw = ledger.raw().await;
+    hold_the_write_lock(&raw, Duration::from_millis(hold_ms)).await;
+    raw.close().await;
     let done = until(&e, &job.id, |d| {
         d.job.status == JobStatus::Succeeded
             || d.attempts
@@ -551,6 +544,36 @@ async fn wait_through_a_lock(
     let _ = stop.send(());
     task.await.expect("executor");
     done
+}
+
+/// Holds the ledger's write lock for `hold`, as another process's long write would. On SQLite
+/// that is the one writer's lock, and every write of an engine fails with `busy` meanwhile; on
+/// PostgreSQL an exclusive lock on the tables an attempt's writes touch, which reads pass and
+/// writes wait for.
+async fn hold_the_write_lock(raw: &Raw, hold: Duration) {
+    match raw {
+        Raw::Sqlite(pool) => {
+            let mut holder = pool.acquire().await.expect("connect");
+            sqlx::query("BEGIN IMMEDIATE")
+                .execute(&mut *holder)
+                .await
+                .expect("lock");
+            tokio::time::sleep(hold).await;
+            sqlx::query("ROLLBACK")
+                .execute(&mut *holder)
+                .await
+                .expect("unlock");
+        }
+        Raw::Postgres(pool) => {
+            let mut holder = pool.begin().await.expect("begin");
+            sqlx::query("LOCK TABLE jobs, attempts, job_events IN EXCLUSIVE MODE")
+                .execute(&mut *holder)
+                .await
+                .expect("lock");
+            tokio::time::sleep(hold).await;
+            holder.rollback().await.expect("unlock");
+        }
+    }
 }
 
 fn neither_unknown_nor_lost(done: &onejob_engine::JobDetail) {

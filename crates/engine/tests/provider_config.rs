@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{start, until, Ledger, OWNER};
+use common::{start, until, Ledger, Sql, OWNER};
 use onejob_engine::providers::PROVIDER_FIELDS;
 use onejob_engine::{Engine, Error, JobStatus};
 use serde_json::{json, Value};
@@ -196,20 +196,19 @@ async fn a_listed_provider_carries_only_accepted_fields() {
     assert_eq!(provider["dials"]["throttle"], 0.5);
 
     // A configuration stored before the set was closed still loads, without what it may not hold.
-    let pool = sqlx::SqlitePool::connect(&format!("sqlite:{}", ledger.db_path().display()))
-        .await
-        .expect("pool");
+    let raw = ledger.raw().await;
     let mut legacy = http_provider("legacy", "http://127.0.0.1:9/x");
     legacy["authorization"] = json!(format!("Bearer {PLANTED}"));
-    sqlx::query(
-        "INSERT INTO providers (name, kind, config, created_at, updated_at) \
-         VALUES ('legacy', 'http', ?, '2024-01-01T00:00:00Z', '2024-01-01T00:00:00Z')",
-    )
-    .bind(legacy.to_string())
-    .execute(&pool)
-    .await
-    .expect("insert a legacy row");
-    pool.close().await;
+    let insert = Sql {
+        sqlite: "INSERT INTO providers (name, kind, config, created_at, updated_at) \
+                 VALUES ('legacy', 'http', $1, '2024-01-01T00:00:00Z', '2024-01-01T00:00:00Z')",
+        postgres: "INSERT INTO providers (name, kind, config, created_at, updated_at) \
+                   VALUES ('legacy', 'http', CAST($1 AS json), '2024-01-01T00:00:00Z', '2024-01-01T00:00:00Z')",
+    };
+    raw.execute(insert, &[&legacy.to_string()])
+        .await
+        .expect("insert a legacy row");
+    raw.close().await;
     let provider = listed(&ledger.engine, "legacy").await;
     assert_only_accepted_fields(&provider);
 }

@@ -7,13 +7,22 @@
 //! (dunst) that a test clicks like a person. [`RawServer`] is a bare HTTP server on loopback
 //! whose every reply byte a test decides. [`Postgres`] is a throwaway PostgreSQL cluster on
 //! loopback. [`seed_jobs`] fills a SQLite ledger with many finished jobs at once.
+//!
+//! [`ledger_location`] is where a test's ledger lives: a SQLite file, or a fresh PostgreSQL
+//! database when [`TEST_POSTGRES`] names a server (`with-postgres` starts one and sets it), so
+//! the engine's and the command line's tests run unchanged on both backends.
 
+mod backend;
 mod mock_llm;
 mod notifications;
 mod postgres;
 pub mod raw_http;
 mod seed;
 
+pub use backend::{
+    backend, is_url, ledger_contents, ledger_exists, ledger_location, ledger_location_on,
+    postgres_backend, sqlite_only, Backend, TEST_POSTGRES,
+};
 pub use mock_llm::MockLlm;
 pub use notifications::Notifications;
 pub use postgres::Postgres;

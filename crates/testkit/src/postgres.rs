@@ -24,8 +24,26 @@ pub struct Postgres {
 }
 
 impl Postgres {
-    /// Creates and starts a cluster with `fsync` on (commits are as durable as in production).
+    /// Creates and starts a cluster with `fsync` on (commits are as durable as in production):
+    /// what the benchmarks measure.
     pub fn start() -> std::io::Result<Postgres> {
+        Postgres::start_with(&["max_connections=200"])
+    }
+
+    /// Creates and starts a cluster for a test pass: no `fsync`, no waiting for the WAL at
+    /// commit, no full-page writes (nothing in it outlives the pass, so a crash may lose it), and
+    /// room for the many connections hundreds of tests open at once.
+    pub fn start_for_tests() -> std::io::Result<Postgres> {
+        Postgres::start_with(&[
+            "fsync=off",
+            "synchronous_commit=off",
+            "full_page_writes=off",
+            "max_connections=400",
+        ])
+    }
+
+    /// Creates and starts a cluster with the server settings `settings` (`name=value` each).
+    fn start_with(settings: &[&str]) -> std::io::Result<Postgres> {
         let bin = bin_dir()?;
         let dir = tempfile::tempdir()?;
         let data = dir.path().join("data");
@@ -63,7 +81,7 @@ impl Postgres {
             .arg(&data)
             .args(["-h", "127.0.0.1", "-p", &port.to_string(), "-k"])
             .arg(dir.path())
-            .args(["-c", "max_connections=200"])
+            .args(settings.iter().flat_map(|setting| ["-c", setting]))
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()?;
@@ -80,34 +98,24 @@ impl Postgres {
 
     /// The URL of database `postgres` as the superuser, over TCP on loopback.
     pub fn url(&self) -> String {
-        format!("postgres://{ROLE}@127.0.0.1:{}/postgres", self.port)
+        format!("{}/postgres", self.server_url())
+    }
+
+    /// The server's URL with no database: what `ONEJOB_TEST_POSTGRES` holds for a test pass.
+    pub fn server_url(&self) -> String {
+        format!("postgres://{ROLE}@127.0.0.1:{}", self.port)
+    }
+
+    /// The folder that holds the cluster's data and socket, removed when it is dropped.
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
     }
 
     /// Creates database `name` and returns its URL: one cluster serves many tests.
     pub fn database(&self, name: &str) -> std::io::Result<String> {
-        let out = Command::new(self.bin.join("psql"))
-            .args([
-                "-h",
-                "127.0.0.1",
-                "-p",
-                &self.port.to_string(),
-                "-U",
-                ROLE,
-                "-d",
-                "postgres",
-            ])
-            .args(["-v", "ON_ERROR_STOP=1", "-c"])
-            .arg(format!("CREATE DATABASE \"{name}\""))
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .output()?;
-        if !out.status.success() {
-            return Err(Error::other(format!(
-                "cannot create database {name}: {}",
-                String::from_utf8_lossy(&out.stderr).trim()
-            )));
-        }
-        Ok(format!("postgres://{ROLE}@127.0.0.1:{}/{name}", self.port))
+        crate::backend::psql(&self.url(), &format!("CREATE DATABASE \"{name}\""))
+            .map_err(|e| Error::other(format!("cannot create database {name}: {e}")))?;
+        Ok(format!("{}/{name}", self.server_url()))
     }
 
     /// The cluster's port on 127.0.0.1.
@@ -153,7 +161,7 @@ impl Drop for Postgres {
 }
 
 /// The folder of Debian's PostgreSQL programs (the newest installed major version).
-fn bin_dir() -> std::io::Result<PathBuf> {
+pub(crate) fn bin_dir() -> std::io::Result<PathBuf> {
     let root = Path::new("/usr/lib/postgresql");
     let mut versions: Vec<(u32, PathBuf)> = std::fs::read_dir(root)
         .map_err(|e| {
@@ -213,5 +221,25 @@ mod tests {
         assert!(std::net::TcpStream::connect(("127.0.0.1", port)).is_ok());
         drop(cluster);
         assert!(std::net::TcpStream::connect(("127.0.0.1", port)).is_err());
+    }
+
+    #[test]
+    fn a_test_cluster_trades_durability_for_speed_and_takes_many_connections() {
+        let show = |cluster: &Postgres, setting: &str| {
+            crate::backend::psql(&cluster.url(), &format!("SHOW {setting}"))
+                .expect("shown")
+                .trim()
+                .to_owned()
+        };
+        let tests = Postgres::start_for_tests().expect("a cluster");
+        for setting in ["fsync", "synchronous_commit", "full_page_writes"] {
+            assert_eq!(show(&tests, setting), "off", "{setting}");
+        }
+        assert_eq!(show(&tests, "max_connections"), "400");
+        assert_eq!(show(&tests, "listen_addresses"), "127.0.0.1");
+        drop(tests);
+        let durable = Postgres::start().expect("a cluster");
+        assert_eq!(show(&durable, "fsync"), "on");
+        assert_eq!(show(&durable, "synchronous_commit"), "on");
     }
 }

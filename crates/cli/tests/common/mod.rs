@@ -1,8 +1,9 @@
-//! Runs the real `onejob` binary against a ledger file in a temporary directory.
+//! Runs the real `onejob` binary against a ledger of its own: a file in a temporary directory
+//! or, on the PostgreSQL pass (`ONEJOB_TEST_POSTGRES`, see onejob-testkit), a fresh database.
 
 #![allow(dead_code)]
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 
 use serde_json::Value;
@@ -16,10 +17,11 @@ pub fn intent(input: &str) -> String {
     format!(r#"{{"route":["primary"],"input":{input}}}"#)
 }
 
-/// A temporary home holding one ledger file, which the commands find through `ONEJOB_DB`.
+/// A temporary home and one ledger, which the commands find through `ONEJOB_DB`.
 pub struct Ledger {
     pub dir: TempDir,
-    pub db: PathBuf,
+    /// The ledger's location: the file's path in the home, or the database's URL.
+    pub db: String,
 }
 
 /// What one run of the binary left behind.
@@ -59,11 +61,16 @@ pub fn parse(text: &str) -> Value {
 }
 
 impl Ledger {
-    /// A fresh directory; the ledger file does not exist yet.
+    /// A fresh directory; the ledger does not exist yet (no file, or an empty database).
     pub fn empty() -> Ledger {
         let dir = tempfile::tempdir().expect("temp dir");
-        let db = dir.path().join("ledger").join("onejob.db");
+        let db = onejob_testkit::ledger_location(&dir.path().join("ledger").join("onejob.db"));
         Ledger { dir, db }
+    }
+
+    /// Whether the ledger has been created.
+    pub fn exists(&self) -> bool {
+        onejob_testkit::ledger_exists(&self.db)
     }
 
     /// A fresh ledger with the `primary` provider configured.

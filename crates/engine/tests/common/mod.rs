@@ -1,4 +1,6 @@
-//! Shared scaffolding for the engine's tests: a real ledger file in a temporary folder.
+//! Shared scaffolding for the engine's tests: a real ledger, a SQLite file in a temporary
+//! folder or, on the PostgreSQL pass (`ONEJOB_TEST_POSTGRES`, see onejob-testkit), a fresh
+//! database of its own; and a plain connection to it beside the engine.
 
 #![allow(dead_code)]
 
@@ -11,34 +13,40 @@ use serde_json::{json, Value};
 
 pub const OWNER: &str = "local";
 
-/// A ledger on a fresh file, with providers `primary` and `fallback` configured.
+/// A fresh ledger, with providers `primary` and `fallback` configured.
 pub struct Ledger {
     pub engine: Engine,
     pub dir: tempfile::TempDir,
+    /// What `Engine::open` was given: the file's path, or the database's URL.
+    pub location: String,
 }
 
 impl Ledger {
     pub async fn new() -> Ledger {
         let dir = tempfile::tempdir().expect("temp dir");
-        let engine = Engine::open(dir.path().join("onejob.db"))
-            .await
-            .expect("open");
+        let location = onejob_testkit::ledger_location(&dir.path().join("onejob.db"));
+        let engine = Engine::open(&location).await.expect("open");
         for name in ["primary", "fallback"] {
             engine
                 .add_provider(&provider_json(name))
                 .await
                 .expect("provider");
         }
-        Ledger { engine, dir }
+        Ledger {
+            engine,
+            dir,
+            location,
+        }
     }
 
-    pub fn db_path(&self) -> std::path::PathBuf {
-        self.dir.path().join("onejob.db")
-    }
-
-    /// A second engine on the same file, as another process would open it.
+    /// A second engine on the same ledger, as another process would open it.
     pub async fn reopen(&self) -> Engine {
-        Engine::open(self.db_path()).await.expect("reopen")
+        Engine::open(&self.location).await.expect("reopen")
+    }
+
+    /// A plain connection to the ledger, beside the engine.
+    pub async fn raw(&self) -> Raw {
+        Raw::connect(&self.location).await
     }
 
     pub async fn submit(&self, key: &str) -> Submitted {
@@ -81,15 +89,101 @@ impl Ledger {
     }
 
     pub async fn count(&self, table: &str) -> i64 {
-        let pool = sqlx::SqlitePool::connect(&format!("sqlite:{}", self.db_path().display()))
-            .await
-            .expect("pool");
-        let (n,): (i64,) = sqlx::query_as(&format!("SELECT count(*) FROM {table}"))
-            .fetch_one(&pool)
-            .await
-            .expect("count");
-        pool.close().await;
+        let raw = self.raw().await;
+        let sql = format!("SELECT count(*) FROM {table}");
+        let (n,): (i64,) = raw.fetch_one(Sql::both(&sql), &[]).await.expect("count");
+        raw.close().await;
         n
+    }
+}
+
+/// One statement in each backend's dialect; parameters are `$1`, `$2`, … in both.
+#[derive(Clone, Copy)]
+pub struct Sql<'a> {
+    pub sqlite: &'a str,
+    pub postgres: &'a str,
+}
+
+impl<'a> Sql<'a> {
+    /// A statement both backends read alike.
+    pub const fn both(sql: &'a str) -> Sql<'a> {
+        Sql {
+            sqlite: sql,
+            postgres: sql,
+        }
+    }
+}
+
+/// A plain connection to a ledger beside its engines, as another program would open one: for
+/// what a test must see or do behind the engine's back (count rows, move the clock, write what
+/// the engine never would).
+pub enum Raw {
+    Sqlite(sqlx::SqlitePool),
+    Postgres(sqlx::PgPool),
+}
+
+impl Raw {
+    /// A pool on the ledger at `location`, a file's path or a `postgres://` URL.
+    pub async fn connect(location: &str) -> Raw {
+        if onejob_testkit::is_url(location) {
+            Raw::Postgres(sqlx::PgPool::connect(location).await.expect("raw pool"))
+        } else {
+            let url = format!("sqlite:{location}");
+            Raw::Sqlite(sqlx::SqlitePool::connect(&url).await.expect("raw pool"))
+        }
+    }
+
+    /// Runs one statement with text parameters; the rows it touched.
+    pub async fn execute(&self, sql: Sql<'_>, params: &[&str]) -> Result<u64, sqlx::Error> {
+        match self {
+            Raw::Sqlite(pool) => {
+                let mut query = sqlx::query(sql.sqlite);
+                for param in params {
+                    query = query.bind(*param);
+                }
+                query.execute(pool).await.map(|r| r.rows_affected())
+            }
+            Raw::Postgres(pool) => {
+                let mut query = sqlx::query(sql.postgres);
+                for param in params {
+                    query = query.bind(*param);
+                }
+                query.execute(pool).await.map(|r| r.rows_affected())
+            }
+        }
+    }
+
+    /// The one row a query with text parameters returns.
+    pub async fn fetch_one<T>(&self, sql: Sql<'_>, params: &[&str]) -> Result<T, sqlx::Error>
+    where
+        T: for<'r> sqlx::FromRow<'r, sqlx::sqlite::SqliteRow>
+            + for<'r> sqlx::FromRow<'r, sqlx::postgres::PgRow>
+            + Send
+            + Unpin,
+    {
+        match self {
+            Raw::Sqlite(pool) => {
+                let mut query = sqlx::query_as(sql.sqlite);
+                for param in params {
+                    query = query.bind(*param);
+                }
+                query.fetch_one(pool).await
+            }
+            Raw::Postgres(pool) => {
+                let mut query = sqlx::query_as(sql.postgres);
+                for param in params {
+                    query = query.bind(*param);
+                }
+                query.fetch_one(pool).await
+            }
+        }
+    }
+
+    pub async fn close(&self) {
+        match self {
+            Raw::Sqlite(pool) => pool.close().await,
+            Raw::Postgres(pool) => pool.close().await,
+        }
     }
 }
 
