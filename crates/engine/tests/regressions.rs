@@ -39,3 +39,30 @@ async fn a_lookup_that_finds_the_work_done_after_a_cancel_is_flagged_for_review(
         .iter()
         .any(|ev| ev.kind == "late_answer_flagged"));
 }
+
+/// On PostgreSQL, a statement that fails aborts its whole transaction. A person's second retry
+/// while the first retry's attempt is open was refused by the one-open-attempt index as an
+/// error, and the ledger's next statement (reading the open attempt, to name it) then failed
+/// with `storage` instead of the `attempt_blocked` SPEC §4 promises (the model test's schedule:
+/// submit, retry, retry). The refusal is now a row not inserted, on both backends.
+#[tokio::test]
+async fn a_second_retry_while_one_is_open_is_attempt_blocked_naming_it_on_every_backend() {
+    let ledger = Ledger::new().await;
+    let e = &ledger.engine;
+    let job = ledger.submit("retry-twice").await.job;
+    let first = e
+        .retry(OWNER, &job.id, None)
+        .await
+        .expect("the first retry");
+    let second = e
+        .retry(OWNER, &job.id, None)
+        .await
+        .expect_err("a second attempt while the first is open");
+    assert_eq!(second.code(), "attempt_blocked", "{second:?}");
+    match second {
+        onejob_engine::Error::AttemptBlocked { details, .. } => {
+            assert_eq!(details.attempt_id, first.attempt.id);
+        }
+        other => panic!("{other:?}"),
+    }
+}

@@ -56,14 +56,10 @@ pub(super) async fn start_attempt(
         ));
     }
     let id = uuid::Uuid::now_v7().to_string();
-    let row = match attempt_rows::insert_next(conn, &id, &job.id, provider, i64::from(job.version))
-        .await
-    {
-        Ok(row) => row,
-        Err(sqlx::Error::Database(e)) if e.is_unique_violation() => {
-            return Err(blocked(conn, &job.id).await?)
-        }
-        Err(e) => return Err(e.into()),
+    let inserted =
+        attempt_rows::insert_next(conn, &id, &job.id, provider, i64::from(job.version)).await?;
+    let Some(row) = inserted else {
+        return Err(blocked(conn, &job.id).await?);
     };
     if job.status == JobStatus::Queued {
         let m = JobMove {

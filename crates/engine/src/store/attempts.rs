@@ -75,15 +75,15 @@ impl AttemptRow {
     }
 }
 
-/// Inserts the job's next attempt as `pending`. While another is open the partial unique
-/// index refuses it: that refusal is the only check.
+/// Inserts the job's next attempt as `pending`; `None` while another is open: the partial
+/// unique index refuses it, and that refusal is the only check.
 pub async fn insert_next(
     h: &mut impl Handle,
     id: &str,
     job_id: &str,
     provider: &str,
     job_version: i64,
-) -> sqlx::Result<AttemptRow> {
+) -> sqlx::Result<Option<AttemptRow>> {
     on_backend!(h, "attempts/insert_next", |conn, sql| {
         sqlx::query_as(sql)
             .bind(id)
@@ -91,10 +91,8 @@ pub async fn insert_next(
             .bind(provider)
             .bind(job_version)
             .fetch_all(conn)
-            .await?
-            .into_iter()
-            .next()
-            .ok_or(sqlx::Error::RowNotFound)
+            .await
+            .map(|rows| rows.into_iter().next())
     })
 }
 
