@@ -35,7 +35,9 @@ fn long_about() -> String {
 however often you click and however the network behaves.\n\n\
 The command line and the desktop app (onejob-app) share one database: \
 $XDG_DATA_HOME/{APP_IDENTIFIER}/onejob.db (~/.local/share/{APP_IDENTIFIER}/onejob.db when \
-XDG_DATA_HOME is unset), here {}. --db or ONEJOB_DB chooses another file.",
+XDG_DATA_HOME is unset), here {}. --db or ONEJOB_DB chooses another file, or a \
+postgres://user@host/database URL for a ledger shared by a team (the password goes in \
+~/.pgpass or PGPASSWORD).",
         default_db_path().display()
     )
 }
@@ -44,12 +46,14 @@ XDG_DATA_HOME is unset), here {}. --db or ONEJOB_DB chooses another file.",
 #[derive(Debug, Args)]
 #[command(next_help_heading = "Global options")]
 pub struct Global {
-    /// The ledger database file; the default is the desktop app's database
-    /// ($XDG_DATA_HOME/dev.onejob.app/onejob.db), shared with it
+    /// The ledger: a database file, or a postgres:// URL for a ledger shared by a team; the
+    /// default is the desktop app's database ($XDG_DATA_HOME/dev.onejob.app/onejob.db)
     #[arg(
         long,
         env = "ONEJOB_DB",
-        value_name = "PATH",
+        // A URL may carry a password: help never shows the variable's value.
+        hide_env_values = true,
+        value_name = "PATH|URL",
         default_value_os_t = default_db_path(),
         global = true
     )]

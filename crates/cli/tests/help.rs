@@ -61,3 +61,24 @@ fn help_names_the_home_fallback_when_xdg_data_home_is_unset() {
         run.stdout
     );
 }
+
+#[test]
+fn help_never_shows_a_ledger_url_from_the_environment() {
+    let ledger = Ledger::empty();
+    for args in [&["--help"][..], &["jobs", "--help"][..]] {
+        let run = common::finish(
+            ledger
+                .command(args)
+                .env(
+                    "ONEJOB_DB",
+                    "postgres://team:hunter2-secret@127.0.0.1/ledger",
+                )
+                .output()
+                .expect("run onejob --help"),
+        );
+        assert_eq!(run.code, 0, "{run:?}");
+        assert!(run.stdout.contains("postgres://"), "{}", run.stdout);
+        assert!(!run.stdout.contains("hunter2"), "{}", run.stdout);
+        assert!(!run.stdout.contains("team:"), "{}", run.stdout);
+    }
+}
