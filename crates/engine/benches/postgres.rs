@@ -32,22 +32,39 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
 
     let mut raw = raw_connection(&cluster.database("raw")?).await?;
     let engine = engine_with_provider(std::path::Path::new(&cluster.database("submit")?)).await?;
-    // Alternating blocks, so a noisy neighbour slows both sides alike.
-    let (mut raws, mut submits) = (Vec::with_capacity(n), Vec::with_capacity(n));
+    // The same raw INSERT into a ledger's own `jobs`, whose triggers check the route's names,
+    // write the `submitted` event and `job_providers`, and notify listeners: what the schema
+    // costs, apart from the engine.
+    let ledger_url = cluster.database("ledger")?;
+    let ledger = engine_with_provider(std::path::Path::new(&ledger_url)).await?;
+    ledger.close().await;
+    let mut with_triggers = PgConnection::connect(&ledger_url).await?;
+    // Alternating blocks, so a noisy neighbour slows every side alike.
+    let (mut raws, mut submits, mut triggered) = (
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+    );
     let block = (n / 10).max(1);
     for start in (0..n).step_by(block) {
         let range = start..(start + block).min(n);
         raws.extend(raw_inserts(&mut raw, range.clone()).await?);
-        submits.extend(sequential_submits(&engine, range).await?);
+        submits.extend(sequential_submits(&engine, range.clone()).await?);
+        triggered.extend(raw_inserts(&mut with_triggers, range).await?);
     }
     engine.close().await;
     print_latencies("pg raw INSERT (baseline)", &raws);
     print_latencies("pg engine submit", &submits);
+    print_latencies("pg raw INSERT, ledger's triggers", &triggered);
     println!(
         "  pg ratio submit/raw: p50 {:.2}x, p99 {:.2}x; throughput {:.2}x raw (aim: >= 0.8x)",
         ratio(pct(&submits, 50.0), pct(&raws, 50.0)),
         ratio(pct(&submits, 99.0), pct(&raws, 99.0)),
         ratio(total(&raws), total(&submits)),
+    );
+    println!(
+        "  pg ratio raw-with-triggers/raw: p50 {:.2}x (the schema's share of the gap)",
+        ratio(pct(&triggered, 50.0), pct(&raws, 50.0)),
     );
 
     let storm_engine =
@@ -101,7 +118,7 @@ async fn raw_inserts(
         )
         .bind(&id)
         .bind(OWNER)
-        .bind(format!("key-{i}"))
+        .bind(format!("raw-{i}"))
         .bind("f")
         .bind(&body)
         .execute(&mut *conn)

@@ -17,7 +17,7 @@ use crate::error::{ConflictDetails, Error, Result};
 use crate::intent::{parse_intent, validate_intent, validate_key, validate_owner, ValidIntent};
 use crate::model::{Job, Submitted};
 use crate::store::{
-    contracts as contract_rows, jobs as job_rows, providers as provider_rows, Db, Tx,
+    contracts as contract_rows, jobs as job_rows, providers as provider_rows, Db, Handle, Tx,
 };
 use crate::Engine;
 
@@ -107,6 +107,9 @@ async fn commit_and_answer(db: &Db, work: &Notify, group: Vec<Pending>) {
 /// One write transaction for the whole group, a savepoint per submit when there are several;
 /// the outcomes in order.
 async fn commit_group(db: &Db, group: &[Pending]) -> Result<Vec<Result<(Job, bool)>>> {
+    if let (Db::Postgres(_), [alone]) = (db, group) {
+        return Ok(vec![submit_alone_autocommit(db, alone).await]);
+    }
     let mut tx = db.begin().await?;
     if let [alone] = group {
         // A group of one needs no savepoint: a refusal rolls the transaction back whole.
@@ -131,25 +134,79 @@ async fn commit_group(db: &Db, group: &[Pending]) -> Result<Vec<Result<(Job, boo
     Ok(outcomes)
 }
 
+/// A lone submit on PostgreSQL: one autocommit statement, answered only once the server has
+/// committed it (the statement's result arrives after its commit). The unique constraint
+/// arbitrates the key and the schema's trigger checks the route's and the contract's names in
+/// that same statement; only when it refuses are the names looked up, to say which one.
+/// Nothing else is read or written, so the ledger's write lock is not needed: this is the one
+/// write that neither reads what it decides on nor touches another row.
+async fn submit_alone_autocommit(db: &Db, pending: &Pending) -> Result<(Job, bool)> {
+    let mut conn = db.write().await?;
+    match insert_or_replay(&mut conn, pending).await? {
+        Ok(done) => Ok(done),
+        // The failed statement was its own transaction: the connection reads on.
+        Err(refused) => Err(missing_name(&mut conn, pending)
+            .await?
+            .unwrap_or_else(|| refused.into_error())),
+    }
+}
+
+/// The schema's name check refused a job (a provider or the contract was removed between a
+/// look and the insert, or was never there); the database's words.
+struct NameRefused(String);
+
+impl NameRefused {
+    fn into_error(self) -> Error {
+        Error::invalid_input(
+            "intent",
+            format!(
+                "the intent names a provider or contract that is not configured: {}",
+                self.0
+            ),
+        )
+    }
+}
+
 /// One submit inside the group's transaction: the route and contract are checked where they
 /// cannot change before the insert; the job is inserted unless the key is taken, in which case
 /// the job holding it is returned with `true` (replayed).
 async fn submit_in(tx: &mut Tx, pending: &Pending) -> Result<(Job, bool)> {
+    if let Some(missing) = missing_name(tx, pending).await? {
+        return Err(missing);
+    }
+    insert_or_replay(tx, pending)
+        .await?
+        .map_err(NameRefused::into_error)
+}
+
+/// `invalid_input` naming the route's first provider or the contract that is not configured,
+/// if one is not.
+async fn missing_name(h: &mut impl Handle, pending: &Pending) -> Result<Option<Error>> {
     let intent = &pending.intent;
-    if let Some((i, name)) = provider_rows::first_missing(tx, &intent.intent.route).await? {
-        return Err(Error::invalid_input(
+    if let Some((i, name)) = provider_rows::first_missing(h, &intent.intent.route).await? {
+        return Ok(Some(Error::invalid_input(
             format!("intent.route.{i}"),
             format!("no provider named {name} is configured"),
-        ));
+        )));
     }
     if let Some(name) = &intent.intent.contract {
-        if contract_rows::get(tx, name).await?.is_none() {
-            return Err(Error::invalid_input(
+        if contract_rows::get(h, name).await?.is_none() {
+            return Ok(Some(Error::invalid_input(
                 "intent.contract",
                 format!("no contract named {name} is configured"),
-            ));
+            )));
         }
     }
+    Ok(None)
+}
+
+/// Inserts the job unless the owner's key is taken; then the job holding it, with `true`
+/// (replayed). The inner error is the schema's name check refusing the job.
+async fn insert_or_replay(
+    h: &mut impl Handle,
+    pending: &Pending,
+) -> Result<std::result::Result<(Job, bool), NameRefused>> {
+    let intent = &pending.intent;
     let id = uuid::Uuid::now_v7().to_string();
     let new = job_rows::NewJob {
         id: &id,
@@ -159,15 +216,21 @@ async fn submit_in(tx: &mut Tx, pending: &Pending) -> Result<(Job, bool)> {
         intent: &intent.stored,
     };
     // The schema's triggers write the `submitted` event in the same statement.
-    match job_rows::insert_if_new(tx, &new).await? {
-        Some(row) => Ok((row.into_job()?, false)),
+    let inserted = match job_rows::insert_if_new(h, &new).await {
+        Err(sqlx::Error::Database(e)) if e.kind() == sqlx::error::ErrorKind::CheckViolation => {
+            return Ok(Err(NameRefused(e.message().to_owned())));
+        }
+        other => other?,
+    };
+    Ok(Ok(match inserted {
+        Some(row) => (row.into_job()?, false),
         None => {
-            let existing = job_rows::by_key(tx, &pending.owner, &pending.key)
+            let existing = job_rows::by_key(h, &pending.owner, &pending.key)
                 .await?
                 .ok_or_else(|| Error::internal("the key was taken, yet no job holds it"))?;
-            Ok((existing.into_job()?, true))
+            (existing.into_job()?, true)
         }
-    }
+    }))
 }
 
 impl Engine {
