@@ -1,6 +1,9 @@
-//! Runs the real `onejob` binary against a ledger file in a temporary directory.
+//! Runs the real `onejob` binary against a ledger file in a temporary directory, or against
+//! a PostgreSQL ledger by its URL.
 
 #![allow(dead_code)]
+
+pub mod processes;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
@@ -16,7 +19,8 @@ pub fn intent(input: &str) -> String {
     format!(r#"{{"route":["primary"],"input":{input}}}"#)
 }
 
-/// A temporary home holding one ledger file, which the commands find through `ONEJOB_DB`.
+/// A temporary home and one ledger, which the commands find through `ONEJOB_DB`: a file in
+/// the home, or a `postgres://` URL.
 pub struct Ledger {
     pub dir: TempDir,
     pub db: PathBuf,
@@ -66,6 +70,15 @@ impl Ledger {
         Ledger { dir, db }
     }
 
+    /// A temporary home whose commands use the ledger at `url` (a `postgres://` URL).
+    pub fn at(url: &str) -> Ledger {
+        let dir = tempfile::tempdir().expect("temp dir");
+        Ledger {
+            dir,
+            db: PathBuf::from(url),
+        }
+    }
+
     /// A fresh ledger with the `primary` provider configured.
     pub fn new() -> Ledger {
         let ledger = Ledger::empty();
@@ -79,7 +92,21 @@ impl Ledger {
 
     /// The binary with a clean environment: this ledger, owner unset, home inside the temp dir.
     pub fn command(&self, args: &[&str]) -> Command {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_onejob"));
+        self.command_under(&[], args)
+    }
+
+    /// The binary as `command` makes it, run by `wrapper` (a program and its options, such as
+    /// `faketime -f +60s`) when one is given.
+    pub fn command_under(&self, wrapper: &[&str], args: &[&str]) -> Command {
+        let binary = env!("CARGO_BIN_EXE_onejob");
+        let mut cmd = match wrapper.split_first() {
+            Some((program, options)) => {
+                let mut cmd = Command::new(program);
+                cmd.args(options).arg(binary);
+                cmd
+            }
+            None => Command::new(binary),
+        };
         cmd.args(args)
             .env("ONEJOB_DB", &self.db)
             .env_remove("ONEJOB_OWNER")
