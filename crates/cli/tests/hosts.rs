@@ -14,7 +14,8 @@ use common::processes::{
     SandboxProcess,
 };
 use common::{id, Ledger};
-use onejob_testkit::Postgres;
+use onejob_testkit::raw_http::json_response;
+use onejob_testkit::{Postgres, RawServer};
 use serde_json::{json, Value};
 
 /// A cluster and a ledger in one of its databases. The ledger's fields drop first, the
@@ -505,5 +506,79 @@ fn skewed_host_clocks_neither_steal_leases_nor_skip_backoffs() {
         "skewed hosts: {JOBS} jobs of 35 s each, leases renewed by hosts {SKEW_S} s ahead and \
          behind, all succeeded in {leases_took:?}; the host ahead sent 3 throttled attempts in \
          {backoffs_took:?}, each retry sent {margins:?} ms after its backoff ended"
+    );
+}
+
+/// A provider that answers every request `429` with `Retry-After` as an HTTP date `wait_s`
+/// seconds after now by the real clock, and its own `Date`.
+fn throttling_by_date(wait_s: u64) -> RawServer {
+    RawServer::start(move |_| {
+        let now = SystemTime::now();
+        let until = now + Duration::from_secs(wait_s);
+        let response = String::from_utf8(json_response(
+            "429 Too Many Requests",
+            r#"{"error":"slow down"}"#,
+        ))
+        .expect("UTF-8");
+        let (status, rest) = response.split_once("\r\n").expect("a status line");
+        let dated = format!(
+            "{status}\r\ndate: {}\r\nretry-after: {}\r\n{rest}",
+            httpdate::fmt_http_date(now),
+            httpdate::fmt_http_date(until)
+        );
+        dated.into_bytes()
+    })
+    .expect("a loopback server")
+}
+
+#[test]
+fn a_retry_after_date_is_honoured_by_a_host_whose_clock_runs_ahead() {
+    let lib = libfaketime();
+    let ahead = faketime(&lib, &format!("+{SKEW_S}s"));
+    let ahead: Vec<&str> = ahead.iter().map(String::as_str).collect();
+    assert_faketime_skews(&ahead, SKEW_S);
+    let cluster = Cluster::start("retry_after_date");
+    let ledger = &cluster.ledger;
+
+    // The provider asks for 20 s by a date on its own (true) clock. The host 60 s ahead
+    // reads that date as 40 s past; only the provider's clock or the database's can tell how
+    // long is left.
+    let server = throttling_by_date(20);
+    add_http_provider(ledger, "dated", &server.url, 10_000, 20_000, json!({}));
+    let mut worker = Running::spawn_under(ledger, &ahead, &["worker"]);
+    let intent = json!({ "route": ["dated"], "input": { "n": 1 }, "max_attempts": 2 });
+    let job_id = id(&ledger.submit("dated", &intent.to_string())["job"]);
+    let detail = poll(
+        Duration::from_secs(120),
+        "a second attempt throttled",
+        || {
+            assert!(worker.is_running(), "{} exited", worker.what);
+            let detail = detail(ledger, &job_id);
+            let second = &detail["attempts"][1];
+            (second["state"] == "failed").then_some(detail)
+        },
+    );
+    let attempts = attempts(&detail);
+    assert_eq!(attempts.len(), 2, "max_attempts: {detail}");
+    assert_eq!(server.requests().len(), 2, "one request per attempt");
+    let backoff = detail["events"]
+        .as_array()
+        .expect("events")
+        .iter()
+        .find(|e| e["kind"] == "backoff_set" && e["attempt_id"] == attempts[0]["id"])
+        .unwrap_or_else(|| panic!("no backoff after the first attempt: {detail}"));
+    let failed_at = time_ms(text(&attempts[0]["finished_at"]));
+    let not_before = time_ms(text(&backoff["detail"]["not_before"]));
+    let sent_again = time_ms(text(&attempts[1]["sent_at"]));
+    // The date has whole seconds, and the answer took a moment to be recorded.
+    assert!(
+        not_before - failed_at >= 18_000,
+        "the backoff ends {} ms after the 429 was recorded, not about 20 s: {backoff}",
+        not_before - failed_at
+    );
+    assert!(
+        sent_again - failed_at >= 18_000,
+        "the retry was sent {} ms after the 429, not about 20 s: {detail}",
+        sent_again - failed_at
     );
 }
