@@ -1,7 +1,10 @@
 //! Runs the real `onejob` binary against a ledger of its own: a file in a temporary directory
-//! or, on the PostgreSQL pass (`ONEJOB_TEST_POSTGRES`, see onejob-testkit), a fresh database.
+//! or, on the PostgreSQL pass (`ONEJOB_TEST_POSTGRES`, see onejob-testkit), a fresh database;
+//! or against a PostgreSQL ledger by its URL.
 
 #![allow(dead_code)]
+
+pub mod processes;
 
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
@@ -17,7 +20,8 @@ pub fn intent(input: &str) -> String {
     format!(r#"{{"route":["primary"],"input":{input}}}"#)
 }
 
-/// A temporary home and one ledger, which the commands find through `ONEJOB_DB`.
+/// A temporary home and one ledger, which the commands find through `ONEJOB_DB`: a file in
+/// the home, or a `postgres://` URL.
 pub struct Ledger {
     pub dir: TempDir,
     /// The ledger's location: the file's path in the home, or the database's URL.
@@ -73,6 +77,15 @@ impl Ledger {
         onejob_testkit::ledger_exists(&self.db)
     }
 
+    /// A temporary home whose commands use the ledger at `url` (a `postgres://` URL).
+    pub fn at(url: &str) -> Ledger {
+        let dir = tempfile::tempdir().expect("temp dir");
+        Ledger {
+            dir,
+            db: url.to_owned(),
+        }
+    }
+
     /// A fresh ledger with the `primary` provider configured.
     pub fn new() -> Ledger {
         let ledger = Ledger::empty();
@@ -86,7 +99,21 @@ impl Ledger {
 
     /// The binary with a clean environment: this ledger, owner unset, home inside the temp dir.
     pub fn command(&self, args: &[&str]) -> Command {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_onejob"));
+        self.command_under(&[], args)
+    }
+
+    /// The binary as `command` makes it, run by `wrapper` (a program and its options, such as
+    /// `faketime -f +60s`) when one is given.
+    pub fn command_under(&self, wrapper: &[&str], args: &[&str]) -> Command {
+        let binary = env!("CARGO_BIN_EXE_onejob");
+        let mut cmd = match wrapper.split_first() {
+            Some((program, options)) => {
+                let mut cmd = Command::new(program);
+                cmd.args(options).arg(binary);
+                cmd
+            }
+            None => Command::new(binary),
+        };
         cmd.args(args)
             .env("ONEJOB_DB", &self.db)
             .env_remove("ONEJOB_OWNER")

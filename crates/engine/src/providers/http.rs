@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use reqwest::header::{HeaderMap, RETRY_AFTER};
+use reqwest::header::{HeaderMap, DATE, RETRY_AFTER};
 use reqwest::StatusCode;
 use serde_json::Value;
 
@@ -222,7 +222,9 @@ fn classify_status(status: StatusCode, headers: &HeaderMap, config: &ProviderCon
 }
 
 /// `Retry-After` as seconds or as an HTTP date; a number too large to count is read as a
-/// very long wait (the ledger caps every wait at an hour), never as none.
+/// very long wait (the ledger caps every wait at an hour), never as none. A date is measured
+/// from the response's own `Date` (the server's clock wrote both), so a host whose clock is
+/// off waits as long as any other; only without a `Date` is the host's clock used.
 fn retry_after(headers: &HeaderMap) -> Option<Duration> {
     let value = headers.get(RETRY_AFTER)?.to_str().ok()?.trim();
     if !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()) {
@@ -233,10 +235,12 @@ fn retry_after(headers: &HeaderMap) -> Option<Duration> {
         );
     }
     let at = httpdate::parse_http_date(value).ok()?;
-    Some(
-        at.duration_since(std::time::SystemTime::now())
-            .unwrap_or_default(),
-    )
+    let sent = headers
+        .get(DATE)
+        .and_then(|d| d.to_str().ok())
+        .and_then(|d| httpdate::parse_http_date(d.trim()).ok())
+        .unwrap_or_else(std::time::SystemTime::now);
+    Some(at.duration_since(sent).unwrap_or_default())
 }
 
 fn request_id(headers: &HeaderMap) -> Option<String> {
@@ -262,6 +266,24 @@ mod tests {
         );
         let wait = retry_after(&headers).expect("a date");
         assert!(wait > Duration::from_secs(100) && wait <= Duration::from_secs(120));
+    }
+
+    #[test]
+    fn a_retry_after_date_is_measured_from_the_responses_own_date_not_the_hosts_clock() {
+        let mut headers = HeaderMap::new();
+        // The server's clock is an hour behind this host's: its date 20 s after its own now.
+        let server_now = std::time::SystemTime::now() - Duration::from_secs(3600);
+        headers.insert(
+            DATE,
+            httpdate::fmt_http_date(server_now).parse().expect("header"),
+        );
+        headers.insert(
+            RETRY_AFTER,
+            httpdate::fmt_http_date(server_now + Duration::from_secs(20))
+                .parse()
+                .expect("header"),
+        );
+        assert_eq!(retry_after(&headers), Some(Duration::from_secs(20)));
     }
 
     #[test]
