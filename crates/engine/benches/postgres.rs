@@ -39,6 +39,12 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
     let ledger = engine_with_provider(std::path::Path::new(&ledger_url)).await?;
     ledger.close().await;
     let mut with_triggers = PgConnection::connect(&ledger_url).await?;
+    // And piece by piece: without the NOTIFY, then also without the `submitted` event and
+    // `job_providers` rows (only the name check left).
+    let mut no_notify = ledger_without(&cluster, "no_notify", "jobs_notify").await?;
+    let mut names_only =
+        ledger_without(&cluster, "names_only", "jobs_notify, jobs_submitted").await?;
+    let (mut without_notify, mut with_names_only) = (Vec::new(), Vec::new());
     // Alternating blocks, so a noisy neighbour slows every side alike.
     let (mut raws, mut submits, mut triggered) = (
         Vec::with_capacity(n),
@@ -50,12 +56,16 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
         let range = start..(start + block).min(n);
         raws.extend(raw_inserts(&mut raw, range.clone()).await?);
         submits.extend(sequential_submits(&engine, range.clone()).await?);
-        triggered.extend(raw_inserts(&mut with_triggers, range).await?);
+        triggered.extend(raw_inserts(&mut with_triggers, range.clone()).await?);
+        without_notify.extend(raw_inserts(&mut no_notify, range.clone()).await?);
+        with_names_only.extend(raw_inserts(&mut names_only, range).await?);
     }
     engine.close().await;
     print_latencies("pg raw INSERT (baseline)", &raws);
     print_latencies("pg engine submit", &submits);
     print_latencies("pg raw INSERT, ledger's triggers", &triggered);
+    print_latencies("  the same without NOTIFY", &without_notify);
+    print_latencies("  only the name check", &with_names_only);
     println!(
         "  pg ratio submit/raw: p50 {:.2}x, p99 {:.2}x; throughput {:.2}x raw (aim: >= 0.8x)",
         ratio(pct(&submits, 50.0), pct(&raws, 50.0)),
@@ -79,6 +89,30 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
         storm_rate / raw_rate,
     );
     Ok(())
+}
+
+/// A connection to a new ledger database whose `jobs` triggers named in `disabled` (comma
+/// separated) are switched off.
+async fn ledger_without(
+    cluster: &Postgres,
+    name: &str,
+    disabled: &str,
+) -> Result<PgConnection, Box<dyn std::error::Error>> {
+    let url = cluster.database(name)?;
+    engine_with_provider(std::path::Path::new(&url))
+        .await?
+        .close()
+        .await;
+    let mut conn = PgConnection::connect(&url).await?;
+    for trigger in disabled.split(',') {
+        sqlx::raw_sql(&format!(
+            "ALTER TABLE jobs DISABLE TRIGGER {}",
+            trigger.trim()
+        ))
+        .execute(&mut conn)
+        .await?;
+    }
+    Ok(conn)
 }
 
 /// A connection to a database with a table shaped like the ledger's `jobs`: the same columns,
