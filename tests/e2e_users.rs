@@ -19,11 +19,23 @@ use onejob_testkit::{MockLlm, Notifications, Postgres, SecretService};
 use serde_json::{json, Value};
 use window::{run, sandbox, seed_jobs, Options, Window};
 
-/// Types `text` into the input or text area `css`, replacing what it held.
+/// Types `text` into the input or text area `css`, replacing what it held, and checks that it
+/// now holds exactly that. A form that fills in its defaults as it appears can re-render a
+/// field between the clear and the typing, leaving the old text in front of the new: then the
+/// field is cleared and typed again.
 async fn fill(w: &Window, css: &str, text: &str) {
     let field = w.wait_for(css).await;
-    field.clear().await.unwrap();
-    field.send_keys(text).await.unwrap();
+    let mut held = None;
+    for _ in 0..5 {
+        field.clear().await.unwrap();
+        field.send_keys(text).await.unwrap();
+        held = field.prop("value").await.unwrap();
+        if held.as_deref() == Some(text) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    panic!("{css} holds {held:?} after typing {text:?}");
 }
 
 /// Picks the option of the select `css` whose value is `value`, once the screen has loaded it
