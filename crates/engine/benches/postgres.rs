@@ -10,8 +10,10 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{engine_with_provider, intent, ms, pct, print_latencies, ratio, total, OWNER};
-use onejob_engine::Engine;
+use common::{
+    engine_with_provider, intent, ms, pct, print_latencies, ratio, sequential_submits, storm,
+    total, OWNER,
+};
 use onejob_testkit::Postgres;
 use sqlx::{Connection, PgConnection};
 
@@ -79,7 +81,7 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
 
     let storm_engine =
         engine_with_provider(std::path::Path::new(&cluster.database("storm")?)).await?;
-    let storm = storm(&storm_engine, 1000).await?;
+    let storm = storm(&storm_engine, 1000, false).await?;
     storm_engine.close().await;
     let raw_rate = raws.len() as f64 / total(&raws).as_secs_f64();
     let storm_rate = 1000.0 / storm.as_secs_f64();
@@ -160,34 +162,4 @@ async fn raw_inserts(
         times.push(start.elapsed());
     }
     Ok(times)
-}
-
-async fn sequential_submits(
-    engine: &Engine,
-    keys: std::ops::Range<usize>,
-) -> Result<Vec<Duration>, onejob_engine::Error> {
-    let mut times = Vec::with_capacity(keys.len());
-    for i in keys {
-        let body = intent(i);
-        let start = Instant::now();
-        engine.submit(OWNER, &format!("key-{i}"), &body).await?;
-        times.push(start.elapsed());
-    }
-    Ok(times)
-}
-
-async fn storm(engine: &Engine, n: usize) -> Result<Duration, Box<dyn std::error::Error>> {
-    let body = intent(0);
-    let start = Instant::now();
-    let tasks: Vec<_> = (0..n)
-        .map(|i| {
-            let engine = engine.clone();
-            let body = body.clone();
-            tokio::spawn(async move { engine.submit(OWNER, &format!("storm-{i}"), &body).await })
-        })
-        .collect();
-    for task in tasks {
-        task.await??;
-    }
-    Ok(start.elapsed())
 }

@@ -7,13 +7,10 @@
 
 mod common;
 
-use std::time::{Duration, Instant};
-
 use common::{
-    engine_with_provider, intent, ms, pct, print_latencies, ratio, raw_connection, raw_inserts,
-    total, OWNER,
+    engine_with_provider, ms, pct, print_latencies, ratio, raw_connection, raw_inserts,
+    sequential_submits, storm, total,
 };
-use onejob_engine::Engine;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     common::block_on(run())
@@ -68,43 +65,4 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
         ratio(one_key, distinct)
     );
     Ok(())
-}
-
-async fn sequential_submits(
-    engine: &Engine,
-    keys: std::ops::Range<usize>,
-) -> Result<Vec<Duration>, onejob_engine::Error> {
-    let mut times = Vec::with_capacity(keys.len());
-    for i in keys {
-        let body = intent(i);
-        let start = Instant::now();
-        engine.submit(OWNER, &format!("key-{i}"), &body).await?;
-        times.push(start.elapsed());
-    }
-    Ok(times)
-}
-
-async fn storm(
-    engine: &Engine,
-    n: usize,
-    one_key: bool,
-) -> Result<Duration, Box<dyn std::error::Error>> {
-    let body = intent(0);
-    let start = Instant::now();
-    let tasks: Vec<_> = (0..n)
-        .map(|i| {
-            let engine = engine.clone();
-            let body = body.clone();
-            let key = if one_key {
-                "storm".to_owned()
-            } else {
-                format!("storm-{i}")
-            };
-            tokio::spawn(async move { engine.submit(OWNER, &key, &body).await })
-        })
-        .collect();
-    for task in tasks {
-        task.await??;
-    }
-    Ok(start.elapsed())
 }

@@ -133,3 +133,44 @@ pub fn print_latencies(label: &str, times: &[Duration]) {
         times.len() as f64 / secs,
     );
 }
+
+/// `engine.submit` with new keys `key-<i>`, one after another; the latency of each.
+pub async fn sequential_submits(
+    engine: &Engine,
+    keys: std::ops::Range<usize>,
+) -> Result<Vec<Duration>, onejob_engine::Error> {
+    let mut times = Vec::with_capacity(keys.len());
+    for i in keys {
+        let body = intent(i);
+        let start = Instant::now();
+        engine.submit(OWNER, &format!("key-{i}"), &body).await?;
+        times.push(start.elapsed());
+    }
+    Ok(times)
+}
+
+/// `n` submits at once, with distinct keys or all with one key; how long until all answered.
+pub async fn storm(
+    engine: &Engine,
+    n: usize,
+    one_key: bool,
+) -> Result<Duration, Box<dyn std::error::Error>> {
+    let body = intent(0);
+    let start = Instant::now();
+    let tasks: Vec<_> = (0..n)
+        .map(|i| {
+            let engine = engine.clone();
+            let body = body.clone();
+            let key = if one_key {
+                "storm".to_owned()
+            } else {
+                format!("storm-{i}")
+            };
+            tokio::spawn(async move { engine.submit(OWNER, &key, &body).await })
+        })
+        .collect();
+    for task in tasks {
+        task.await??;
+    }
+    Ok(start.elapsed())
+}

@@ -13,7 +13,6 @@ use crate::error::{Error, Result};
 use crate::providers::http::{self, Classified};
 use crate::providers::{build_request, decode, judge, keys, Provider, ProviderKind};
 use crate::sandbox::Sandbox;
-use crate::store::now;
 use crate::Engine;
 
 impl Engine {
@@ -56,7 +55,8 @@ impl Engine {
             provider_updated_at: provider.updated_at.clone(),
             passed: samples.iter().all(|s| s.passed),
             samples: serde_json::to_string(&samples).map_err(|e| Error::internal(e.to_string()))?,
-            checked_at: now(),
+            // Stamped by the database's clock when the check is recorded.
+            checked_at: String::new(),
         };
         self.record_check(row).await
     }

@@ -119,9 +119,10 @@ impl Engine {
 
     /// Stores a check that was run, and says whether it still counts: the contract or the
     /// provider may have changed while it ran.
-    pub(crate) async fn record_check(&self, row: CheckRow) -> Result<Check> {
+    pub(crate) async fn record_check(&self, mut row: CheckRow) -> Result<Check> {
         let mut tx = self.begin().await?;
-        check_rows::insert(&mut tx, &row).await?;
+        // The database stamps the check; what is compared and reported is that time.
+        row.checked_at = check_rows::insert(&mut tx, &row).await?;
         // Re-read within the write: the contract or provider may have changed during the check.
         let current = is_current(&mut tx, &row).await?;
         tx.commit().await?;

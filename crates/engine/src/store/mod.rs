@@ -29,15 +29,6 @@ pub fn now() -> String {
     Utc::now().to_rfc3339_opts(SecondsFormat::Millis, true)
 }
 
-/// `now() + d` in the same form.
-pub fn now_plus(d: Duration) -> String {
-    let d = chrono::Duration::from_std(d).unwrap_or(chrono::Duration::MAX);
-    let t = Utc::now()
-        .checked_add_signed(d)
-        .unwrap_or(chrono::DateTime::<Utc>::MAX_UTC);
-    t.to_rfc3339_opts(SecondsFormat::Millis, true)
-}
-
 /// A duration as whole milliseconds for a statement, saturating.
 pub(crate) fn millis(d: Duration) -> i64 {
     i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
