@@ -66,6 +66,8 @@ pub struct Engine {
     work: Arc<Notify>,
     /// Where submits wait for their group commit (see `ledger/submit.rs`).
     submits: Arc<ledger::SubmitQueue>,
+    /// Where the executor's writes wait for theirs (see `ledger/group.rs`).
+    writes: Arc<ledger::WriteQueue>,
 }
 
 /// A filter and a position for `jobs`; the filters also narrow `count_jobs`.
@@ -156,11 +158,13 @@ impl Engine {
         };
         let work = Arc::new(Notify::new());
         let submits = Arc::new(ledger::SubmitQueue::new(db.clone(), work.clone()));
+        let writes = Arc::new(ledger::WriteQueue::new(db.clone()));
         let engine = Engine {
             db,
             location,
             work,
             submits,
+            writes,
         };
         engine.recover_expired_leases().await?;
         Ok(engine)
@@ -211,11 +215,6 @@ impl Engine {
     /// A connection for reads outside a transaction.
     async fn read(&self) -> Result<store::Pooled> {
         Ok(self.db.read().await?)
-    }
-
-    /// A connection for one guarded single-statement write outside a transaction.
-    async fn write(&self) -> Result<store::Pooled> {
-        Ok(self.db.write().await?)
     }
 }
 

@@ -23,13 +23,13 @@ use std::future::Future;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use tokio::sync::Semaphore;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinSet;
 
 use crate::error::{Error, Result};
 use crate::job::JobStatus;
 use crate::ledger::Claim;
-use crate::model::{Attempt, Job};
+use crate::model::{Attempt, Job, JobAttempt};
 use crate::sandbox::Sandbox;
 use crate::Engine;
 
@@ -217,16 +217,29 @@ impl Executor {
         let mut started = 0;
         let room = self.inner.permits.available_permits() as u32;
         for attempt in self.inner.engine.pending_attempts(room.max(1)).await? {
-            started += usize::from(self.spawn_drive(attempt));
+            started += usize::from(self.spawn_drive(attempt, None, None));
         }
-        let room = self.inner.permits.available_permits() as u32;
-        if room > 0 {
-            for job_id in self.inner.engine.sendable_jobs(room).await? {
-                match self.claim_and_drive(&job_id).await {
-                    Ok(true) => started += 1,
-                    Ok(false) => {}
-                    Err(e) => eprintln!("onejob executor: job {job_id}: {e}"),
+        // A slot for each claim, taken before claiming: the jobs claimed are sent at once.
+        let slots: Vec<OwnedSemaphorePermit> =
+            std::iter::from_fn(|| self.inner.permits.clone().try_acquire_owned().ok()).collect();
+        if slots.is_empty() {
+            return Ok(started);
+        }
+        let job_ids = self.inner.engine.sendable_jobs(slots.len() as u32).await?;
+        if job_ids.is_empty() {
+            return Ok(started);
+        }
+        // One transaction claims them all.
+        let claims = self.inner.engine.claim_many(&job_ids).await?;
+        let mut slots = slots.into_iter();
+        for (job_id, claim) in job_ids.iter().zip(claims) {
+            match claim {
+                Ok(Claim::Attempt(claimed)) => {
+                    let JobAttempt { job, attempt, .. } = *claimed;
+                    started += usize::from(self.spawn_drive(attempt, Some(job), slots.next()));
                 }
+                Ok(Claim::Failed(_) | Claim::Skipped) => {}
+                Err(e) => eprintln!("onejob executor: job {job_id}: {e}"),
             }
         }
         Ok(started)
@@ -241,7 +254,7 @@ impl Executor {
             JobStatus::Running => {
                 for attempt in self.inner.engine.pending_attempts(1000).await? {
                     if attempt.job_id == job.id {
-                        self.spawn_drive(attempt);
+                        self.spawn_drive(attempt, Some(job.clone()), None);
                     }
                 }
             }
@@ -252,20 +265,29 @@ impl Executor {
 
     async fn claim_and_drive(&self, job_id: &str) -> Result<bool> {
         match self.inner.engine.claim_next(job_id).await? {
-            Claim::Attempt(claimed) => Ok(self.spawn_drive(claimed.attempt)),
+            Claim::Attempt(claimed) => {
+                let JobAttempt { job, attempt, .. } = *claimed;
+                Ok(self.spawn_drive(attempt, Some(job), None))
+            }
             Claim::Failed(_) | Claim::Skipped => Ok(false),
         }
     }
 
-    /// Starts driving an attempt unless this executor already is.
-    fn spawn_drive(&self, attempt: Attempt) -> bool {
+    /// Starts driving an attempt unless this executor already is: with its job when the
+    /// caller has it at hand, and with a slot already taken, or it waits for one.
+    fn spawn_drive(
+        &self,
+        attempt: Attempt,
+        job: Option<Job>,
+        slot: Option<OwnedSemaphorePermit>,
+    ) -> bool {
         if !lock(&self.inner.driving).insert(attempt.id.clone()) {
             return false;
         }
         let this = self.clone();
         lock(&self.inner.tasks).spawn(async move {
             let id = attempt.id.clone();
-            if let Err(e) = this.drive(attempt).await {
+            if let Err(e) = this.drive(attempt, job, slot).await {
                 eprintln!("onejob executor: attempt {id}: {e}");
             }
             lock(&this.inner.driving).remove(&id);

@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 
 use rand::Rng;
 use serde_json::Value;
+use tokio::sync::OwnedSemaphorePermit;
 
 use crate::attempt::{AttemptState, Cause};
 use crate::contracts::Contract;
@@ -38,16 +39,28 @@ struct Target {
 impl Executor {
     /// Sends one attempt and records its outcome. A failure found before sending only ever
     /// fails a `pending` attempt; once `in_flight`, only the exchange decides.
-    pub(super) async fn drive(&self, attempt: Attempt) -> Result<()> {
+    pub(super) async fn drive(
+        &self,
+        attempt: Attempt,
+        job: Option<Job>,
+        slot: Option<OwnedSemaphorePermit>,
+    ) -> Result<()> {
         let engine = &self.inner.engine;
-        let _permit = self
-            .inner
-            .permits
-            .clone()
-            .acquire_owned()
-            .await
-            .map_err(|e| Error::internal(e.to_string()))?;
-        let job = engine.job_by_id(&attempt.job_id).await?;
+        let _slot = match slot {
+            Some(slot) => slot,
+            None => self
+                .inner
+                .permits
+                .clone()
+                .acquire_owned()
+                .await
+                .map_err(|e| Error::internal(e.to_string()))?,
+        };
+        // What is sent comes from the job's intent, which never changes.
+        let job = match job {
+            Some(job) => job,
+            None => engine.job_by_id(&attempt.job_id).await?,
+        };
         let Prepared { request, target } = match self.prepare(&attempt, &job).await {
             Ok(prepared) => prepared,
             Err(why) => {

@@ -204,24 +204,31 @@ impl Engine {
         if cause == Cause::Person {
             return Err(Error::internal("a person's verdict goes through resolve"));
         }
-        let mut tx = self.begin().await?;
-        let row = attempt_row(&mut tx, attempt_id).await?;
-        let via = Via {
-            cause,
-            actor: Actor::Provider,
-            win_kind: EventKind::AttemptSucceeded,
-            detail: Map::from_iter([(
-                "via".into(),
-                json!(if cause == Cause::Answer {
-                    "answer"
-                } else {
-                    "reconciliation"
-                }),
-            )]),
-        };
-        let settled = settle(&mut tx, &row, answer, via).await?;
-        let (job, attempt) = reread(&mut tx, &row.job_id, attempt_id).await?;
-        tx.commit().await?;
+        let attempt_id = attempt_id.to_owned();
+        let answer = answer.clone();
+        let (settled, job, attempt) = self
+            .group(move |tx| {
+                Box::pin(async move {
+                    let row = attempt_row(tx, &attempt_id).await?;
+                    let via = Via {
+                        cause,
+                        actor: Actor::Provider,
+                        win_kind: EventKind::AttemptSucceeded,
+                        detail: Map::from_iter([(
+                            "via".into(),
+                            json!(if cause == Cause::Answer {
+                                "answer"
+                            } else {
+                                "reconciliation"
+                            }),
+                        )]),
+                    };
+                    let settled = settle(tx, &row, &answer, via).await?;
+                    let (job, attempt) = reread(tx, &row.job_id, &attempt_id).await?;
+                    Ok((settled, job, attempt))
+                })
+            })
+            .await?;
         let outcome = settled?;
         Ok(Completion {
             outcome,

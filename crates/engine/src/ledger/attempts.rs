@@ -19,7 +19,7 @@ use crate::Engine;
 use super::transition::{
     block_job, fail_job, move_attempt, move_job, release_job, AttemptMove, JobMove,
 };
-use super::{attempt_row, blocked, commit_with, job_row};
+use super::{attempt_row, blocked, commit_with, job_attempt, job_row};
 
 /// The longest wait before a retry, whatever a provider's `Retry-After` asks (SPEC §6).
 pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(3600);
@@ -148,46 +148,56 @@ impl Engine {
     /// with `attempt_blocked` while another is open, `invalid_transition` once the job is
     /// `succeeded`, `cancelled` or `failed`.
     pub async fn claim_attempt(&self, job_id: &str, provider: &str) -> Result<JobAttempt> {
-        let mut tx = self.begin().await?;
-        let job = job_row(&mut tx, job_id).await?.into_job()?;
-        let starter = Starter {
-            actor: Actor::Executor,
-            explicit: false,
-            field: "provider",
-        };
-        let row = start_attempt(&mut tx, &job, provider, starter).await?;
-        commit_with(tx, job_id, &row.id).await
+        let (job_id, provider) = (job_id.to_owned(), provider.to_owned());
+        self.group(move |tx| {
+            Box::pin(async move {
+                let job = job_row(tx, &job_id).await?.into_job()?;
+                let starter = Starter {
+                    actor: Actor::Executor,
+                    explicit: false,
+                    field: "provider",
+                };
+                let row = start_attempt(tx, &job, &provider, starter).await?;
+                job_attempt(tx, &job_id, &row.id).await
+            })
+        })
+        .await
     }
 
     /// For the executor: commits `pending → in_flight` with its lease, before a byte is sent.
     /// Refused unless the attempt is `pending` and its job `running` with no result: only the
-    /// executor whose move succeeds may send it.
+    /// executor whose move succeeds may send it. Committed with the executor's other writes
+    /// of the moment (a group commit); it returns only once that commit is durable.
     pub async fn mark_sent(
         &self,
         attempt_id: &str,
         executor_id: &str,
         lease: Duration,
     ) -> Result<Attempt> {
-        let mut tx = self.begin().await?;
-        let row = attempt_row(&mut tx, attempt_id).await?;
-        let m = AttemptMove {
-            to: AttemptState::InFlight,
-            cause: Cause::Executor,
-            patch: Patch {
-                executor_id: Some(executor_id),
-                lease: Some(lease),
-                sent: true,
-                ..Default::default()
-            },
-            event: EventKind::AttemptSent,
-            actor: Actor::Executor,
-            // The lease runs from the commit by the database's clock; the attempt shows its end.
-            detail: json!({ "executor_id": executor_id, "lease_ms": lease.as_millis() as u64 }),
-        };
-        move_attempt(&mut tx, &row, m).await?;
-        let attempt = attempt_row(&mut tx, attempt_id).await?.into_attempt()?;
-        tx.commit().await?;
-        Ok(attempt)
+        let (attempt_id, executor_id) = (attempt_id.to_owned(), executor_id.to_owned());
+        self.group(move |tx| {
+            Box::pin(async move {
+                let row = attempt_row(tx, &attempt_id).await?;
+                let m = AttemptMove {
+                    to: AttemptState::InFlight,
+                    cause: Cause::Executor,
+                    patch: Patch {
+                        executor_id: Some(&executor_id),
+                        lease: Some(lease),
+                        sent: true,
+                        ..Default::default()
+                    },
+                    event: EventKind::AttemptSent,
+                    actor: Actor::Executor,
+                    // The lease runs from the commit by the database's clock; the attempt
+                    // shows its end.
+                    detail: json!({ "executor_id": executor_id, "lease_ms": lease.as_millis() as u64 }),
+                };
+                move_attempt(tx, &row, m).await?;
+                attempt_row(tx, &attempt_id).await?.into_attempt()
+            })
+        })
+        .await
     }
 
     /// For the executor: extends its lease on an attempt it holds in flight; false when it no
@@ -198,8 +208,13 @@ impl Engine {
         executor_id: &str,
         lease: Duration,
     ) -> Result<bool> {
-        let mut conn = self.write().await?;
-        Ok(attempt_rows::renew_lease(&mut conn, attempt_id, executor_id, lease).await?)
+        let (attempt_id, executor_id) = (attempt_id.to_owned(), executor_id.to_owned());
+        self.group(move |tx| {
+            Box::pin(async move {
+                Ok(attempt_rows::renew_lease(tx, &attempt_id, &executor_id, lease).await?)
+            })
+        })
+        .await
     }
 
     /// For the executor: saves the provider's request id and HTTP status as soon as headers arrive.
@@ -209,56 +224,74 @@ impl Engine {
         request_id: Option<&str>,
         http_status: Option<u16>,
     ) -> Result<()> {
-        let mut conn = self.write().await?;
-        if attempt_rows::record_response_head(&mut conn, attempt_id, request_id, http_status)
-            .await?
-        {
-            Ok(())
-        } else {
-            Err(Error::not_found("attempt", attempt_id))
-        }
+        let (attempt_id, request_id) = (attempt_id.to_owned(), request_id.map(str::to_owned));
+        self.group(move |tx| {
+            Box::pin(async move {
+                let recorded = attempt_rows::record_response_head(
+                    tx,
+                    &attempt_id,
+                    request_id.as_deref(),
+                    http_status,
+                )
+                .await?;
+                match recorded {
+                    true => Ok(()),
+                    false => Err(Error::not_found("attempt", &attempt_id)),
+                }
+            })
+        })
+        .await
     }
 
     /// For the executor: no trustworthy answer (`in_flight → unknown`); the job waits for a
     /// person or a reconciliation.
     pub async fn mark_unknown(&self, attempt_id: &str, why: AttemptError) -> Result<Attempt> {
-        let mut tx = self.begin().await?;
-        let row = attempt_row(&mut tx, attempt_id).await?;
-        let m = AttemptMove {
-            to: AttemptState::Unknown,
-            cause: Cause::Executor,
-            patch: Patch {
-                error: Some(&why),
-                ..Default::default()
-            },
-            event: EventKind::AttemptUnknown,
-            actor: Actor::Executor,
-            detail: json!({ "kind": why.kind, "reason": why.message }),
-        };
-        move_attempt(&mut tx, &row, m).await?;
-        block_job(&mut tx, &row.job_id).await?;
-        let attempt = attempt_row(&mut tx, attempt_id).await?.into_attempt()?;
-        tx.commit().await?;
-        Ok(attempt)
+        let attempt_id = attempt_id.to_owned();
+        self.group(move |tx| {
+            Box::pin(async move {
+                let row = attempt_row(tx, &attempt_id).await?;
+                let m = AttemptMove {
+                    to: AttemptState::Unknown,
+                    cause: Cause::Executor,
+                    patch: Patch {
+                        error: Some(&why),
+                        ..Default::default()
+                    },
+                    event: EventKind::AttemptUnknown,
+                    actor: Actor::Executor,
+                    detail: json!({ "kind": why.kind, "reason": why.message }),
+                };
+                move_attempt(tx, &row, m).await?;
+                block_job(tx, &row.job_id).await?;
+                attempt_row(tx, &attempt_id).await?.into_attempt()
+            })
+        })
+        .await
     }
 
     /// For the executor: a failure found before sending (a missing key, a provider removed
     /// since). It only ever moves `pending → failed`: an attempt another process already
     /// marked `in_flight` is left alone (`invalid_transition`), since its request may be out.
     pub async fn fail_unsent(&self, attempt_id: &str, why: AttemptError) -> Result<JobAttempt> {
-        let mut tx = self.begin().await?;
-        let row = attempt_row(&mut tx, attempt_id).await?;
-        let state = row.state()?;
-        if state != AttemptState::Pending {
-            return Err(Error::invalid_transition(
-                "attempt",
-                attempt_id,
-                state.as_str(),
-                "failed before sending",
-            ));
-        }
-        fail_in(&mut tx, &row, &why, None, &AfterFailure::Requeue).await?;
-        let done = commit_with(tx, &row.job_id, attempt_id).await?;
+        let attempt_id = attempt_id.to_owned();
+        let done = self
+            .group(move |tx| {
+                Box::pin(async move {
+                    let row = attempt_row(tx, &attempt_id).await?;
+                    let state = row.state()?;
+                    if state != AttemptState::Pending {
+                        return Err(Error::invalid_transition(
+                            "attempt",
+                            &attempt_id,
+                            state.as_str(),
+                            "failed before sending",
+                        ));
+                    }
+                    fail_in(tx, &row, &why, None, &AfterFailure::Requeue).await?;
+                    job_attempt(tx, &row.job_id, &attempt_id).await
+                })
+            })
+            .await?;
         self.wake_executor();
         Ok(done)
     }
@@ -271,10 +304,16 @@ impl Engine {
         http_status: Option<u16>,
         after: AfterFailure,
     ) -> Result<JobAttempt> {
-        let mut tx = self.begin().await?;
-        let row = attempt_row(&mut tx, attempt_id).await?;
-        fail_in(&mut tx, &row, &why, http_status, &after).await?;
-        let done = commit_with(tx, &row.job_id, attempt_id).await?;
+        let attempt_id = attempt_id.to_owned();
+        let done = self
+            .group(move |tx| {
+                Box::pin(async move {
+                    let row = attempt_row(tx, &attempt_id).await?;
+                    fail_in(tx, &row, &why, http_status, &after).await?;
+                    job_attempt(tx, &row.job_id, &attempt_id).await
+                })
+            })
+            .await?;
         self.wake_executor();
         Ok(done)
     }

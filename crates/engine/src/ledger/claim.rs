@@ -8,14 +8,14 @@ use crate::model::{Actor, Attempt, Job, JobAttempt, JobError};
 use crate::policy::{next_step, Next};
 use crate::store::{
     attempts as attempt_rows, contracts as contract_rows, jobs as job_rows,
-    providers as provider_rows,
+    providers as provider_rows, Tx,
 };
 use crate::Engine;
 
 use super::attempts::{start_attempt, Starter};
 use super::contracts::validated_in;
 use super::transition::fail_job;
-use super::{commit_with, job_row};
+use super::{job_attempt, job_row};
 
 /// The outcome of trying to claim a queued job.
 #[derive(Debug, Clone, PartialEq)]
@@ -58,52 +58,78 @@ async fn unsendable(
     Ok(None)
 }
 
+/// Claims a queued job's next attempt inside the caller's transaction (see
+/// [`Engine::claim_next`]).
+pub(super) async fn claim_in(tx: &mut Tx, job_id: &str) -> Result<Claim> {
+    let job = job_row(tx, job_id).await?.into_job()?;
+    // The database's clock decides whether the backoff has ended.
+    let waiting = job.not_before.is_some() && job_rows::backing_off(tx, job_id).await?;
+    if job.status != JobStatus::Queued || waiting {
+        return Ok(Claim::Skipped);
+    }
+    let intent = validate_intent(job.intent.clone())?.intent;
+    let attempts = attempt_rows::for_job(tx, job_id)
+        .await?
+        .into_iter()
+        .map(|a| a.into_attempt())
+        .collect::<Result<Vec<Attempt>>>()?;
+    // Only a provider whose current contract check passed takes over by itself; a job
+    // without a contract has none.
+    let validated = validated_in(tx, &intent).await?;
+    let error = match next_step(&intent, &attempts, |p| validated.contains(p)) {
+        Next::Attempt(provider) => match unsendable(tx, &intent, &provider).await? {
+            Some(error) => error,
+            None => {
+                let starter = Starter {
+                    actor: Actor::Executor,
+                    explicit: false,
+                    field: "provider",
+                };
+                let row = match start_attempt(tx, &job, &provider, starter).await {
+                    Ok(row) => row,
+                    Err(Error::AttemptBlocked { .. }) => return Ok(Claim::Skipped),
+                    Err(e) => return Err(e),
+                };
+                let claimed = job_attempt(tx, job_id, &row.id).await?;
+                return Ok(Claim::Attempt(Box::new(claimed)));
+            }
+        },
+        Next::Fail(error) => error,
+    };
+    fail_job(tx, job_id, &error, Actor::Executor).await?;
+    let job = job_row(tx, job_id).await?.into_job()?;
+    Ok(Claim::Failed(Box::new(job)))
+}
+
 impl Engine {
     /// For the executor: claims a `queued` job's next attempt where the route policy sends it,
     /// or fails the job when the policy allows none. Everything the policy reads — the job's
     /// status and backoff, its attempts, the validated fallbacks of its contract, the
     /// providers — is read inside the claiming transaction.
     pub async fn claim_next(&self, job_id: &str) -> Result<Claim> {
-        let mut tx = self.begin().await?;
-        let job = job_row(&mut tx, job_id).await?.into_job()?;
-        // The database's clock decides whether the backoff has ended.
-        let waiting = job.not_before.is_some() && job_rows::backing_off(&mut tx, job_id).await?;
-        if job.status != JobStatus::Queued || waiting {
-            return Ok(Claim::Skipped);
+        let job_id = job_id.to_owned();
+        self.group(move |tx| Box::pin(async move { claim_in(tx, &job_id).await }))
+            .await
+    }
+
+    /// For the executor: [`Engine::claim_next`] for several jobs, committed together (one
+    /// transaction, each claim under its own savepoint). The outcomes are in the order of
+    /// `job_ids`; a claim that fails fails alone.
+    pub async fn claim_many(&self, job_ids: &[String]) -> Result<Vec<Result<Claim>>> {
+        let mut pending = Vec::with_capacity(job_ids.len());
+        for job_id in job_ids {
+            let job_id = job_id.clone();
+            pending.push(
+                self.writes
+                    .queue(move |tx| Box::pin(async move { claim_in(tx, &job_id).await }))?,
+            );
         }
-        let intent = validate_intent(job.intent.clone())?.intent;
-        let attempts = attempt_rows::for_job(&mut tx, job_id)
-            .await?
-            .into_iter()
-            .map(|a| a.into_attempt())
-            .collect::<Result<Vec<Attempt>>>()?;
-        // Only a provider whose current contract check passed takes over by itself; a job
-        // without a contract has none.
-        let validated = validated_in(&mut tx, &intent).await?;
-        let error = match next_step(&intent, &attempts, |p| validated.contains(p)) {
-            Next::Attempt(provider) => match unsendable(&mut tx, &intent, &provider).await? {
-                Some(error) => error,
-                None => {
-                    let starter = Starter {
-                        actor: Actor::Executor,
-                        explicit: false,
-                        field: "provider",
-                    };
-                    let row = match start_attempt(&mut tx, &job, &provider, starter).await {
-                        Ok(row) => row,
-                        Err(Error::AttemptBlocked { .. }) => return Ok(Claim::Skipped),
-                        Err(e) => return Err(e),
-                    };
-                    let claimed = commit_with(tx, job_id, &row.id).await?;
-                    return Ok(Claim::Attempt(Box::new(claimed)));
-                }
-            },
-            Next::Fail(error) => error,
-        };
-        fail_job(&mut tx, job_id, &error, Actor::Executor).await?;
-        let job = job_row(&mut tx, job_id).await?.into_job()?;
-        tx.commit().await?;
-        Ok(Claim::Failed(Box::new(job)))
+        self.writes.lead().await;
+        let mut outcomes = Vec::with_capacity(pending.len());
+        for claim in pending {
+            outcomes.push(claim.outcome().await);
+        }
+        Ok(outcomes)
     }
 
     /// For the executor: ids of queued jobs whose backoff has passed, oldest first.

@@ -147,10 +147,15 @@ impl Engine {
         usage: Option<&Value>,
     ) -> Result<()> {
         let usage = usage.map(Value::to_string);
-        let mut tx = self.begin().await?;
-        attempt_rows::record_usage(&mut tx, attempt_id, answer_id, usage.as_deref()).await?;
-        tx.commit().await?;
-        Ok(())
+        let (attempt_id, answer_id) = (attempt_id.to_owned(), answer_id.map(str::to_owned));
+        self.group(move |tx| {
+            Box::pin(async move {
+                attempt_rows::record_usage(tx, &attempt_id, answer_id.as_deref(), usage.as_deref())
+                    .await?;
+                Ok(())
+            })
+        })
+        .await
     }
 
     /// The token usage recorded for an attempt, if its provider reported one.

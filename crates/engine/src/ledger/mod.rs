@@ -8,10 +8,12 @@ mod transition;
 pub use claim::Claim;
 mod contracts;
 pub use contracts::AddedContract;
+mod group;
 mod person;
 mod providers;
 mod read;
 mod submit;
+pub(crate) use group::WriteQueue;
 pub(crate) use submit::SubmitQueue;
 
 use crate::store::Handle;
@@ -62,6 +64,32 @@ async fn reread(conn: &mut impl Handle, job_id: &str, attempt_id: &str) -> Resul
     let job = job_row(conn, job_id).await?.into_job()?;
     let attempt = attempt_row(conn, attempt_id).await?.into_attempt()?;
     Ok((job, attempt))
+}
+
+/// The job and the attempt an action touched, read again after its writes.
+async fn job_attempt(
+    conn: &mut impl Handle,
+    job_id: &str,
+    attempt_id: &str,
+) -> Result<crate::model::JobAttempt> {
+    let (job, attempt) = reread(conn, job_id, attempt_id).await?;
+    Ok(crate::model::JobAttempt {
+        job,
+        attempt,
+        next_attempt: None,
+    })
+}
+
+impl crate::Engine {
+    /// Runs one of the executor's writes in the next group commit (see `group.rs`); its
+    /// outcome is returned once the commit that holds it is durable.
+    async fn group<T, F>(&self, write: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: for<'t> FnOnce(&'t mut crate::store::Tx) -> group::Step<'t, T> + Send + 'static,
+    {
+        self.writes.run(write).await
+    }
 }
 
 /// Re-reads the job and the attempt an action touched, then commits: nothing is returned

@@ -1,0 +1,293 @@
+//! Group commit for the executor's writes: claims, `pending → in_flight`, response heads,
+//! lease renewals, answers and failures from every attempt this process drives.
+//!
+//! Each write joins a queue, then waits for the group lock. Whoever holds it takes every write
+//! queued (up to [`MAX_GROUP`]) and runs them in one write transaction, each under a savepoint
+//! of its own, so one durable commit (one fsync) holds them all. A write that fails is rolled
+//! back to its savepoint alone; the others stand. Every caller is answered only after the
+//! commit that holds its write has returned success, and a commit that fails answers each of
+//! them with the failure. A lone write is a group of one, without a savepoint.
+//!
+//! Writes in one group see each other's rows as writes in a row would: each is still a
+//! transition guarded by its expected state, decided inside the one transaction that holds
+//! the ledger's write lock. What SPEC §9 orders stays ordered: an attempt's `in_flight` write
+//! is queued only after its `pending` one was committed and answered, and its request is
+//! written only after the `in_flight` commit has answered.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::oneshot;
+
+use crate::error::{Error, Result};
+use crate::store::{Db, Tx};
+
+/// The most writes one commit holds: a busy executor's worth, few enough that the write lock
+/// is never held long.
+pub(crate) const MAX_GROUP: usize = 256;
+
+/// A write's statements on the group's transaction, boxed so writes of any type queue together.
+pub(crate) type Step<'t, T> = Pin<Box<dyn Future<Output = Result<T>> + Send + 't>>;
+
+/// Answers a caller once its group's commit is known: `Ok` when it is durable.
+type Answer = Box<dyn FnOnce(Result<()>) + Send>;
+
+/// A queued write: run it on the group's transaction; it says whether to keep what it wrote,
+/// and how to answer its caller after the commit.
+type Run = Box<
+    dyn for<'t> FnOnce(&'t mut Tx) -> Pin<Box<dyn Future<Output = (bool, Answer)> + Send + 't>>
+        + Send,
+>;
+
+struct Queued {
+    run: Run,
+    /// Answers the caller when its write never ran (the transaction could not start, or an
+    /// earlier write broke it).
+    refuse: Box<dyn FnOnce(Error) + Send>,
+}
+
+/// Where the executor's writes wait for their group commit; one per engine.
+pub(crate) struct WriteQueue {
+    waiting: Mutex<Vec<Queued>>,
+    leader: tokio::sync::Mutex<()>,
+    db: Db,
+}
+
+/// The caller's side of a queued write.
+pub(crate) struct Pending<T>(oneshot::Receiver<Result<T>>);
+
+impl<T> Pending<T> {
+    /// The write's outcome, once its group's commit is known.
+    pub(crate) async fn outcome(self) -> Result<T> {
+        self.0
+            .await
+            .map_err(|_| Error::internal("a group commit stopped before answering"))?
+    }
+}
+
+impl WriteQueue {
+    pub(crate) fn new(db: Db) -> WriteQueue {
+        WriteQueue {
+            waiting: Mutex::new(Vec::new()),
+            leader: tokio::sync::Mutex::new(()),
+            db,
+        }
+    }
+
+    /// Runs `write` in the next group commit and returns its outcome once that commit is
+    /// durable. A write that returns `Err` leaves nothing behind.
+    pub(crate) async fn run<T, F>(&self, write: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: for<'t> FnOnce(&'t mut Tx) -> Step<'t, T> + Send + 'static,
+    {
+        let pending = self.queue(write)?;
+        self.lead().await;
+        pending.outcome().await
+    }
+
+    /// Queues `write` without committing: a later [`WriteQueue::lead`] commits it with
+    /// whatever else is queued then.
+    pub(crate) fn queue<T, F>(&self, write: F) -> Result<Pending<T>>
+    where
+        T: Send + 'static,
+        F: for<'t> FnOnce(&'t mut Tx) -> Step<'t, T> + Send + 'static,
+    {
+        let (reply, answer) = oneshot::channel::<Result<T>>();
+        // Whichever of `run` and `refuse` is called answers; the other finds the sender gone.
+        let reply = Arc::new(Mutex::new(Some(reply)));
+        let refused = reply.clone();
+        let run: Run = Box::new(move |tx| {
+            Box::pin(async move {
+                let outcome = write(tx).await;
+                let keep = outcome.is_ok();
+                let answer: Answer = Box::new(move |commit| {
+                    if let Some(reply) = take(&reply) {
+                        let _ = reply.send(commit.and(outcome));
+                    }
+                });
+                (keep, answer)
+            })
+        });
+        let refuse = Box::new(move |e: Error| {
+            if let Some(reply) = take(&refused) {
+                let _ = reply.send(Err(e));
+            }
+        });
+        self.waiting
+            .lock()
+            .map_err(|_| Error::internal("the write queue was poisoned"))?
+            .push(Queued { run, refuse });
+        Ok(Pending(answer))
+    }
+
+    /// Takes the group lock and commits what is queued, if anything: a caller whose write an
+    /// earlier holder already took finds nothing to do.
+    pub(crate) async fn lead(&self) {
+        let _leader = self.leader.lock().await;
+        let group: Vec<Queued> = match self.waiting.lock() {
+            Ok(mut waiting) => {
+                let n = waiting.len().min(MAX_GROUP);
+                waiting.drain(..n).collect()
+            }
+            Err(_) => return,
+        };
+        if group.is_empty() {
+            return;
+        }
+        // Others' answers ride on this commit: it finishes even if this caller goes away.
+        let db = self.db.clone();
+        let _ = tokio::spawn(async move { commit_group(&db, group).await }).await;
+    }
+}
+
+fn take<T>(slot: &Mutex<Option<T>>) -> Option<T> {
+    slot.lock().unwrap_or_else(|p| p.into_inner()).take()
+}
+
+/// One transaction for the group, a savepoint per write when there are several; then every
+/// caller is answered with its outcome, or with the failure that lost the group.
+async fn commit_group(db: &Db, group: Vec<Queued>) {
+    let mut tx = match db.begin().await {
+        Ok(tx) => tx,
+        Err(e) => {
+            let e = Error::from(e);
+            for queued in group {
+                (queued.refuse)(e.clone());
+            }
+            return;
+        }
+    };
+    let alone = group.len() == 1;
+    let mut answers: Vec<Answer> = Vec::with_capacity(group.len());
+    let mut rest = group.into_iter();
+    let mut broken: Option<Error> = None;
+    for queued in rest.by_ref() {
+        if !alone {
+            if let Err(e) = tx.savepoint().await {
+                let e = Error::from(e);
+                (queued.refuse)(e.clone());
+                broken = Some(e);
+                break;
+            }
+        }
+        let (keep, answer) = (queued.run)(&mut tx).await;
+        answers.push(answer);
+        if alone {
+            if !keep {
+                // A refusal: nothing of it may stay, and nothing else is in the transaction.
+                drop(tx);
+                for answer in answers {
+                    answer(Ok(()));
+                }
+                return;
+            }
+            break;
+        }
+        let undone = match keep {
+            true => Ok(()),
+            false => tx.rollback_to_savepoint().await,
+        };
+        let released = match undone {
+            Ok(()) => tx.release_savepoint().await,
+            Err(e) => Err(e),
+        };
+        if let Err(e) = released {
+            broken = Some(e.into());
+            break;
+        }
+    }
+    let committed: Result<()> = match broken {
+        Some(e) => Err(e),
+        None => tx.commit().await.map_err(Error::from),
+    };
+    if let Err(e) = &committed {
+        for queued in rest {
+            (queued.refuse)(e.clone());
+        }
+    }
+    for answer in answers {
+        answer(committed.clone());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+    use crate::ledger::claim::claim_in;
+    use crate::{Claim, Engine, JobStatus};
+
+    fn queue_claim(engine: &Engine, id: &str) -> Pending<Claim> {
+        let id = id.to_owned();
+        engine
+            .writes
+            .queue(move |tx| Box::pin(async move { claim_in(tx, &id).await }))
+            .unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_write_that_fails_in_a_group_is_undone_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let engine = Engine::open(dir.path().join("ledger.db")).await.unwrap();
+        let mut ids = Vec::new();
+        for n in 0..3 {
+            let intent = format!(r#"{{"route": ["sandbox"], "input": {{"n": {n}}}}}"#);
+            ids.push(
+                engine
+                    .submit("local", &format!("k{n}"), &intent)
+                    .await
+                    .unwrap()
+                    .job
+                    .id,
+            );
+        }
+        let first = queue_claim(&engine, &ids[0]);
+        // Claims, then refuses: its attempt must not survive the group's commit.
+        let id = ids[1].clone();
+        let refused = engine
+            .writes
+            .queue(move |tx| {
+                Box::pin(async move {
+                    claim_in(tx, &id).await?;
+                    Err::<(), _>(Error::internal("refused after writing"))
+                })
+            })
+            .unwrap();
+        let third = queue_claim(&engine, &ids[2]);
+        engine.writes.lead().await;
+
+        assert!(matches!(first.outcome().await.unwrap(), Claim::Attempt(_)));
+        assert_eq!(refused.outcome().await.unwrap_err().code(), "internal");
+        assert!(matches!(third.outcome().await.unwrap(), Claim::Attempt(_)));
+        let status = |id: &str| {
+            let (engine, id) = (engine.clone(), id.to_owned());
+            async move { engine.job("local", &id).await.unwrap() }
+        };
+        assert_eq!(status(&ids[0]).await.job.status, JobStatus::Running);
+        let undone = status(&ids[1]).await;
+        assert_eq!(undone.job.status, JobStatus::Queued);
+        assert!(undone.attempts.is_empty());
+        assert_eq!(status(&ids[2]).await.job.status, JobStatus::Running);
+    }
+
+    #[tokio::test]
+    async fn claims_of_one_job_in_one_group_make_one_attempt() {
+        let dir = tempfile::tempdir().unwrap();
+        let engine = Engine::open(dir.path().join("ledger.db")).await.unwrap();
+        let intent = r#"{"route": ["sandbox"], "input": {}}"#;
+        let id = engine.submit("local", "once", intent).await.unwrap().job.id;
+        let claims = engine
+            .claim_many(&[id.clone(), id.clone(), id.clone()])
+            .await
+            .unwrap();
+        let made = claims
+            .iter()
+            .filter(|c| matches!(c, Ok(Claim::Attempt(_))))
+            .count();
+        assert_eq!(made, 1, "{claims:?}");
+        assert_eq!(engine.job("local", &id).await.unwrap().attempts.len(), 1);
+    }
+}
