@@ -6,16 +6,17 @@
 //!   of a key search, beside a raw keyset `SELECT` of the same page on the same file.
 //!
 //! Run: `cargo bench -p onejob-engine --bench ledger` (`ONEJOB_BENCH_JOBS` and
-//! `ONEJOB_BENCH_HISTORY` change the 2,000 and the 100,000).
+//! `ONEJOB_BENCH_HISTORY` change the 2,000 and the 100,000, `ONEJOB_BENCH_CONCURRENCY` the
+//! executor's 32 attempts at once).
 
 mod common;
 
 use std::time::{Duration, Instant};
 
+use common::executor::run_queued;
 use common::{ms, pct, raw_connection, raw_inserts, total, OWNER};
-use onejob_engine::executor::{Executor, ExecutorOptions};
-use onejob_engine::{Engine, JobStatus, JobsQuery};
-use serde_json::json;
+use onejob_engine::executor::DEFAULT_MAX_IN_FLIGHT;
+use onejob_engine::{Engine, JobsQuery};
 use sqlx::{ConnectOptions, Connection};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -39,46 +40,39 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
     Ok(())
 }
 
-/// Queues `n` jobs at an instant sandbox, then runs one executor until nothing is left.
+/// Queues `n` jobs at an instant sandbox, then runs one executor until nothing is left; the
+/// raw insert rate is measured half before and half after, so a noisy neighbour weighs on both
+/// sides alike. Then jobs at a sandbox that takes 1 s: the executor's slots are the limit.
 async fn end_to_end(dir: &std::path::Path, n: usize) -> Result<(), Box<dyn std::error::Error>> {
     let mut raw_conn = raw_connection(&dir.join("raw-e2e.db")).await?;
-    let raw = raw_inserts(&mut raw_conn, 0..n).await?;
-    raw_conn.close().await?;
+    let mut raw = raw_inserts(&mut raw_conn, 0..n / 2).await?;
 
     let engine = Engine::open(dir.join("e2e.db")).await?;
-    let instant = json!({"name": "sandbox", "kind": "sandbox", "soft_timeout_ms": 10_000,
-        "hard_timeout_ms": 30_000, "honours_idempotency_key": true,
-        "dials": {"latency_ms": 0, "jitter_ms": 0}});
-    engine.add_provider(&instant.to_string()).await?;
-    for i in 0..n {
-        let body = json!({"route": ["sandbox"], "input": {"n": i}}).to_string();
-        engine.submit(OWNER, &format!("e2e-{i}"), &body).await?;
-    }
-    let executor = Executor::new(engine.clone(), ExecutorOptions::default())?;
-    let start = Instant::now();
-    executor.run_until_idle().await?;
-    let took = start.elapsed();
-    let succeeded = engine
-        .count_jobs(
-            OWNER,
-            &JobsQuery {
-                status: Some(JobStatus::Succeeded),
-                ..JobsQuery::default()
-            },
-        )
-        .await?;
+    let concurrency = env_number("ONEJOB_BENCH_CONCURRENCY", DEFAULT_MAX_IN_FLIGHT);
+    let instant = run_queued(&engine, "instant", n, 0, concurrency).await?;
+    raw.extend(raw_inserts(&mut raw_conn, n / 2..n).await?);
+    raw_conn.close().await?;
+    let slow_n = concurrency * 4;
+    let slow = run_queued(&engine, "slow", slow_n, 1000, concurrency).await?;
     engine.close().await;
 
     let raw_rate = raw.len() as f64 / total(&raw).as_secs_f64();
-    let rate = n as f64 / took.as_secs_f64();
+    let rate = instant.rate(n);
     println!("raw INSERT rate (baseline, same run): {raw_rate:>8.0} inserts/s");
     println!(
-        "executor end to end, instant sandbox:  {rate:>8.0} jobs/s ({succeeded} of {n} succeeded in {:.1} ms)",
-        ms(took)
+        "executor end to end, instant sandbox:  {rate:>8.0} jobs/s ({} of {n} succeeded in {:.1} ms, {concurrency} at once)",
+        instant.succeeded,
+        ms(instant.took)
     );
     println!(
         "  ratio executor/raw: {:.1}% (aim: >= 30%)",
         100.0 * rate / raw_rate
+    );
+    println!(
+        "executor end to end, sandbox taking 1 s: {:>6.1} jobs/s ({} of {slow_n} succeeded in {:.1} ms, {concurrency} at once; aim: about {concurrency} jobs/s)",
+        slow.rate(slow_n),
+        slow.succeeded,
+        ms(slow.took)
     );
     Ok(())
 }

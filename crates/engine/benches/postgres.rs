@@ -1,7 +1,8 @@
 //! Submit on a PostgreSQL ledger (SPEC §14), printed beside a baseline measured in the same run
 //! on the same server (never asserted): durable submits with new keys, one after another,
 //! against raw single-row INSERTs (one commit each) into a table shaped like `jobs` in another
-//! database; then 1,000 concurrent submits with distinct keys (group commit).
+//! database; then 1,000 concurrent submits with distinct keys (group commit), and the executor
+//! end to end.
 //!
 //! The cluster is a throwaway one on 127.0.0.1 with `fsync` on, as a real server would run.
 //! Run: `cargo bench -p onejob-engine --bench postgres` (`ONEJOB_BENCH_N` scales the first part).
@@ -14,6 +15,9 @@ use common::{
     engine_with_provider, intent, ms, pct, print_latencies, ratio, sequential_submits, storm,
     total, OWNER,
 };
+use common::executor::run_queued;
+use onejob_engine::executor::DEFAULT_MAX_IN_FLIGHT;
+use onejob_engine::Engine;
 use onejob_testkit::Postgres;
 use sqlx::{Connection, PgConnection};
 
@@ -89,6 +93,29 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
         "pg 1000 concurrent submits, distinct keys: {:>8.1} ms ({storm_rate:.0} submits/s, {:.2}x raw sequential)",
         ms(storm),
         storm_rate / raw_rate,
+    );
+    executor_end_to_end(&cluster, raw_rate).await
+}
+
+/// One executor running 2,000 queued jobs at an instant sandbox on the shared ledger (what
+/// `onejob worker --once` does), beside the raw INSERT rate of this run.
+async fn executor_end_to_end(
+    cluster: &Postgres,
+    raw_rate: f64,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let n = 2_000;
+    let engine = Engine::open(cluster.database("e2e")?).await?;
+    let run = run_queued(&engine, "instant", n, 0, DEFAULT_MAX_IN_FLIGHT).await?;
+    engine.close().await;
+    let rate = run.rate(n);
+    println!(
+        "pg executor end to end, instant sandbox: {rate:>8.0} jobs/s ({} of {n} succeeded in {:.1} ms, {DEFAULT_MAX_IN_FLIGHT} at once)",
+        run.succeeded,
+        ms(run.took)
+    );
+    println!(
+        "  pg ratio executor/raw: {:.1}% (aim: >= 30%)",
+        100.0 * rate / raw_rate
     );
     Ok(())
 }

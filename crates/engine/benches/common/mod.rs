@@ -4,6 +4,8 @@
 // Each benchmark uses its own part.
 #![allow(dead_code)]
 
+pub mod executor;
+
 use std::time::{Duration, Instant};
 
 use onejob_engine::Engine;

@@ -165,8 +165,7 @@ impl Executor {
             };
             self.reap();
             let busy = !lock(&self.inner.driving).is_empty();
-            let waiting = self.inner.engine.next_backoff_end().await?;
-            if started == 0 && !busy && waiting.is_none() {
+            if started == 0 && !busy && self.inner.engine.next_backoff_end().await?.is_none() {
                 let pending = self.inner.engine.pending_attempts(1).await?;
                 if pending.is_empty() {
                     break;

@@ -109,13 +109,26 @@ impl Executor {
     ) -> Option<Classified> {
         let engine = &self.inner.engine;
         let attempt_id = attempt.id.clone();
+        // The head is queued for the next group commit and the body read meanwhile: the
+        // answer's write, queued after it, commits with it or after it.
         let exchange = http::exchange(request, config, async |head: Head| {
-            let recorded = engine
-                .record_response_head(&attempt_id, head.request_id.as_deref(), Some(head.status))
-                .await;
-            if let Err(e) = recorded {
-                eprintln!("onejob executor: attempt {attempt_id}: {e}");
-            }
+            let queued = engine.queue_response_head(
+                &attempt_id,
+                head.request_id.as_deref(),
+                Some(head.status),
+            );
+            let attempt_id = attempt_id.clone();
+            let recorded = async move {
+                match queued {
+                    Ok(recorded) => recorded.await,
+                    Err(e) => Err(e),
+                }
+            };
+            tokio::spawn(async move {
+                if let Err(e) = recorded.await {
+                    eprintln!("onejob executor: attempt {attempt_id}: {e}");
+                }
+            });
         });
         tokio::pin!(exchange);
         let soft = Duration::from_millis(config.soft_timeout_ms);

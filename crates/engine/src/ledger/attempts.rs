@@ -31,6 +31,8 @@ pub(super) struct Starter {
     pub explicit: bool,
     /// The input field that named the provider, for errors.
     pub field: &'static str,
+    /// The caller has already found the provider configured in this transaction.
+    pub provider_checked: bool,
 }
 
 /// Inserts the job's next attempt as `pending` and moves the job to `running`.
@@ -49,7 +51,7 @@ pub(super) async fn start_attempt(
             JobStatus::Running.as_str(),
         ));
     }
-    if provider_rows::get(conn, provider).await?.is_none() {
+    if !starter.provider_checked && provider_rows::get(conn, provider).await?.is_none() {
         return Err(Error::invalid_input(
             starter.field,
             format!("no provider named {provider} is configured"),
@@ -156,6 +158,7 @@ impl Engine {
                     actor: Actor::Executor,
                     explicit: false,
                     field: "provider",
+                    provider_checked: false,
                 };
                 let row = start_attempt(tx, &job, &provider, starter).await?;
                 job_attempt(tx, &job_id, &row.id).await
@@ -224,8 +227,21 @@ impl Engine {
         request_id: Option<&str>,
         http_status: Option<u16>,
     ) -> Result<()> {
+        self.queue_response_head(attempt_id, request_id, http_status)?
+            .await
+    }
+
+    /// For the executor: [`Engine::record_response_head`] without waiting: the write is queued
+    /// at once, so a write the caller queues after it (the answer) is committed in the same
+    /// group or a later one, never before it. The future commits it and gives its outcome.
+    pub(crate) fn queue_response_head(
+        &self,
+        attempt_id: &str,
+        request_id: Option<&str>,
+        http_status: Option<u16>,
+    ) -> Result<impl std::future::Future<Output = Result<()>> + Send + 'static> {
         let (attempt_id, request_id) = (attempt_id.to_owned(), request_id.map(str::to_owned));
-        self.group(move |tx| {
+        let pending = self.writes.queue(move |tx| {
             Box::pin(async move {
                 let recorded = attempt_rows::record_response_head(
                     tx,
@@ -239,8 +255,12 @@ impl Engine {
                     false => Err(Error::not_found("attempt", &attempt_id)),
                 }
             })
+        })?;
+        let writes = self.writes.clone();
+        Ok(async move {
+            writes.lead().await;
+            pending.outcome().await
         })
-        .await
     }
 
     /// For the executor: no trustworthy answer (`in_flight → unknown`); the job waits for a

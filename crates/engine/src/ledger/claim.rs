@@ -84,6 +84,8 @@ pub(super) async fn claim_in(tx: &mut Tx, job_id: &str) -> Result<Claim> {
                     actor: Actor::Executor,
                     explicit: false,
                     field: "provider",
+                    // `unsendable` just read it.
+                    provider_checked: true,
                 };
                 let row = match start_attempt(tx, &job, &provider, starter).await {
                     Ok(row) => row,

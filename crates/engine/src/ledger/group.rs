@@ -163,9 +163,18 @@ async fn commit_group(db: &Db, group: Vec<Queued>) {
     let mut answers: Vec<Answer> = Vec::with_capacity(group.len());
     let mut rest = group.into_iter();
     let mut broken: Option<Error> = None;
+    // Whether a savepoint is open and what was written since it is to be kept.
+    let mut kept_since_savepoint = None;
     for queued in rest.by_ref() {
         if !alone {
-            if let Err(e) = tx.savepoint().await {
+            // A new savepoint for this write; an open one whose write failed was rolled back
+            // to its start and serves again.
+            let marked = match kept_since_savepoint {
+                None => tx.savepoint().await,
+                Some(true) => tx.next_savepoint().await,
+                Some(false) => Ok(()),
+            };
+            if let Err(e) = marked {
                 let e = Error::from(e);
                 (queued.refuse)(e.clone());
                 broken = Some(e);
@@ -185,17 +194,12 @@ async fn commit_group(db: &Db, group: Vec<Queued>) {
             }
             break;
         }
-        let undone = match keep {
-            true => Ok(()),
-            false => tx.rollback_to_savepoint().await,
-        };
-        let released = match undone {
-            Ok(()) => tx.release_savepoint().await,
-            Err(e) => Err(e),
-        };
-        if let Err(e) = released {
-            broken = Some(e.into());
-            break;
+        kept_since_savepoint = Some(keep);
+        if !keep {
+            if let Err(e) = tx.rollback_to_savepoint().await {
+                broken = Some(e.into());
+                break;
+            }
         }
     }
     let committed: Result<()> = match broken {

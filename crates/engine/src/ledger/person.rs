@@ -94,6 +94,7 @@ impl Engine {
                     actor: Actor::User,
                     explicit: true,
                     field: "retry_on",
+                    provider_checked: false,
                 };
                 let next = start_attempt(&mut tx, &job, provider, starter).await?;
                 Some(next.into_attempt()?)
@@ -200,6 +201,7 @@ impl Engine {
             actor: Actor::User,
             explicit: true,
             field: "provider",
+            provider_checked: false,
         };
         let row = start_attempt(&mut tx, &job, &provider, starter).await?;
         let done = commit_with(tx, job_id, &row.id).await?;

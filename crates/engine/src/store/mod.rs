@@ -101,6 +101,22 @@ impl Tx {
         self.simple("RELEASE SAVEPOINT onejob_step").await
     }
 
+    /// Releases the savepoint and marks a new one, in one round trip.
+    pub async fn next_savepoint(&mut self) -> sqlx::Result<()> {
+        use sqlx::Executor;
+        const STATEMENTS: &str = "RELEASE SAVEPOINT onejob_step; SAVEPOINT onejob_step";
+        match self {
+            Tx::Sqlite(tx) => {
+                let conn: &mut SqliteConnection = tx;
+                conn.execute(sqlx::raw_sql(STATEMENTS)).await.map(|_| ())
+            }
+            Tx::Postgres(tx) => {
+                let conn: &mut PgConnection = tx;
+                conn.execute(sqlx::raw_sql(STATEMENTS)).await.map(|_| ())
+            }
+        }
+    }
+
     async fn simple(&mut self, statement: &'static str) -> sqlx::Result<()> {
         match self {
             Tx::Sqlite(tx) => sqlx::query(statement).execute(&mut **tx).await.map(|_| ()),

@@ -1,0 +1,60 @@
+//! The executor end to end: queued jobs at an in-process sandbox, run until none is left.
+
+use std::time::{Duration, Instant};
+
+use onejob_engine::executor::{Executor, ExecutorOptions};
+use onejob_engine::{Engine, JobStatus, JobsQuery};
+use serde_json::json;
+
+use super::OWNER;
+
+/// How one run went.
+pub struct Run {
+    pub took: Duration,
+    pub succeeded: u32,
+}
+
+impl Run {
+    pub fn rate(&self, n: usize) -> f64 {
+        n as f64 / self.took.as_secs_f64()
+    }
+}
+
+/// Adds a sandbox provider `name` answering after `latency_ms`, queues `n` jobs at it (keys
+/// `<name>-<i>`), then runs one executor sending `concurrency` at once until nothing is left,
+/// as `onejob worker --once --concurrency N` does.
+pub async fn run_queued(
+    engine: &Engine,
+    name: &str,
+    n: usize,
+    latency_ms: u64,
+    concurrency: usize,
+) -> Result<Run, Box<dyn std::error::Error>> {
+    let sandbox = json!({"name": name, "kind": "sandbox", "soft_timeout_ms": 30_000,
+        "hard_timeout_ms": 60_000, "honours_idempotency_key": true,
+        "dials": {"latency_ms": latency_ms, "jitter_ms": 0}});
+    engine.add_provider(&sandbox.to_string()).await?;
+    for i in 0..n {
+        let body = json!({"route": [name], "input": {"n": i}}).to_string();
+        engine.submit(OWNER, &format!("{name}-{i}"), &body).await?;
+    }
+    let options = ExecutorOptions {
+        max_in_flight: concurrency,
+        ..ExecutorOptions::default()
+    };
+    let executor = Executor::new(engine.clone(), options)?;
+    let start = Instant::now();
+    executor.run_until_idle().await?;
+    let took = start.elapsed();
+    let succeeded = engine
+        .count_jobs(
+            OWNER,
+            &JobsQuery {
+                status: Some(JobStatus::Succeeded),
+                provider: Some(name.to_owned()),
+                ..JobsQuery::default()
+            },
+        )
+        .await?;
+    Ok(Run { took, succeeded })
+}
