@@ -232,7 +232,7 @@ pub async fn check_contract(
 #[tauri::command]
 #[specta::specta]
 pub async fn settings(state: State<'_, AppState>) -> Result<Settings, Error> {
-    Ok(Settings::of(&state.engine))
+    Ok(Settings::of(&state))
 }
 
 /// Checks a ledger (a file path or a `postgres://` URL without a password) by opening it, and
@@ -245,7 +245,19 @@ pub async fn choose_ledger(
     location: String,
 ) -> Result<Settings, Error> {
     crate::ledger::choose(&location).await?;
-    Ok(Settings::of(&state.engine))
+    Ok(Settings::of(&state))
+}
+
+/// Sets how many attempts the app sends at once (1 to 1024), saved for the next start and
+/// applied to the running executor now: with fewer, attempts already out finish first.
+#[tauri::command]
+#[specta::specta]
+pub async fn set_concurrency(state: State<'_, AppState>, n: u32) -> Result<Settings, Error> {
+    crate::sending::save(n)?;
+    if let Some(executor) = &state.executor {
+        executor.set_max_in_flight(n as usize);
+    }
+    Ok(Settings::of(&state))
 }
 
 /// Prints the wall-clock time (Unix ms) at which the window first showed the Jobs screen's

@@ -108,7 +108,7 @@ fn has_password(location: &str) -> bool {
         && onejob_engine::store::postgres::redact(location) != location
 }
 
-fn storage(message: String) -> Error {
+pub(crate) fn storage(message: String) -> Error {
     Error::Storage {
         message,
         details: onejob_engine::error::EmptyDetails {},

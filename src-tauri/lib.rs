@@ -5,6 +5,7 @@ pub mod attention;
 pub mod commands;
 pub mod ledger;
 pub mod notify;
+pub mod sending;
 pub mod view;
 
 use std::time::Duration;
@@ -28,6 +29,8 @@ pub struct AppState {
     pub engine: Engine,
     /// Every read and write of the app is scoped to this owner.
     pub owner: String,
+    /// The executor running inside the app, when one does (the headless tests run none).
+    pub executor: Option<Executor>,
 }
 
 impl AppState {
@@ -36,6 +39,23 @@ impl AppState {
         AppState {
             engine,
             owner: OWNER.to_owned(),
+            executor: None,
+        }
+    }
+
+    /// The same state, with the executor the app runs.
+    pub fn with_executor(self, executor: Executor) -> Self {
+        AppState {
+            executor: Some(executor),
+            ..self
+        }
+    }
+
+    /// How many attempts the app sends at once: its executor's, or the saved setting.
+    pub fn concurrency(&self) -> u32 {
+        match &self.executor {
+            Some(executor) => u32::try_from(executor.max_in_flight()).unwrap_or(u32::MAX),
+            None => sending::saved(),
         }
     }
 }
@@ -66,6 +86,7 @@ pub fn specta_builder<R: Runtime>() -> tauri_specta::Builder<R> {
             commands::check_contract,
             commands::settings,
             commands::choose_ledger,
+            commands::set_concurrency,
             commands::first_paint,
         ])
         .events(tauri_specta::collect_events![LedgerChanged, OpenJob])
@@ -122,10 +143,14 @@ pub fn run(context: Context<Wry>) -> Result<(), RunError> {
     let engine = tauri::async_runtime::block_on(Engine::open(&location))
         .map_err(|e| RunError::Database(location_shown(&location), e))?;
     // The executor runs inside the app for as long as the app runs.
-    let executor =
-        Executor::new(engine.clone(), ExecutorOptions::default()).map_err(RunError::Executor)?;
+    let options = ExecutorOptions {
+        max_in_flight: sending::saved() as usize,
+        ..ExecutorOptions::default()
+    };
+    let executor = Executor::new(engine.clone(), options).map_err(RunError::Executor)?;
+    let state = AppState::new(engine.clone()).with_executor(executor.clone());
     tauri::async_runtime::spawn(async move { executor.run(std::future::pending()).await });
-    let app = with_commands(tauri::Builder::default(), AppState::new(engine.clone()))
+    let app = with_commands(tauri::Builder::default(), state)
         .plugin(tauri_plugin_notification::init())
         .build(context)
         .map_err(RunError::Window)?;

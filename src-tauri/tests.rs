@@ -287,11 +287,40 @@ fn settings_name_the_database_file() {
     assert_eq!(settings["owner"], json!(OWNER));
 }
 
-#[test]
-fn choosing_a_ledger_checks_it_refuses_a_password_and_saves_it_for_the_next_start() {
-    // The only test that touches the config folder, so it may point it somewhere of its own.
+/// Points the config folder at a fresh one for as long as the guard lives; tests that touch
+/// it take turns, since the variable is the whole process's.
+fn own_config_folder() -> (std::sync::MutexGuard<'static, ()>, tempfile::TempDir) {
+    static CONFIG: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let guard = CONFIG.lock().unwrap_or_else(|p| p.into_inner());
     let config = tempfile::tempdir().unwrap();
     std::env::set_var("XDG_CONFIG_HOME", config.path());
+    (guard, config)
+}
+
+#[test]
+fn the_attempts_sent_at_once_are_checked_and_saved_for_the_next_start() {
+    let (_config_lock, config) = own_config_folder();
+    let app = headless_app();
+    let saved = config.path().join("dev.onejob.app").join("concurrency");
+    let settings = invoke(&app.window, "settings", json!({})).unwrap();
+    assert_eq!(settings["concurrency"], json!(32), "the executor's default");
+
+    for bad in [0, 1025] {
+        let refused = invoke(&app.window, "set_concurrency", json!({"n": bad})).unwrap_err();
+        assert_eq!(refused["code"], json!("invalid_input"), "{bad}");
+        assert_eq!(refused["details"]["field"], json!("concurrency"));
+        assert!(!saved.exists(), "nothing saved for {bad}");
+    }
+    let settings = invoke(&app.window, "set_concurrency", json!({"n": 5})).unwrap();
+    assert_eq!(settings["concurrency"], json!(5));
+    assert_eq!(std::fs::read_to_string(&saved).unwrap().trim(), "5");
+    let again = invoke(&app.window, "settings", json!({})).unwrap();
+    assert_eq!(again["concurrency"], json!(5));
+}
+
+#[test]
+fn choosing_a_ledger_checks_it_refuses_a_password_and_saves_it_for_the_next_start() {
+    let (_config_lock, config) = own_config_folder();
     let app = headless_app();
     let choice = config.path().join("dev.onejob.app").join("ledger");
 

@@ -212,11 +212,14 @@ pub struct Settings {
     pub next_start: Option<String>,
     /// The profile the app acts for.
     pub owner: String,
+    /// How many attempts the app's executor sends at once.
+    pub concurrency: u32,
 }
 
 impl Settings {
-    /// The settings of the app running over `engine`.
-    pub fn of(engine: &Engine) -> Settings {
+    /// The settings of the running app.
+    pub fn of(state: &crate::AppState) -> Settings {
+        let engine = &state.engine;
         let (next, _) = crate::ledger::to_open();
         let next = onejob_engine::store::postgres::redact(&next);
         Settings {
@@ -225,6 +228,7 @@ impl Settings {
             source: crate::ledger::source(),
             next_start: (next != engine.location()).then_some(next),
             owner: crate::OWNER.to_owned(),
+            concurrency: state.concurrency(),
         }
     }
 }

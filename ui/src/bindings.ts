@@ -86,6 +86,11 @@ export const commands = {
 	 */
 	chooseLedger: (location: string) => typedError<Settings, Error>(__TAURI_INVOKE("choose_ledger", { location })),
 	/**
+	 *  Sets how many attempts the app sends at once (1 to 1024), saved for the next start and
+	 *  applied to the running executor now: with fewer, attempts already out finish first.
+	 */
+	setConcurrency: (n: number) => typedError<Settings, Error>(__TAURI_INVOKE("set_concurrency", { n })),
+	/**
 	 *  Prints the wall-clock time (Unix ms) at which the window first showed the Jobs screen's
 	 *  content, once, when `ONEJOB_REPORT_FIRST_PAINT=1`: the cold-start benchmark's end mark.
 	 */
@@ -494,6 +499,8 @@ export type Settings = {
 	next_start: string | null,
 	/**  The profile the app acts for. */
 	owner: string,
+	/**  How many attempts the app's executor sends at once. */
+	concurrency: number,
 };
 
 /**  Where the ledger the app opened was named. */

@@ -11,11 +11,11 @@ mod common;
 
 use std::time::{Duration, Instant};
 
+use common::executor::run_queued;
 use common::{
     engine_with_provider, intent, ms, pct, print_latencies, ratio, sequential_submits, storm,
     total, OWNER,
 };
-use common::executor::run_queued;
 use onejob_engine::executor::DEFAULT_MAX_IN_FLIGHT;
 use onejob_engine::Engine;
 use onejob_testkit::Postgres;

@@ -597,3 +597,50 @@ async fn only_the_process_running_an_in_process_sandbox_looks_it_up() {
         other => panic!("expected a completion, got {other:?}"),
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_attempts_sent_at_once_follow_a_change_made_while_the_executor_runs() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+    let ledger = Ledger::new().await;
+    let engine = &ledger.engine;
+    // Holds each request 400 ms and counts how many it holds at once.
+    let (now, most) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let seen = most.clone();
+    let url = serve_raw(move |_| {
+        let holding = now.fetch_add(1, Ordering::SeqCst) + 1;
+        seen.fetch_max(holding, Ordering::SeqCst);
+        std::thread::sleep(Duration::from_millis(400));
+        now.fetch_sub(1, Ordering::SeqCst);
+        b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 11\r\nconnection: close\r\n\r\n{\"ok\":true}".to_vec()
+    })
+    .await;
+    provider(engine, "slow", &url, 5_000, true).await;
+    let mut ids = Vec::new();
+    for i in 0..12 {
+        ids.push(submit(engine, &format!("k{i}"), &["slow"], 1).await);
+    }
+    let options = ExecutorOptions {
+        max_in_flight: 1,
+        ..ExecutorOptions::default()
+    };
+    let executor = Executor::new(engine.clone(), options).expect("executor");
+    let running = tokio::spawn({
+        let executor = executor.clone();
+        async move { executor.run_until_idle().await }
+    });
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    assert_eq!(most.load(Ordering::SeqCst), 1, "one at a time at first");
+    executor.set_max_in_flight(4);
+    assert_eq!(executor.max_in_flight(), 4);
+    running.await.expect("join").expect("run");
+    assert_eq!(
+        most.load(Ordering::SeqCst),
+        4,
+        "four at once after the change"
+    );
+    for id in &ids {
+        let job = engine.job(OWNER, id).await.expect("job").job;
+        assert_eq!(job.status, JobStatus::Succeeded, "{id}");
+    }
+}

@@ -1,5 +1,5 @@
 // The Settings screen: which ledger the app uses (a file, or a PostgreSQL database shared by a
-// team), and whom it acts for.
+// team), whom it acts for, and how many attempts it sends at once.
 import { useState } from "react";
 import { call, useRead } from "../api";
 import { commands, type Settings, type Source } from "../bindings";
@@ -48,6 +48,9 @@ export function SettingsScreen() {
         The <code>onejob</code> command line uses the same file by default, so jobs it submits
         appear here as they happen.
       </p>
+      {settings !== null && (
+        <SendingForm current={settings.concurrency} onSaved={setSaved} />
+      )}
       <LedgerForm onSaved={setSaved} />
     </section>
   );
@@ -116,6 +119,84 @@ function LedgerForm({ onSaved }: { onSaved: (s: Settings) => void }) {
         </button>
         <button type="button" className="button" disabled={busy} onClick={() => void save("")}>
           Back to the default file
+        </button>
+      </div>
+    </form>
+  );
+}
+
+/** The most attempts the app sends at once, as for `onejob worker --concurrency`. */
+const MAX_CONCURRENCY = 1024;
+
+/** Sets how many attempts the app's executor sends at once; applied at once and kept. */
+function SendingForm({ current, onSaved }: { current: number; onSaved: (s: Settings) => void }) {
+  const [text, setText] = useState(String(current));
+  const [error, setError] = useState<string | null>(null);
+  const [busy, setBusy] = useState(false);
+  const [done, setDone] = useState(false);
+
+  async function save() {
+    const n = Number(text.trim());
+    if (!Number.isInteger(n) || n < 1 || n > MAX_CONCURRENCY) {
+      setError(`Give a whole number from 1 to ${MAX_CONCURRENCY}.`);
+      setDone(false);
+      return;
+    }
+    setBusy(true);
+    const result = await call(() => commands.setConcurrency(n));
+    setBusy(false);
+    if (result.status === "ok") {
+      setError(null);
+      setDone(true);
+      onSaved(result.data);
+    } else {
+      setError(result.error.message);
+      setDone(false);
+    }
+  }
+
+  return (
+    <form
+      className="sending-form"
+      onSubmit={(e) => {
+        e.preventDefault();
+        void save();
+      }}
+    >
+      <h3>Attempts sent at once</h3>
+      <p className="muted">
+        How many attempts this app sends to providers at the same time. More finishes a long queue
+        sooner; fewer is gentler on a provider&apos;s rate limits. Lowering it lets attempts already
+        out finish; nothing is sent twice either way.
+      </p>
+      <label>
+        At once (1 to {MAX_CONCURRENCY})
+        <input
+          data-testid="concurrency"
+          type="number"
+          min={1}
+          max={MAX_CONCURRENCY}
+          step={1}
+          value={text}
+          onChange={(e) => {
+            setText(e.target.value);
+            setDone(false);
+          }}
+        />
+      </label>
+      {error !== null && (
+        <p className="field-error" role="alert" data-testid="concurrency-error">
+          {error}
+        </p>
+      )}
+      {done && (
+        <p className="muted" data-testid="concurrency-saved">
+          Saved and applied now.
+        </p>
+      )}
+      <div className="actions">
+        <button type="submit" className="button primary" disabled={busy}>
+          Save
         </button>
       </div>
     </form>

@@ -88,6 +88,8 @@ struct Inner {
     client: reqwest::Client,
     options: ExecutorOptions,
     permits: Arc<Semaphore>,
+    /// How many attempts it may send at once now: `options.max_in_flight` until changed.
+    max_in_flight: Mutex<usize>,
     tasks: Mutex<JoinSet<()>>,
     /// Attempts this executor is driving, so a pass does not start one twice.
     driving: Mutex<HashSet<String>>,
@@ -116,6 +118,7 @@ impl Executor {
             inner: Arc::new(Inner {
                 id: format!("executor-{}", uuid::Uuid::now_v7()),
                 permits: Arc::new(Semaphore::new(options.max_in_flight.max(1))),
+                max_in_flight: Mutex::new(options.max_in_flight.max(1)),
                 lookups: Arc::new(Semaphore::new(options.max_lookups.max(1))),
                 engine,
                 client,
@@ -128,6 +131,33 @@ impl Executor {
                 looking: Mutex::new(HashSet::new()),
             }),
         })
+    }
+
+    /// How many attempts this executor sends at once.
+    pub fn max_in_flight(&self) -> usize {
+        *lock(&self.inner.max_in_flight)
+    }
+
+    /// Changes how many attempts this executor sends at once (at least one), while it runs:
+    /// more slots are used at its next pass; with fewer, attempts already out finish and no
+    /// new one starts until the count is below the new limit.
+    pub fn set_max_in_flight(&self, n: usize) {
+        let n = n.max(1);
+        let mut max = lock(&self.inner.max_in_flight);
+        if n > *max {
+            self.inner.permits.add_permits(n - *max);
+            self.inner.engine.wake_executor();
+        } else if n < *max {
+            // Slots are taken back as they come free.
+            let (permits, fewer) = (self.inner.permits.clone(), *max - n);
+            tokio::spawn(async move {
+                let fewer = u32::try_from(fewer).unwrap_or(u32::MAX);
+                if let Ok(taken) = permits.acquire_many_owned(fewer).await {
+                    taken.forget();
+                }
+            });
+        }
+        *max = n;
     }
 
     /// This executor's id, as recorded on the attempts it sends.

@@ -1,0 +1,57 @@
+//! How many attempts the app's executor sends at once: the Settings screen's "Attempts sent
+//! at once", as `onejob worker --concurrency N` is for a worker. Kept as one line in
+//! `<config dir>/dev.onejob.app/concurrency`, read when the app starts, and applied to the
+//! running executor as soon as it is changed.
+
+use std::path::PathBuf;
+
+use onejob_engine::executor::DEFAULT_MAX_IN_FLIGHT;
+use onejob_engine::Error;
+
+/// The most attempts the app sends at once, as for `onejob worker --concurrency`.
+pub const MAX: u32 = 1024;
+
+/// Where the setting is kept.
+pub fn file() -> PathBuf {
+    dirs::config_dir()
+        .unwrap_or_else(|| PathBuf::from("."))
+        .join(onejob_engine::APP_IDENTIFIER)
+        .join("concurrency")
+}
+
+/// The saved setting, or the executor's default when none was saved. A file that does not
+/// hold a number from 1 to [`MAX`] (edited by hand, say) is reported once and ignored.
+pub fn saved() -> u32 {
+    let default = u32::try_from(DEFAULT_MAX_IN_FLIGHT).unwrap_or(32);
+    let Ok(text) = std::fs::read_to_string(file()) else {
+        return default;
+    };
+    match text.trim().parse::<u32>() {
+        Ok(n) if (1..=MAX).contains(&n) => n,
+        _ => {
+            eprintln!(
+                "onejob: {} does not hold a number from 1 to {MAX}; sending {default} at once",
+                file().display()
+            );
+            default
+        }
+    }
+}
+
+/// Checks and saves `n`; `invalid_input` on field `concurrency` outside 1 to [`MAX`], with
+/// nothing saved.
+pub fn save(n: u32) -> Result<(), Error> {
+    if !(1..=MAX).contains(&n) {
+        return Err(Error::invalid_input(
+            "concurrency",
+            format!("attempts sent at once must be from 1 to {MAX}; {n} is not"),
+        ));
+    }
+    let file = file();
+    let storage =
+        |e: std::io::Error| crate::ledger::storage(format!("cannot save {}: {e}", file.display()));
+    if let Some(dir) = file.parent() {
+        std::fs::create_dir_all(dir).map_err(storage)?;
+    }
+    std::fs::write(&file, format!("{n}\n")).map_err(storage)
+}
