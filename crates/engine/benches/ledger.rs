@@ -68,6 +68,12 @@ async fn end_to_end(dir: &std::path::Path, n: usize) -> Result<(), Box<dyn std::
         "  ratio executor/raw: {:.1}% (aim: >= 30%)",
         100.0 * rate / raw_rate
     );
+    if let Some(cpu) = instant.cpu {
+        println!(
+            "  processor time per job, whole process: {:.3} ms",
+            ms(cpu) / n as f64
+        );
+    }
     println!(
         "executor end to end, sandbox taking 1 s: {:>6.1} jobs/s ({} of {slow_n} succeeded in {:.1} ms, {concurrency} at once; aim: about {concurrency} jobs/s)",
         slow.rate(slow_n),

@@ -12,6 +12,18 @@ use super::OWNER;
 pub struct Run {
     pub took: Duration,
     pub succeeded: u32,
+    /// Processor time the whole process used meanwhile (Linux only).
+    pub cpu: Option<Duration>,
+}
+
+/// Processor time this process has used so far, user and system, from `/proc/self/stat`
+/// (in clock ticks of 10 ms); `None` where there is no such file.
+pub fn cpu_used() -> Option<Duration> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // The fields after the command name, which is in parentheses and may hold spaces.
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    let ticks = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+    Some(Duration::from_millis(ticks * 10))
 }
 
 impl Run {
@@ -43,9 +55,12 @@ pub async fn run_queued(
         ..ExecutorOptions::default()
     };
     let executor = Executor::new(engine.clone(), options)?;
-    let start = Instant::now();
+    let (start, cpu_before) = (Instant::now(), cpu_used());
     executor.run_until_idle().await?;
     let took = start.elapsed();
+    let cpu = cpu_used()
+        .zip(cpu_before)
+        .map(|(after, before)| after - before);
     let succeeded = engine
         .count_jobs(
             OWNER,
@@ -56,5 +71,9 @@ pub async fn run_queued(
             },
         )
         .await?;
-    Ok(Run { took, succeeded })
+    Ok(Run {
+        took,
+        succeeded,
+        cpu,
+    })
 }

@@ -248,6 +248,14 @@ impl Executor {
         for attempt in self.inner.engine.pending_attempts(room.max(1)).await? {
             started += usize::from(self.spawn_drive(attempt, None, None));
         }
+        // While attempts are out, new claims wait until a quarter of the slots is free, so
+        // a busy executor claims in batches (one transaction each) rather than one job per
+        // freed slot; an idle one claims at once.
+        let max = *lock(&self.inner.max_in_flight);
+        let free = self.inner.permits.available_permits();
+        if free < (max / 4).max(1) && !lock(&self.inner.driving).is_empty() {
+            return Ok(started);
+        }
         // A slot for each claim, taken before claiming: the jobs claimed are sent at once.
         let slots: Vec<OwnedSemaphorePermit> =
             std::iter::from_fn(|| self.inner.permits.clone().try_acquire_owned().ok()).collect();
