@@ -11,7 +11,9 @@
 # missing or stale. ONEJOB_BENCH_JOBS, ONEJOB_BENCH_IDLE_S and ONEJOB_BENCH_RUNS change the job
 # count, the idle time and the runs per case. ONEJOB_BENCH_VARIANTS adds cases on the same
 # ledger of jobs: each word is one environment assignment for the app (for instance
-# MALLOC_ARENA_MAX=2).
+# ONEJOB_WEBVIEW=none for WebKit's own defaults, ONEJOB_WEBVIEW=no-jit for one setting,
+# MALLOC_ARENA_MAX=2); the word `webview` stands for ONEJOB_WEBVIEW=none and each of the
+# settings of src-tauri/webview.rs alone.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -23,10 +25,15 @@ timeout_s=120
 
 variants=()
 for word in ${ONEJOB_BENCH_VARIANTS:-}; do
-  if [[ "$word" == *=* ]]; then
+  if [[ "$word" == webview ]]; then
+    variants+=(ONEJOB_WEBVIEW=none)
+    for setting in no-compositing no-dmabuf no-optimizing-jit no-jit; do
+      variants+=("ONEJOB_WEBVIEW=$setting")
+    done
+  elif [[ "$word" == *=* ]]; then
     variants+=("$word")
   else
-    echo "bench_app: ONEJOB_BENCH_VARIANTS: '$word' is not VAR=VALUE" >&2
+    echo "bench_app: ONEJOB_BENCH_VARIANTS: '$word' is neither VAR=VALUE nor 'webview'" >&2
     exit 2
   fi
 done
