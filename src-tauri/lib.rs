@@ -7,6 +7,7 @@ pub mod ledger;
 pub mod notify;
 pub mod sending;
 pub mod view;
+pub mod webview;
 
 use std::time::Duration;
 
@@ -137,6 +138,8 @@ fn forward_changes<R: Runtime>(app: AppHandle<R>, engine: Engine) {
 /// the file in the app's data folder, which the CLI uses by default too) and runs the app
 /// until its last window closes.
 pub fn run(context: Context<Wry>) -> Result<(), RunError> {
+    // WebKit's settings are its environment: set before any thread or window exists.
+    webview::prepare(&webview::chosen());
     let (location, source) = ledger::to_open();
     ledger::opened_from(source);
     // Opened before any window exists, so no command can arrive before the state does.

@@ -1,23 +1,50 @@
 #!/usr/bin/env bash
 # The desktop app's benchmark: cold start to first paint (process start to the first job row
 # on screen, or the first-run panel of an empty ledger), and the resident memory of the app and
-# its WebKit processes after a few seconds idle; with 100,000 jobs and, as a baseline measured
-# in the same run, with none. Prints the figures; asserts nothing.
+# its WebKit processes after a few seconds idle; with 100,000 jobs and, as baselines measured
+# in the same run, with none, and a bare window: the same Tauri and window configuration on an
+# essentially empty page (src-tauri/bare_window.rs), which reports its first paint the same way.
+# Each case runs several times, the cases taking turns; it prints the medians, each beside its
+# ratio to the bare window. Prints the figures; asserts nothing.
 #
 # Needs Xvfb and the tools scripts/setup installs; builds the UI and the release binaries when
-# missing or stale. ONEJOB_BENCH_JOBS and ONEJOB_BENCH_IDLE_S change the job count and idle time.
+# missing or stale. ONEJOB_BENCH_JOBS, ONEJOB_BENCH_IDLE_S and ONEJOB_BENCH_RUNS change the job
+# count, the idle time and the runs per case. ONEJOB_BENCH_VARIANTS adds cases on the same
+# ledger of jobs: each word is one environment assignment for the app (for instance
+# ONEJOB_WEBVIEW=none for WebKit's own defaults, ONEJOB_WEBVIEW=no-jit for one setting,
+# MALLOC_ARENA_MAX=2); the word `webview` stands for ONEJOB_WEBVIEW=none and each of the
+# settings of src-tauri/webview.rs alone.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 jobs="${ONEJOB_BENCH_JOBS:-100000}"
 idle_s="${ONEJOB_BENCH_IDLE_S:-5}"
+runs="${ONEJOB_BENCH_RUNS:-3}"
 timeout_s=120
 
+variants=()
+for word in ${ONEJOB_BENCH_VARIANTS:-}; do
+  if [[ "$word" == webview ]]; then
+    variants+=(ONEJOB_WEBVIEW=none)
+    for setting in no-compositing no-dmabuf no-optimizing-jit no-jit; do
+      variants+=("ONEJOB_WEBVIEW=$setting")
+    done
+  elif [[ "$word" == *=* ]]; then
+    variants+=("$word")
+  else
+    echo "bench_app: ONEJOB_BENCH_VARIANTS: '$word' is neither VAR=VALUE nor 'webview'" >&2
+    exit 2
+  fi
+done
+
 [[ -f ui/dist/index.html ]] || (cd ui && npm ci --no-audit --no-fund && npm run build)
-cargo build --release --locked -p onejob-app -p onejob
-app="$root/target/release/onejob-app"
-cli="$root/target/release/onejob"
+# The bare window is built only with the `bench` feature, which changes nothing in the app.
+cargo build --release --locked -p onejob-app -p onejob --features onejob-app/bench
+target="$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')"
+app="$target/release/onejob-app"
+bare="$target/release/onejob-bare-window"
+cli="$target/release/onejob"
 
 scratch="$(mktemp -d)"
 APP_PID=""
@@ -25,7 +52,7 @@ XVFB_PID=""
 cleanup() {
   [[ -n "$APP_PID" ]] && { kill "$APP_PID" 2>/dev/null || true; wait "$APP_PID" 2>/dev/null || true; }
   [[ -n "$XVFB_PID" ]] && { kill "$XVFB_PID" 2>/dev/null || true; wait "$XVFB_PID" 2>/dev/null || true; }
-  rm -rf "$scratch"
+  sleep 0.5; rm -rf "$scratch" 2>/dev/null || true
 }
 trap cleanup EXIT
 
@@ -35,8 +62,9 @@ XVFB_PID=$!
 for _ in $(seq 100); do [[ -s "$scratch/display" ]] && break; sleep 0.1; done
 display=":$(tr -d '[:space:]' <"$scratch/display")"
 
-# A fresh data directory whose ledger holds `n` finished jobs, inserted in one statement (the
-# same shape as the end-to-end tests' helper; far faster than `n` submits, and never executed).
+# A data directory whose ledger holds `n` finished jobs, inserted in one statement (the same
+# shape as the end-to-end tests' helper; far faster than `n` submits, and never executed). Each
+# run starts from a fresh copy of it, as a first start would.
 seed() {
   local home="$1" n="$2"
   local db="$home/data/dev.onejob.app/onejob.db"
@@ -51,8 +79,11 @@ seed() {
            'cancelled', 1, '{\"code\":\"cancelled\",\"message\":\"seeded\"}',
            strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), strftime('%Y-%m-%dT%H:%M:%fZ', 'now'),
            strftime('%Y-%m-%dT%H:%M:%fZ', 'now')
-    FROM n;"
+    FROM n;
+    PRAGMA wal_checkpoint(TRUNCATE);" >/dev/null
 }
+seed "$scratch/ledger-empty" 0
+seed "$scratch/ledger-many" "$jobs"
 
 # The process and everything it started (WebKit's web and network processes).
 family() {
@@ -61,43 +92,93 @@ family() {
   for child in $(ps -o pid= --ppid "$1" 2>/dev/null); do family "$child"; done
 }
 
-# Starts the app on a ledger of `n` jobs and prints its figures.
+# Starts one case once: `measure CASE BINARY LEDGER [VAR=VALUE]`. Appends to the case's
+# results one line: ms to first paint, total KiB, then `process=KiB` for each process.
 measure() {
-  local name="$1" n="$2"
-  local home="$scratch/$name"
-  seed "$home" "$n"
+  local case="$1" binary="$2" ledger="$3" assignment="${4:-}"
+  RUN=$((RUN + 1))
+  local home="$scratch/run-$RUN"
+  cp -a "$scratch/ledger-$ledger" "$home"
   local out="$home/app.out"
+  : >"$out"
+  local -a env_extra=()
+  [[ -n "$assignment" ]] && env_extra=("$assignment")
   local start
   start="$(date +%s%3N)"
-  ONEJOB_REPORT_FIRST_PAINT=1 DISPLAY="$display" GDK_BACKEND=x11 \
+  env "${env_extra[@]}" ONEJOB_REPORT_FIRST_PAINT=1 DISPLAY="$display" GDK_BACKEND=x11 \
     XDG_DATA_HOME="$home/data" XDG_CONFIG_HOME="$home/config" XDG_CACHE_HOME="$home/cache" \
-    "$app" >"$out" 2>"$home/app.err" &
+    "$binary" >"$out" 2>"$home/app.err" &
   APP_PID=$!
   local painted=""
   for _ in $(seq $((timeout_s * 20))); do
     painted="$(awk '/^first-paint-epoch-ms / {print $2; exit}' "$out")"
     [[ -n "$painted" ]] && break
-    kill -0 "$APP_PID" 2>/dev/null || { cat "$home/app.err" >&2; echo "bench_app: the app exited" >&2; exit 1; }
+    kill -0 "$APP_PID" 2>/dev/null || { cat "$home/app.err" >&2; echo "bench_app: $case exited" >&2; exit 1; }
     sleep 0.05
   done
-  [[ -n "$painted" ]] || { echo "bench_app: no first paint within ${timeout_s}s" >&2; exit 1; }
+  [[ -n "$painted" ]] || { echo "bench_app: $case: no first paint within ${timeout_s}s" >&2; exit 1; }
 
   sleep "$idle_s"
-  local total=0 pid kb comm detail=""
-  for pid in $(family "$APP_PID"); do
+  local total=0 pid kb comm detail="" first=1 pids
+  pids="$(family "$APP_PID")"
+  for pid in $pids; do
     kb="$(awk '/^VmRSS:/ {print $2}' "/proc/$pid/status" 2>/dev/null || true)"
     [[ -n "$kb" ]] || continue
     comm="$(cat "/proc/$pid/comm" 2>/dev/null || echo "?")"
+    # The binary itself is "app" whichever it is, so the cases' columns line up.
+    ((first)) && comm=app
+    first=0
     total=$((total + kb))
-    detail+=" $comm=$((kb / 1024))MiB"
+    detail+=" $comm=$kb"
   done
-  printf '%-12s jobs %6d  cold start to first paint %5d ms  resident after %ss idle %4d MiB (%s)\n' \
-    "$name" "$n" "$((painted - start))" "$idle_s" "$((total / 1024))" "${detail# }"
+  echo "$((painted - start)) $total$detail" >>"$scratch/results-$case"
 
-  kill "$APP_PID" 2>/dev/null || true
+  # The app and the WebKit processes it started, so none is left running into the next run.
+  kill $pids 2>/dev/null || true
   wait "$APP_PID" 2>/dev/null || true
   APP_PID=""
 }
 
-measure empty 0
-measure many "$jobs"
+RUN=0
+cases=(bare empty many)
+for i in "${!variants[@]}"; do cases+=("variant$i"); done
+for run in $(seq "$runs"); do
+  measure bare "$bare" empty
+  measure empty "$app" empty
+  measure many "$app" many
+  for i in "${!variants[@]}"; do measure "variant$i" "$app" many "${variants[$i]}"; done
+done
+
+# The medians of each case, each beside its ratio to the bare window's.
+python3 - "$scratch" "$jobs" "$idle_s" "$runs" "${variants[@]}" <<'PY'
+import statistics, sys
+
+scratch, jobs, idle_s, runs, variants = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5:]
+
+def load(case):
+    rows = []
+    for line in open(f"{scratch}/results-{case}"):
+        ms, total, *procs = line.split()
+        per = {}
+        for p in procs:
+            name, kb = p.rsplit("=", 1)
+            per[name] = per.get(name, 0) + int(kb)
+        rows.append((int(ms), int(total), per))
+    med = lambda xs: statistics.median(xs)
+    names = sorted({n for _, _, per in rows for n in per}, key=lambda n: (n != "app", n))
+    return (med([r[0] for r in rows]), med([r[1] for r in rows]) / 1024,
+            {n: med([per.get(n, 0) for _, _, per in rows]) / 1024 for n in names})
+
+bare = load("bare")
+labels = [("bare", "bare window", 0), ("empty", "app empty", 0), ("many", "app", jobs)]
+labels += [(f"variant{i}", v, jobs) for i, v in enumerate(variants)]
+print(f"medians of {runs} runs each; (×N) is the ratio to the bare window's figure")
+for case, label, n in labels:
+    ms, mib, per = load(case)
+    detail = " ".join(
+        f"{name}={v:.0f}MiB" + ("" if case == "bare" or not bare[2].get(name) else f"(×{v / bare[2][name]:.2f})")
+        for name, v in per.items())
+    ratio = lambda a, b: "" if case == "bare" else f" (×{a / b:.2f})"
+    print(f"{label:<32} jobs {n:6d}  cold start to first paint {ms:5.0f} ms{ratio(ms, bare[0]):<8}"
+          f"  resident after {idle_s}s idle {mib:4.0f} MiB{ratio(mib, bare[1]):<8} ({detail})")
+PY

@@ -1,0 +1,114 @@
+//! WebKitGTK's settings for the app's window, given as the environment WebKit reads when it
+//! starts, so they hold from the window's first frame in every WebKit process.
+//!
+//! `ONEJOB_WEBVIEW` (a comma-separated list of the names in [`Setting`], or `none`) replaces
+//! the app's own choice, [`DEFAULT`], so the app benchmark (`tests/bench_app.sh`) can measure
+//! each setting alone beside WebKit's defaults in the same run. A variable already set in the
+//! app's environment is left as it is. docs/decisions.md has the figures behind [`DEFAULT`].
+
+/// The environment variable that replaces [`DEFAULT`].
+pub const ENV: &str = "ONEJOB_WEBVIEW";
+
+/// One setting the window's WebKit may be given.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Setting {
+    /// No accelerated compositing (`WEBKIT_DISABLE_COMPOSITING_MODE=1`, what the
+    /// hardware-acceleration policy "never" does, but from the web process's start): the page
+    /// is drawn by the CPU, with no GL context and buffers in the web process. Measured, not
+    /// in [`DEFAULT`]: with it, a WebDriver call in the end-to-end tests never returns.
+    NoCompositing,
+    /// No DMA-BUF renderer (`WEBKIT_DISABLE_DMABUF_RENDERER=1`), which on X11 also leaves the
+    /// page uncomposited. Measured, not in [`DEFAULT`], for the same reason.
+    NoDmabuf,
+    /// JavaScriptCore's interpreter and baseline JIT only, without its optimising tiers (DFG
+    /// and FTL), which the UI's short bursts of script do not need.
+    NoOptimizingJit,
+    /// JavaScriptCore's interpreter only (`JSC_useJIT=0`): measured, not in [`DEFAULT`].
+    NoJit,
+}
+
+impl Setting {
+    /// Every setting, in the order the benchmark measures them.
+    pub const ALL: [Setting; 4] = [
+        Setting::NoCompositing,
+        Setting::NoDmabuf,
+        Setting::NoOptimizingJit,
+        Setting::NoJit,
+    ];
+
+    /// The setting's name in `ONEJOB_WEBVIEW`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Setting::NoCompositing => "no-compositing",
+            Setting::NoDmabuf => "no-dmabuf",
+            Setting::NoOptimizingJit => "no-optimizing-jit",
+            Setting::NoJit => "no-jit",
+        }
+    }
+
+    /// The environment that gives WebKit the setting.
+    fn environment(self) -> &'static [(&'static str, &'static str)] {
+        match self {
+            Setting::NoCompositing => &[("WEBKIT_DISABLE_COMPOSITING_MODE", "1")],
+            Setting::NoDmabuf => &[("WEBKIT_DISABLE_DMABUF_RENDERER", "1")],
+            Setting::NoOptimizingJit => &[("JSC_useDFGJIT", "0"), ("JSC_useFTLJIT", "0")],
+            Setting::NoJit => &[("JSC_useJIT", "0")],
+        }
+    }
+}
+
+/// The settings the window gets when `ONEJOB_WEBVIEW` is unset.
+pub const DEFAULT: &[Setting] = &[Setting::NoOptimizingJit];
+
+/// The settings named by `ONEJOB_WEBVIEW`, or [`DEFAULT`]. An unknown name is reported on
+/// standard error and skipped.
+pub fn chosen() -> Vec<Setting> {
+    match std::env::var(ENV) {
+        Ok(list) => parse(&list),
+        Err(_) => DEFAULT.to_vec(),
+    }
+}
+
+/// Parses `none` or a comma-separated list of setting names.
+fn parse(list: &str) -> Vec<Setting> {
+    list.split(',')
+        .map(str::trim)
+        .filter(|name| !name.is_empty() && *name != "none")
+        .filter_map(|name| {
+            let found = Setting::ALL.into_iter().find(|s| s.name() == name);
+            if found.is_none() {
+                eprintln!("onejob: {ENV} names no setting {name:?}; it is skipped");
+            }
+            found
+        })
+        .collect()
+}
+
+/// Sets the environment of `settings` for WebKit in this process and the processes it starts
+/// (a variable already set is left as it is). Must run before any other thread starts and
+/// before the window is created: [`crate::run`] calls it first.
+pub fn prepare(settings: &[Setting]) {
+    for (name, value) in settings.iter().flat_map(|s| s.environment()) {
+        if std::env::var_os(name).is_none() {
+            std::env::set_var(name, value);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_list_names_settings_and_none_names_none() {
+        assert_eq!(parse("none"), Vec::<Setting>::new());
+        assert_eq!(parse(""), Vec::<Setting>::new());
+        assert_eq!(
+            parse("no-jit, no-compositing,unknown"),
+            vec![Setting::NoJit, Setting::NoCompositing]
+        );
+        for setting in Setting::ALL {
+            assert_eq!(parse(setting.name()), vec![setting]);
+        }
+    }
+}
