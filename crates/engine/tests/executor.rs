@@ -77,14 +77,17 @@ async fn timeout_is_unknown_and_blocks() {
             other => panic!("expected attempt_blocked, got {other:?}"),
         }
         let first = unknown.attempts[0].id.clone();
-        e.resolve(OWNER, &first, Verdict::Abandoned, Resolution::default())
-            .await
-            .expect("abandon");
+        // Abandoned and retried on the other provider in one step: apart, the running
+        // executor may claim the queued job in between, and the retry is then blocked.
+        let retry_on_other = Resolution {
+            retry_on: Some("other".into()),
+            ..Resolution::default()
+        };
         let retried = e
-            .retry(OWNER, &job_id, Some("other"))
+            .resolve(OWNER, &first, Verdict::Abandoned, retry_on_other)
             .await
-            .expect("retry runs");
-        let second = retried.attempt.id;
+            .expect("abandon and retry");
+        let second = retried.next_attempt.expect("the retry's attempt").id;
 
         let done = until(e, &job_id, |d| {
             d.attempts

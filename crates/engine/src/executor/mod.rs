@@ -95,6 +95,8 @@ struct Inner {
     driving: Mutex<HashSet<String>>,
     sandboxes: tokio::sync::Mutex<HashMap<String, Sandbox>>,
     last_recovery: Mutex<Option<Instant>>,
+    /// When `unknown` attempts were last looked over for status lookups due.
+    last_lookups: Mutex<Option<Instant>>,
     /// When each `unknown` attempt was last looked up (or first seen).
     last_lookup: Mutex<HashMap<String, Instant>>,
     /// Attempts whose status lookup is running now.
@@ -104,6 +106,17 @@ struct Inner {
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Whether a chore run at most once `every`, whose last run is kept in `last`, is due; if so,
+/// it counts as run now.
+fn due(last: &Mutex<Option<Instant>>, every: Duration) -> bool {
+    let mut last = lock(last);
+    if last.is_some_and(|t| t.elapsed() < every) {
+        return false;
+    }
+    *last = Some(Instant::now());
+    true
 }
 
 impl Executor {
@@ -127,6 +140,7 @@ impl Executor {
                 driving: Mutex::new(HashSet::new()),
                 sandboxes: tokio::sync::Mutex::new(HashMap::new()),
                 last_recovery: Mutex::new(None),
+                last_lookups: Mutex::new(None),
                 last_lookup: Mutex::new(HashMap::new()),
                 looking: Mutex::new(HashSet::new()),
             }),
@@ -195,9 +209,13 @@ impl Executor {
             };
             self.reap();
             let busy = !lock(&self.inner.driving).is_empty();
+            // Idle only when nothing is out, waiting or sendable: a pass that found too few
+            // free slots to claim may have run just before the last attempt ended.
             if started == 0 && !busy && self.inner.engine.next_backoff_end().await?.is_none() {
-                let pending = self.inner.engine.pending_attempts(1).await?;
-                if pending.is_empty() {
+                let engine = &self.inner.engine;
+                if engine.pending_attempts(1).await?.is_empty()
+                    && engine.sendable_jobs(1).await?.is_empty()
+                {
                     break;
                 }
             }
@@ -242,19 +260,26 @@ impl Executor {
     /// Returns how many attempts it started.
     pub async fn tick(&self) -> Result<usize> {
         self.recover_if_due().await?;
-        self.start_lookups().await;
+        let every = self
+            .inner
+            .options
+            .reconcile_every
+            .min(Duration::from_secs(1));
+        if due(&self.inner.last_lookups, every) {
+            self.start_lookups().await;
+        }
+        // While attempts are out, the ledger is looked at again once a quarter of the slots
+        // is free, so a busy executor claims in batches (one transaction each) rather than
+        // one job per freed slot; an idle one looks at once.
+        let max = *lock(&self.inner.max_in_flight);
+        let free = self.inner.permits.available_permits();
+        if free < (max / 4).max(1) && !lock(&self.inner.driving).is_empty() {
+            return Ok(0);
+        }
         let mut started = 0;
         let room = self.inner.permits.available_permits() as u32;
         for attempt in self.inner.engine.pending_attempts(room.max(1)).await? {
             started += usize::from(self.spawn_drive(attempt, None, None));
-        }
-        // While attempts are out, new claims wait until a quarter of the slots is free, so
-        // a busy executor claims in batches (one transaction each) rather than one job per
-        // freed slot; an idle one claims at once.
-        let max = *lock(&self.inner.max_in_flight);
-        let free = self.inner.permits.available_permits();
-        if free < (max / 4).max(1) && !lock(&self.inner.driving).is_empty() {
-            return Ok(started);
         }
         // A slot for each claim, taken before claiming: the jobs claimed are sent at once.
         let slots: Vec<OwnedSemaphorePermit> =
@@ -364,14 +389,9 @@ impl Executor {
     }
 
     async fn recover_if_due(&self) -> Result<()> {
-        {
-            let mut last = lock(&self.inner.last_recovery);
-            if last.is_some_and(|t| t.elapsed() < Duration::from_secs(1)) {
-                return Ok(());
-            }
-            *last = Some(Instant::now());
+        if due(&self.inner.last_recovery, Duration::from_secs(1)) {
+            self.inner.engine.recover_expired_leases().await?;
         }
-        self.inner.engine.recover_expired_leases().await?;
         Ok(())
     }
 
