@@ -2,12 +2,14 @@
 //!
 //! Submits are committed in groups: each submit joins a queue, then waits for the group lock.
 //! Whoever holds it takes every submit queued (its own and those that arrived while the last
-//! group was being committed) and runs them in one write transaction, each under a savepoint
-//! of its own, so one durable commit (one fsync) holds them all. Every caller is answered only
-//! after that commit has returned success; a commit that fails answers each of them with the
-//! failure. A lone submit is a group of one, committed in the caller's own task. The unique
-//! constraint on (owner, key) stays the only arbiter: two submits of one key in a group meet it
-//! like two in a row, since the second sees the first's row.
+//! group was being committed) and runs them in one write transaction: one multi-row INSERT and
+//! one read of the keys' holders, or, when the database refuses that INSERT, each submit under
+//! a savepoint of its own. One durable commit (one fsync) holds them all. Every caller is
+//! answered only after that commit has returned success; a commit that fails answers each of
+//! them with the failure. A lone submit is a group of one, committed in the caller's own task
+//! by one call to the database. The unique constraint on (owner, key) stays the only arbiter:
+//! two submits of one key in a group meet it like two in a row, since the second finds the
+//! first's row.
 
 use std::sync::{Arc, Mutex};
 
@@ -17,7 +19,8 @@ use crate::error::{ConflictDetails, Error, Result};
 use crate::intent::{parse_intent, validate_intent, validate_key, validate_owner, ValidIntent};
 use crate::model::{Job, Submitted};
 use crate::store::{
-    contracts as contract_rows, jobs as job_rows, providers as provider_rows, Db, Handle, Tx,
+    contracts as contract_rows, jobs as job_rows, providers as provider_rows, Db, Handle, Pooled,
+    Tx,
 };
 use crate::Engine;
 
@@ -74,6 +77,7 @@ impl SubmitQueue {
         };
         match group.len() {
             0 => {}
+            // In the caller's own task: a hand-off to another task costs a thread wake-up.
             1 => commit_and_answer(&self.db, &self.work, group).await,
             // Others' answers ride on this commit: it finishes even if this caller goes away.
             _ => {
@@ -104,79 +108,204 @@ async fn commit_and_answer(db: &Db, work: &Notify, group: Vec<Pending>) {
     }
 }
 
-/// One write transaction for the whole group, a savepoint per submit when there are several;
-/// the outcomes in order.
+/// A group of one commits on its own. A larger group commits in one write transaction: all its
+/// jobs in one statement, then one read of the jobs holding its keys. When that statement
+/// fails (one submit names a provider or contract that is not configured), the group is
+/// committed again with a savepoint per submit, so the refusal answers its caller alone. The
+/// outcomes in order; an error fails the whole group.
 async fn commit_group(db: &Db, group: &[Pending]) -> Result<Vec<Result<(Job, bool)>>> {
-    if let (Db::Postgres(_), [alone]) = (db, group) {
-        return Ok(vec![submit_alone_autocommit(db, alone).await]);
+    if let [alone] = group {
+        return Ok(vec![submit_alone(db, alone).await]);
+    }
+    if let Some(outcomes) = commit_together(db, group).await? {
+        return Ok(outcomes);
     }
     let mut tx = db.begin().await?;
-    if let [alone] = group {
-        // A group of one needs no savepoint: a refusal rolls the transaction back whole.
-        let outcome = submit_in(&mut tx, alone).await;
-        if outcome.is_ok() {
-            tx.commit().await?;
-        }
-        return Ok(vec![outcome]);
-    }
     let mut outcomes = Vec::with_capacity(group.len());
     for pending in group {
-        tx.savepoint().await?;
-        let outcome = submit_in(&mut tx, pending).await;
-        if outcome.is_err() {
-            // Undo whatever of this submit was written; the others stand.
-            tx.rollback_to_savepoint().await?;
-        }
-        tx.release_savepoint().await?;
-        outcomes.push(outcome);
+        outcomes.push(submit_step(&mut tx, pending).await?);
     }
     tx.commit().await?;
     Ok(outcomes)
 }
 
-/// A lone submit on PostgreSQL: one autocommit statement, answered only once the server has
-/// committed it (the statement's result arrives after its commit). The unique constraint
-/// arbitrates the key and the schema's trigger checks the route's and the contract's names in
-/// that same statement; only when it refuses are the names looked up, to say which one.
-/// Nothing else is read or written, so the ledger's write lock is not needed: this is the one
-/// write that neither reads what it decides on nor touches another row.
-async fn submit_alone_autocommit(db: &Db, pending: &Pending) -> Result<(Job, bool)> {
-    let mut conn = db.write().await?;
-    match insert_or_replay(&mut conn, pending).await? {
-        Ok(done) => Ok(done),
-        // The failed statement was its own transaction: the connection reads on.
-        Err(refused) => Err(missing_name(&mut conn, pending)
+/// The whole group in one statement and one read; `None`, with nothing committed, when the
+/// database refused the statement.
+async fn commit_together(db: &Db, group: &[Pending]) -> Result<Option<Vec<Result<(Job, bool)>>>> {
+    let ids: Vec<String> = group
+        .iter()
+        .map(|_| uuid::Uuid::now_v7().to_string())
+        .collect();
+    let rows: Vec<[&str; 5]> = group
+        .iter()
+        .zip(&ids)
+        .map(|(p, id)| {
+            [
+                id.as_str(),
+                p.owner.as_str(),
+                p.key.as_str(),
+                p.intent.fingerprint.as_str(),
+                p.intent.stored.as_str(),
+            ]
+        })
+        .collect();
+    let rows = serde_json::to_string(&rows)
+        .map_err(|e| Error::internal(format!("cannot write the group's rows: {e}")))?;
+    let mut tx = db.begin().await?;
+    match job_rows::insert_many(&mut tx, &rows).await {
+        Ok(_) => {}
+        // Rolled back when `tx` is dropped.
+        Err(sqlx::Error::Database(_)) => return Ok(None),
+        Err(e) => return Err(e.into()),
+    }
+    let mut held = std::collections::HashMap::new();
+    for row in job_rows::holders(&mut tx, &rows).await? {
+        let job = row.into_job()?;
+        held.insert((job.owner_id.clone(), job.idempotency_key.clone()), job);
+    }
+    tx.commit().await?;
+    Ok(Some(
+        group
+            .iter()
+            .zip(&ids)
+            .map(|(p, id)| {
+                held.get(&(p.owner.clone(), p.key.clone()))
+                    .map(|job| (job.clone(), job.id != *id))
+                    .ok_or_else(|| Error::internal("the key was taken, yet no job holds it"))
+            })
+            .collect(),
+    ))
+}
+
+/// A lone submit, committed by the one call of `jobs::submit` on the writer: on SQLite its
+/// statements from `BEGIN IMMEDIATE` to `COMMIT`, on PostgreSQL one autocommit statement. The
+/// unique constraint arbitrates the key and the schema's triggers check the route's and the
+/// contract's names inside the INSERT; only when it is refused are the names looked up, to say
+/// which one. The answer comes after the commit has returned success.
+async fn submit_alone(db: &Db, pending: &Pending) -> Result<(Job, bool)> {
+    let mut writer = Writer {
+        conn: db.write().await?,
+        settled: false,
+    };
+    let id = uuid::Uuid::now_v7().to_string();
+    let outcome = job_rows::submit(&mut writer.conn, &new_job(&id, pending)).await;
+    if outcome.is_err() {
+        // A SQLite transaction the failure left open ends here, before anything else runs
+        // on the writer.
+        job_rows::rollback(&mut writer.conn).await;
+    }
+    writer.settled = true;
+    match outcome {
+        Ok(held) => holder(&mut writer.conn, pending, &id, held).await,
+        Err(e) => Err(refusal(&mut writer.conn, pending, e).await),
+    }
+}
+
+/// The writer a lone submit runs on. If its caller goes away while the statements run (its
+/// future dropped), the connection is closed instead of going back to the pool: a SQLite
+/// transaction they left open ends with it, rolled back, and nothing was answered.
+struct Writer {
+    conn: Pooled,
+    settled: bool,
+}
+
+impl Drop for Writer {
+    fn drop(&mut self) {
+        if !self.settled {
+            match &mut self.conn {
+                Pooled::Sqlite(c) => c.close_on_drop(),
+                Pooled::Postgres(c) => c.close_on_drop(),
+            }
+        }
+    }
+}
+
+/// One submit inside a group's transaction, under a savepoint of its own: refused, it is
+/// undone alone and answers only its caller. The outer error (a savepoint that cannot be
+/// rolled back) fails the group.
+async fn submit_step(tx: &mut Tx, pending: &Pending) -> Result<Result<(Job, bool)>> {
+    let id = uuid::Uuid::now_v7().to_string();
+    // SQLite's statements take their savepoint themselves, in the same call.
+    let outer = matches!(tx, Tx::Postgres(_));
+    if outer {
+        tx.savepoint().await?;
+    }
+    match job_rows::submit_step(tx, &new_job(&id, pending)).await {
+        Ok(held) => {
+            if outer {
+                tx.release_savepoint().await?;
+            }
+            Ok(holder(tx, pending, &id, held).await)
+        }
+        Err(e) => {
+            tx.rollback_to_savepoint().await?;
+            tx.release_savepoint().await?;
+            Ok(Err(refusal(tx, pending, e).await))
+        }
+    }
+}
+
+fn new_job<'a>(id: &'a str, pending: &'a Pending) -> job_rows::NewJob<'a> {
+    job_rows::NewJob {
+        id,
+        owner_id: &pending.owner,
+        idempotency_key: &pending.key,
+        fingerprint: &pending.intent.fingerprint,
+        intent: &pending.intent.stored,
+    }
+}
+
+/// The job holding the key after a submit's statement, with `true` (replayed) unless it is the
+/// one this submit made (`id`). On PostgreSQL the holder may have committed after the
+/// statement's snapshot: it is read then.
+async fn holder(
+    h: &mut impl Handle,
+    pending: &Pending,
+    id: &str,
+    held: Option<job_rows::JobRow>,
+) -> Result<(Job, bool)> {
+    let row = match held {
+        Some(row) => row,
+        None => job_rows::by_key(h, &pending.owner, &pending.key)
             .await?
-            .unwrap_or_else(|| refused.into_error())),
-    }
+            .ok_or_else(|| Error::internal("the key was taken, yet no job holds it"))?,
+    };
+    let job = row.into_job()?;
+    let replayed = job.id != id;
+    Ok((job, replayed))
 }
 
-/// The schema's name check refused a job (a provider or the contract was removed between a
-/// look and the insert, or was never there); the database's words.
-struct NameRefused(String);
-
-impl NameRefused {
-    fn into_error(self) -> Error {
-        Error::invalid_input(
-            "intent",
-            format!(
-                "the intent names a provider or contract that is not configured: {}",
-                self.0
-            ),
-        )
+/// What to answer for a submit whose statement failed: `invalid_input` naming the provider or
+/// the contract that is not configured when one is not (the schema's check refused the job),
+/// else the failure itself.
+async fn refusal(h: &mut impl Handle, pending: &Pending, e: sqlx::Error) -> Error {
+    let names_refused = match &e {
+        sqlx::Error::Database(db) => {
+            db.kind() == sqlx::error::ErrorKind::CheckViolation
+                // SQLite's SQLITE_CONSTRAINT_TRIGGER: a trigger's RAISE(ABORT).
+                || db.code().as_deref() == Some("1811")
+        }
+        _ => false,
+    };
+    if !names_refused {
+        return e.into();
     }
-}
-
-/// One submit inside the group's transaction: the route and contract are checked where they
-/// cannot change before the insert; the job is inserted unless the key is taken, in which case
-/// the job holding it is returned with `true` (replayed).
-async fn submit_in(tx: &mut Tx, pending: &Pending) -> Result<(Job, bool)> {
-    if let Some(missing) = missing_name(tx, pending).await? {
-        return Err(missing);
+    match missing_name(h, pending).await {
+        Ok(Some(missing)) => missing,
+        Ok(None) => {
+            let message = match &e {
+                sqlx::Error::Database(db) => db.message().to_owned(),
+                other => other.to_string(),
+            };
+            Error::invalid_input(
+                "intent",
+                format!(
+                    "the intent names a provider or contract that is not configured: {message}"
+                ),
+            )
+        }
+        Err(lookup) => lookup,
     }
-    insert_or_replay(tx, pending)
-        .await?
-        .map_err(NameRefused::into_error)
 }
 
 /// `invalid_input` naming the route's first provider or the contract that is not configured,
@@ -198,39 +327,6 @@ async fn missing_name(h: &mut impl Handle, pending: &Pending) -> Result<Option<E
         }
     }
     Ok(None)
-}
-
-/// Inserts the job unless the owner's key is taken; then the job holding it, with `true`
-/// (replayed). The inner error is the schema's name check refusing the job.
-async fn insert_or_replay(
-    h: &mut impl Handle,
-    pending: &Pending,
-) -> Result<std::result::Result<(Job, bool), NameRefused>> {
-    let intent = &pending.intent;
-    let id = uuid::Uuid::now_v7().to_string();
-    let new = job_rows::NewJob {
-        id: &id,
-        owner_id: &pending.owner,
-        idempotency_key: &pending.key,
-        fingerprint: &intent.fingerprint,
-        intent: &intent.stored,
-    };
-    // The schema's triggers write the `submitted` event in the same statement.
-    let inserted = match job_rows::insert_if_new(h, &new).await {
-        Err(sqlx::Error::Database(e)) if e.kind() == sqlx::error::ErrorKind::CheckViolation => {
-            return Ok(Err(NameRefused(e.message().to_owned())));
-        }
-        other => other?,
-    };
-    Ok(Ok(match inserted {
-        Some(row) => (row.into_job()?, false),
-        None => {
-            let existing = job_rows::by_key(h, &pending.owner, &pending.key)
-                .await?
-                .ok_or_else(|| Error::internal("the key was taken, yet no job holds it"))?;
-            (existing.into_job()?, true)
-        }
-    }))
 }
 
 impl Engine {

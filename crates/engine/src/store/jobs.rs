@@ -71,22 +71,71 @@ pub struct NewJob<'a> {
     pub intent: &'a str,
 }
 
-/// Inserts a `queued` job at version 0 unless the owner already used the key; `None` then.
-/// The unique constraint decides; nothing is read first. Run it inside a transaction: an
-/// autocommit `RETURNING` hands its row back before its commit has succeeded.
-pub async fn insert_if_new(h: &mut impl Handle, job: &NewJob<'_>) -> sqlx::Result<Option<JobRow>> {
-    on_backend!(h, "jobs/insert_if_new", |conn, sql| {
+/// A lone submit, committed when this returns `Ok`: inserts a `queued` job at version 0 unless
+/// the owner already used the key, and returns the job holding the key (the new one when its id
+/// is `job.id`). On SQLite the statements run in one call, `BEGIN IMMEDIATE` to `COMMIT`; after
+/// an error the caller must run [`rollback`] on the same connection. On PostgreSQL it is one
+/// autocommit statement; `None` when the key's holder committed while it ran (read it then).
+pub async fn submit(h: &mut impl Handle, job: &NewJob<'_>) -> sqlx::Result<Option<JobRow>> {
+    on_backend!(h, "jobs/submit", |conn, sql| {
         sqlx::query_as(sql)
             .bind(job.id)
             .bind(job.owner_id)
             .bind(job.idempotency_key)
             .bind(job.fingerprint)
             .bind(job.intent)
-            // Stepped to its end: the caller commits, and reports nothing before that commit.
+            // Stepped to its end: every statement, the commit included, has run.
             .fetch_all(conn)
             .await
             .map(|rows| rows.into_iter().next())
     })
+}
+
+/// One submit of a group, inside the group's write transaction: as [`submit`], without the
+/// commit. On SQLite the statements run in one call under the savepoint `onejob_step`, which
+/// the caller rolls back to and releases after an error; on PostgreSQL the caller holds a
+/// savepoint around it.
+pub async fn submit_step(h: &mut impl Handle, job: &NewJob<'_>) -> sqlx::Result<Option<JobRow>> {
+    on_backend!(h, "jobs/submit_step", |conn, sql| {
+        sqlx::query_as(sql)
+            .bind(job.id)
+            .bind(job.owner_id)
+            .bind(job.idempotency_key)
+            .bind(job.fingerprint)
+            .bind(job.intent)
+            .fetch_all(conn)
+            .await
+            .map(|rows| rows.into_iter().next())
+    })
+}
+
+/// A group's jobs in one statement, each unless its owner already used its key; `group` is a
+/// JSON array with one `[id, owner, key, fingerprint, intent]` per submit. One refused job (a
+/// name the schema's check refuses) fails the whole statement. Run it inside a transaction.
+pub async fn insert_many(h: &mut impl Handle, group: &str) -> sqlx::Result<u64> {
+    on_backend!(h, "jobs/insert_many", |conn, sql| {
+        sqlx::query(sql)
+            .bind(group)
+            .execute(conn)
+            .await
+            .map(|done| done.rows_affected())
+    })
+}
+
+/// The jobs holding the keys of `group` (as for [`insert_many`]), one row per job.
+pub async fn holders(h: &mut impl Handle, group: &str) -> sqlx::Result<Vec<JobRow>> {
+    on_backend!(h, "jobs/holders", |conn, sql| {
+        sqlx::query_as(sql).bind(group).fetch_all(conn).await
+    })
+}
+
+/// Ends a transaction that a failed [`submit`] left open on SQLite; nothing when none is.
+pub async fn rollback(h: &mut impl Handle) {
+    if let Conn::Sqlite(conn) = h.conn() {
+        // "No transaction is active" is the common case: the failure came before BEGIN's
+        // effect or the database already rolled back.
+        let _ = sqlx::query("ROLLBACK").execute(conn).await;
+    }
 }
 
 /// The owner's job holding `key`.

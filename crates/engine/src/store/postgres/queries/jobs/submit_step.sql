@@ -1,0 +1,22 @@
+-- One submit of a group, inside the group's write transaction (the caller holds a savepoint
+-- around it): the same statement as a lone submit's. The job is inserted unless the owner already used
+-- the key (the unique constraint decides; the schema's triggers check the names and write the
+-- `submitted` event and `job_providers`), and the job holding the key comes back: the new one,
+-- or the one that held it before this statement began. No row when the key's holder committed
+-- while this statement ran (its snapshot predates that row): the caller reads it then.
+-- $1 id, $2 owner, $3 key, $4 fingerprint, $5 intent (JSON text).
+WITH new AS (
+    INSERT INTO jobs (id, owner_id, idempotency_key, fingerprint, intent, status, version, created_at, updated_at)
+    VALUES ($1::uuid, $2, $3, $4, $5::json, 'queued', 0, onejob_now(), onejob_now())
+    ON CONFLICT (owner_id, idempotency_key) DO NOTHING
+    RETURNING *
+), held AS (
+    SELECT * FROM new
+    UNION ALL
+    SELECT * FROM jobs WHERE owner_id = $2 AND idempotency_key = $3 AND NOT EXISTS (SELECT 1 FROM new)
+)
+SELECT id::text AS id, owner_id, idempotency_key, fingerprint, intent::text AS intent, status, version,
+       completed_by::text AS completed_by, result::text AS result, error::text AS error, flagged_for_review,
+       onejob_time(created_at) AS created_at, onejob_time(updated_at) AS updated_at,
+       onejob_time(finished_at) AS finished_at, onejob_time(not_before) AS not_before
+FROM held
