@@ -268,20 +268,13 @@ impl Executor {
         if due(&self.inner.last_lookups, every) {
             self.start_lookups().await;
         }
-        // While attempts are out, the ledger is looked at again once a quarter of the slots
-        // is free, so a busy executor claims in batches (one transaction each) rather than
-        // one job per freed slot; an idle one looks at once.
-        let max = *lock(&self.inner.max_in_flight);
-        let free = self.inner.permits.available_permits();
-        if free < (max / 4).max(1) && !lock(&self.inner.driving).is_empty() {
-            return Ok(0);
-        }
         let mut started = 0;
         let room = self.inner.permits.available_permits() as u32;
         for attempt in self.inner.engine.pending_attempts(room.max(1)).await? {
             started += usize::from(self.spawn_drive(attempt, None, None));
         }
-        // A slot for each claim, taken before claiming: the jobs claimed are sent at once.
+        // A slot for each claim, taken before claiming: the jobs claimed are sent at once, and
+        // claimed together in one transaction.
         let slots: Vec<OwnedSemaphorePermit> =
             std::iter::from_fn(|| self.inner.permits.clone().try_acquire_owned().ok()).collect();
         if slots.is_empty() {
