@@ -5,11 +5,8 @@
 
 use std::path::PathBuf;
 
-use onejob_engine::executor::DEFAULT_MAX_IN_FLIGHT;
+use onejob_engine::executor::{check_max_in_flight, DEFAULT_MAX_IN_FLIGHT};
 use onejob_engine::Error;
-
-/// The most attempts the app sends at once, as for `onejob worker --concurrency`.
-pub const MAX: u32 = 1024;
 
 /// Where the setting is kept.
 pub fn file() -> PathBuf {
@@ -20,17 +17,17 @@ pub fn file() -> PathBuf {
 }
 
 /// The saved setting, or the executor's default when none was saved. A file that does not
-/// hold a number from 1 to [`MAX`] (edited by hand, say) is reported once and ignored.
+/// hold a count the executor accepts (edited by hand, say) is reported once and ignored.
 pub fn saved() -> u32 {
     let default = u32::try_from(DEFAULT_MAX_IN_FLIGHT).unwrap_or(32);
     let Ok(text) = std::fs::read_to_string(file()) else {
         return default;
     };
     match text.trim().parse::<u32>() {
-        Ok(n) if (1..=MAX).contains(&n) => n,
+        Ok(n) if check_max_in_flight(n as usize).is_ok() => n,
         _ => {
             eprintln!(
-                "onejob: {} does not hold a number from 1 to {MAX}; sending {default} at once",
+                "onejob: {} does not hold a count of attempts to send at once; sending {default} at once",
                 file().display()
             );
             default
@@ -38,15 +35,10 @@ pub fn saved() -> u32 {
     }
 }
 
-/// Checks and saves `n`; `invalid_input` on field `concurrency` outside 1 to [`MAX`], with
-/// nothing saved.
+/// Checks and saves `n`; the executor's `invalid_input` (field `concurrency`) when it is out
+/// of range, with nothing saved.
 pub fn save(n: u32) -> Result<(), Error> {
-    if !(1..=MAX).contains(&n) {
-        return Err(Error::invalid_input(
-            "concurrency",
-            format!("attempts sent at once must be from 1 to {MAX}; {n} is not"),
-        ));
-    }
+    check_max_in_flight(n as usize)?;
     let file = file();
     let storage =
         |e: std::io::Error| crate::ledger::storage(format!("cannot save {}: {e}", file.display()));

@@ -2,14 +2,11 @@
 
 use std::io::IsTerminal;
 
-use onejob_engine::executor::{Executor, ExecutorOptions};
-use onejob_engine::{Engine, Error, Result};
+use onejob_engine::executor::{check_max_in_flight, Executor, ExecutorOptions};
+use onejob_engine::{Engine, Result};
 use serde_json::{json, Value};
 
 use crate::signals::Signals;
-
-/// The most attempts one worker keeps in flight: each holds a connection and a lease renewer.
-const MAX_CONCURRENCY: usize = 1024;
 
 /// Runs the executor on `engine`. Without `once` it runs until SIGINT or SIGTERM, then waits for
 /// the attempts it sent to end; a second signal stops it at once (what was in flight becomes
@@ -17,12 +14,7 @@ const MAX_CONCURRENCY: usize = 1024;
 /// left to send and every connection it holds has ended; a signal stops it at once. It keeps
 /// at most `concurrency` attempts in flight.
 pub async fn run(engine: &Engine, once: bool, concurrency: usize) -> Result<Value> {
-    if !(1..=MAX_CONCURRENCY).contains(&concurrency) {
-        return Err(Error::invalid_input(
-            "concurrency",
-            format!("must be 1 to {MAX_CONCURRENCY}, not {concurrency}"),
-        ));
-    }
+    check_max_in_flight(concurrency)?;
     let options = ExecutorOptions {
         max_in_flight: concurrency,
         ..ExecutorOptions::default()

@@ -36,6 +36,22 @@ use crate::Engine;
 /// How many attempts an executor sends at once unless told otherwise.
 pub const DEFAULT_MAX_IN_FLIGHT: usize = 32;
 
+/// The most attempts one executor may be told to send at once (`onejob worker --concurrency`,
+/// the app's setting): each holds a connection and a lease renewer.
+pub const MAX_IN_FLIGHT: usize = 1024;
+
+/// Checks a count of attempts sent at once as a person gave it: 1 to [`MAX_IN_FLIGHT`], else
+/// `invalid_input` on field `concurrency`.
+pub fn check_max_in_flight(n: usize) -> Result<()> {
+    if (1..=MAX_IN_FLIGHT).contains(&n) {
+        return Ok(());
+    }
+    Err(Error::invalid_input(
+        "concurrency",
+        format!("attempts sent at once must be from 1 to {MAX_IN_FLIGHT}; {n} is not"),
+    ))
+}
+
 /// How an executor paces itself. The defaults are SPEC §4's.
 #[derive(Debug, Clone)]
 pub struct ExecutorOptions {
