@@ -23,9 +23,48 @@ use tokio::sync::oneshot;
 use crate::error::{Error, Result};
 use crate::store::{Db, Tx};
 
-/// The most writes one commit holds: a busy executor's worth, few enough that the write lock
-/// is never held long.
-pub(crate) const MAX_GROUP: usize = 256;
+/// The most items one commit holds (writes here, submits in `submit.rs`): enough to turn a
+/// storm into a few commits, few enough that the write lock is never held long.
+const MAX_GROUP: usize = 256;
+
+/// What every group commit shares: callers queue their item, then wait for the group lock (a
+/// fair tokio mutex); whoever holds it takes everything queued, up to [`MAX_GROUP`].
+pub(crate) struct Gathering<T> {
+    waiting: Mutex<Vec<T>>,
+    leader: tokio::sync::Mutex<()>,
+}
+
+impl<T> Gathering<T> {
+    pub(crate) fn new() -> Gathering<T> {
+        Gathering {
+            waiting: Mutex::new(Vec::new()),
+            leader: tokio::sync::Mutex::new(()),
+        }
+    }
+
+    /// Queues `item` for the next group.
+    pub(crate) fn push(&self, item: T) -> Result<()> {
+        self.waiting
+            .lock()
+            .map_err(|_| Error::internal("a group commit's queue was poisoned"))?
+            .push(item);
+        Ok(())
+    }
+
+    /// Takes the group lock, then what is queued: nothing when an earlier holder already took
+    /// this caller's item. The group is committed while the guard is held.
+    pub(crate) async fn take(&self) -> (tokio::sync::MutexGuard<'_, ()>, Vec<T>) {
+        let leader = self.leader.lock().await;
+        let group = match self.waiting.lock() {
+            Ok(mut waiting) => {
+                let n = waiting.len().min(MAX_GROUP);
+                waiting.drain(..n).collect()
+            }
+            Err(_) => Vec::new(),
+        };
+        (leader, group)
+    }
+}
 
 /// A write's statements on the group's transaction, boxed so writes of any type queue together.
 pub(crate) type Step<'t, T> = Pin<Box<dyn Future<Output = Result<T>> + Send + 't>>;
@@ -49,8 +88,7 @@ struct Queued {
 
 /// Where the executor's writes wait for their group commit; one per engine.
 pub(crate) struct WriteQueue {
-    waiting: Mutex<Vec<Queued>>,
-    leader: tokio::sync::Mutex<()>,
+    queued: Gathering<Queued>,
     db: Db,
 }
 
@@ -69,8 +107,7 @@ impl<T> Pending<T> {
 impl WriteQueue {
     pub(crate) fn new(db: Db) -> WriteQueue {
         WriteQueue {
-            waiting: Mutex::new(Vec::new()),
-            leader: tokio::sync::Mutex::new(()),
+            queued: Gathering::new(),
             db,
         }
     }
@@ -115,24 +152,14 @@ impl WriteQueue {
                 let _ = reply.send(Err(e));
             }
         });
-        self.waiting
-            .lock()
-            .map_err(|_| Error::internal("the write queue was poisoned"))?
-            .push(Queued { run, refuse });
+        self.queued.push(Queued { run, refuse })?;
         Ok(Pending(answer))
     }
 
     /// Takes the group lock and commits what is queued, if anything: a caller whose write an
     /// earlier holder already took finds nothing to do.
     pub(crate) async fn lead(&self) {
-        let _leader = self.leader.lock().await;
-        let group: Vec<Queued> = match self.waiting.lock() {
-            Ok(mut waiting) => {
-                let n = waiting.len().min(MAX_GROUP);
-                waiting.drain(..n).collect()
-            }
-            Err(_) => return,
-        };
+        let (_leader, group) = self.queued.take().await;
         if group.is_empty() {
             return;
         }

@@ -11,7 +11,7 @@
 //! two submits of one key in a group meet it like two in a row, since the second finds the
 //! first's row.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use tokio::sync::{oneshot, Notify};
 
@@ -24,9 +24,7 @@ use crate::store::{
 };
 use crate::Engine;
 
-/// The most submits one commit holds: enough to turn a storm into a few commits, few enough
-/// that the write lock is never held long.
-const MAX_GROUP: usize = 256;
+use super::group::Gathering;
 
 /// A submit waiting for the next group commit.
 struct Pending {
@@ -38,8 +36,7 @@ struct Pending {
 
 /// Where submits wait for their group commit; one per engine, shared by its clones.
 pub(crate) struct SubmitQueue {
-    waiting: Mutex<Vec<Pending>>,
-    leader: tokio::sync::Mutex<()>,
+    queued: Gathering<Pending>,
     db: Db,
     work: Arc<Notify>,
 }
@@ -49,32 +46,20 @@ impl SubmitQueue {
     /// created a job.
     pub(crate) fn new(db: Db, work: Arc<Notify>) -> SubmitQueue {
         SubmitQueue {
-            waiting: Mutex::new(Vec::new()),
-            leader: tokio::sync::Mutex::new(()),
+            queued: Gathering::new(),
             db,
             work,
         }
     }
 
     fn push(&self, pending: Pending) -> Result<()> {
-        self.waiting
-            .lock()
-            .map_err(|_| Error::internal("the submit queue was poisoned"))?
-            .push(pending);
-        Ok(())
+        self.queued.push(pending)
     }
 
     /// Takes the group lock and commits what is queued, if anything: a caller whose submit
     /// an earlier holder already took finds nothing to do.
     async fn lead(&self) {
-        let _leader = self.leader.lock().await;
-        let group: Vec<Pending> = match self.waiting.lock() {
-            Ok(mut waiting) => {
-                let n = waiting.len().min(MAX_GROUP);
-                waiting.drain(..n).collect()
-            }
-            Err(_) => return,
-        };
+        let (_leader, group) = self.queued.take().await;
         match group.len() {
             0 => {}
             // In the caller's own task: a hand-off to another task costs a thread wake-up.
