@@ -225,8 +225,8 @@ impl Executor {
             };
             self.reap();
             let busy = !lock(&self.inner.driving).is_empty();
-            // Idle only when nothing is out, waiting or sendable: a pass that found too few
-            // free slots to claim may have run just before the last attempt ended.
+            // Idle only when nothing is out, waiting or sendable: a pass that found no free
+            // slot to claim with may have run just before the last attempt ended.
             if started == 0 && !busy && self.inner.engine.next_backoff_end().await?.is_none() {
                 let engine = &self.inner.engine;
                 if engine.pending_attempts(1).await?.is_empty()
