@@ -379,11 +379,19 @@ fn search_finds_a_job_by_key_among_a_hundred_thousand() {
         fill(&w, "[data-testid=jobs-search]", "invoice-2026").await;
         w.wait_text("[data-testid=jobs-loaded]", |t| t == "1 job")
             .await;
-        let rows = w
-            .client
-            .find_all(Locator::Css(".job-row[data-job-id]"))
-            .await
-            .unwrap();
+        // The count and the list are read apart: the list may show its page a moment after.
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let rows = loop {
+            let rows = w
+                .client
+                .find_all(Locator::Css(".job-row[data-job-id]"))
+                .await
+                .unwrap();
+            if rows.len() == 1 || Instant::now() >= deadline {
+                break rows;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        };
         assert_eq!(rows.len(), 1);
         assert_eq!(
             rows[0].attr("data-job-id").await.unwrap().as_deref(),
