@@ -963,3 +963,88 @@ fn status(status: JobStatus) -> JobsQuery {
         ..JobsQuery::default()
     }
 }
+
+/// Each move writes its event in the statement that makes it: one event per move made, the
+/// details as the history shows them, and none for a move that was refused.
+#[tokio::test]
+async fn every_move_writes_its_own_event_and_a_refused_move_none() {
+    let ledger = Ledger::new().await;
+    let e = &ledger.engine;
+    let job = ledger.submit("events").await.job;
+    let first = e.claim_attempt(&job.id, "primary").await.expect("claim");
+    assert_eq!(first.job.status, JobStatus::Running);
+    assert_eq!(first.attempt.state, AttemptState::Pending);
+    let sent = e
+        .mark_sent(&first.attempt.id, "executor-1", Duration::from_secs(30))
+        .await
+        .expect("sent");
+    assert_eq!(sent.state, AttemptState::InFlight);
+    assert!(sent.sent_at.is_some() && sent.lease_expires_at.is_some());
+    // A second send of the same attempt is refused and leaves no trace.
+    let again = e
+        .mark_sent(&first.attempt.id, "executor-2", Duration::from_secs(30))
+        .await;
+    assert_eq!(code(again), "invalid_transition");
+    let failed = e
+        .fail_attempt(
+            &first.attempt.id,
+            why("boom"),
+            Some(503),
+            AfterFailure::Requeue,
+        )
+        .await
+        .expect("failed");
+    assert_eq!(failed.job.status, JobStatus::Queued);
+    let retried = e
+        .retry(OWNER, &job.id, Some("fallback"))
+        .await
+        .expect("retry");
+    let done = e
+        .complete(&retried.attempt.id, &json!({"text": "ok"}), Cause::Answer)
+        .await;
+    assert_eq!(
+        code(done),
+        "invalid_transition",
+        "a pending attempt is not answered"
+    );
+    e.mark_sent(&retried.attempt.id, "executor-1", Duration::from_secs(30))
+        .await
+        .expect("sent");
+    let done = e
+        .complete(&retried.attempt.id, &json!({"text": "ok"}), Cause::Answer)
+        .await
+        .expect("complete");
+    assert_eq!(done.outcome, Outcome::Won);
+    assert_eq!(done.job.status, JobStatus::Succeeded);
+    assert_eq!(done.job.result, Some(json!({"text": "ok"})));
+    assert_eq!(done.attempt.state, AttemptState::Succeeded);
+
+    let history = e.job(OWNER, &job.id).await.expect("job").events;
+    let kinds: Vec<&str> = history.iter().map(|e| e.kind.as_str()).collect();
+    assert_eq!(
+        kinds,
+        [
+            "submitted",
+            "attempt_created",
+            "attempt_sent",
+            "attempt_failed",
+            "attempt_created",
+            "attempt_sent",
+            "attempt_succeeded"
+        ]
+    );
+    assert_eq!(
+        history[1].detail,
+        json!({"number": 1, "provider": "primary", "explicit": false})
+    );
+    assert_eq!(
+        history[4].detail,
+        json!({"number": 2, "provider": "fallback", "explicit": true})
+    );
+    assert_eq!(history[2].detail["executor_id"], "executor-1");
+    assert_eq!(history[2].detail["lease_ms"], 30_000);
+    assert_eq!(history[3].detail["http_status"], 503);
+    for (event, attempt) in history[1..4].iter().zip([&first.attempt.id; 3]) {
+        assert_eq!(event.attempt_id.as_ref(), Some(attempt));
+    }
+}

@@ -11,7 +11,7 @@ use crate::intent::canonical_sha256;
 use crate::job::JobStatus;
 use crate::model::{Actor, Completion, Outcome};
 use crate::store::attempts::{self as attempt_rows, Patch};
-use crate::store::jobs as job_rows;
+use crate::store::jobs::{self as job_rows, JobRow};
 use crate::Engine;
 
 use super::transition::{close_open, move_attempt, AttemptMove};
@@ -27,6 +27,23 @@ pub(super) struct Via {
     pub detail: Map<String, Value>,
 }
 
+/// What settling an answer did.
+pub(super) struct Settled {
+    pub outcome: Outcome,
+    /// The job and the attempt as the settling left them, when it knows both without reading
+    /// them again (an answer that won in time).
+    pub rows: Option<(JobRow, attempt_rows::AttemptRow)>,
+}
+
+impl Settled {
+    fn read_again(outcome: Outcome) -> Settled {
+        Settled {
+            outcome,
+            rows: None,
+        }
+    }
+}
+
 /// Settles an answer for an attempt. The outer `Err` aborts the transaction; the inner one
 /// is a refusal that still left a mark (a contradiction flagged for review) and must be
 /// committed before it is reported.
@@ -35,7 +52,7 @@ pub(super) async fn settle(
     row: &attempt_rows::AttemptRow,
     answer: &Value,
     via: Via,
-) -> Result<std::result::Result<Outcome, Error>> {
+) -> Result<std::result::Result<Settled, Error>> {
     let from = row.state()?;
     let payload_sha256 = canonical_sha256(answer);
     let detail = |mut extra: Map<String, Value>| {
@@ -52,7 +69,9 @@ pub(super) async fn settle(
             AttemptState::Failed | AttemptState::Succeeded | AttemptState::Lost
         )
     {
-        return dropped_after_verdict(conn, row, from, answer, via.actor, detail(Map::new())).await;
+        let dropped =
+            dropped_after_verdict(conn, row, from, answer, via.actor, detail(Map::new())).await?;
+        return Ok(dropped.map(Settled::read_again));
     }
     from.check(AttemptState::Succeeded, via.cause, &row.id)?;
 
@@ -65,7 +84,7 @@ pub(super) async fn settle(
     )
     .await?;
     let late = from == AttemptState::Abandoned;
-    if won {
+    if let Some(job) = won {
         let extra = Map::from_iter([
             ("from".into(), json!(from)),
             ("flagged_for_review".into(), json!(late)),
@@ -82,13 +101,17 @@ pub(super) async fn settle(
             actor: via.actor,
             detail: detail(extra),
         };
-        move_attempt(conn, row, m).await?;
-        if late {
-            job_rows::flag(conn, &row.job_id).await?;
-        }
+        let attempt = move_attempt(conn, row, m).await?;
         // A retry a person started while this one was abandoned is not awaited any more.
         close_open(conn, &row.job_id, JobStatus::Succeeded).await?;
-        return Ok(Ok(Outcome::Won));
+        if late {
+            job_rows::flag(conn, &row.job_id).await?;
+            return Ok(Ok(Settled::read_again(Outcome::Won)));
+        }
+        return Ok(Ok(Settled {
+            outcome: Outcome::Won,
+            rows: Some((job, attempt)),
+        }));
     }
 
     let job = job_row(conn, &row.job_id).await?.into_job()?;
@@ -132,7 +155,7 @@ pub(super) async fn settle(
         detail: detail(extra),
     };
     move_attempt(conn, row, m).await?;
-    Ok(Ok(outcome))
+    Ok(Ok(Settled::read_again(outcome)))
 }
 
 /// An answer for an attempt whose outcome is already recorded: dropped, logged, and flagged
@@ -206,7 +229,7 @@ impl Engine {
         }
         let attempt_id = attempt_id.to_owned();
         let answer = answer.clone();
-        let (settled, job, attempt) = self
+        let completed = self
             .group(move |tx| {
                 Box::pin(async move {
                     let row = attempt_row(tx, &attempt_id).await?;
@@ -223,17 +246,23 @@ impl Engine {
                             }),
                         )]),
                     };
-                    let settled = settle(tx, &row, &answer, via).await?;
-                    let (job, attempt) = reread(tx, &row.job_id, &attempt_id).await?;
-                    Ok((settled, job, attempt))
+                    let settled = match settle(tx, &row, &answer, via).await? {
+                        Ok(settled) => settled,
+                        // A refusal that left its mark, committed with it.
+                        Err(refusal) => return Ok(Err(refusal)),
+                    };
+                    let (job, attempt) = match settled.rows {
+                        Some((job, attempt)) => (job.into_job()?, attempt.into_attempt()?),
+                        None => reread(tx, &row.job_id, &attempt_id).await?,
+                    };
+                    Ok(Ok(Completion {
+                        outcome: settled.outcome,
+                        job,
+                        attempt,
+                    }))
                 })
             })
             .await?;
-        let outcome = settled?;
-        Ok(Completion {
-            outcome,
-            job,
-            attempt,
-        })
+        completed
     }
 }

@@ -12,12 +12,12 @@ use crate::failure::FailureKind;
 use crate::job::JobStatus;
 use crate::model::{Actor, AfterFailure, Attempt, AttemptError, Job, JobAttempt};
 use crate::store::attempts::{self as attempt_rows, Patch};
-use crate::store::jobs::{self as job_rows, JobPatch};
+use crate::store::jobs::{self as job_rows, JobPatch, JobRow};
 use crate::store::providers as provider_rows;
 use crate::Engine;
 
 use super::transition::{
-    block_job, fail_job, move_attempt, move_job, release_job, AttemptMove, JobMove,
+    block_job, fail_job, move_attempt, move_from, move_job, release_job, AttemptMove, JobMove,
 };
 use super::{attempt_row, blocked, commit_with, job_attempt, job_row};
 
@@ -35,6 +35,30 @@ pub(super) struct Starter {
     pub provider_checked: bool,
 }
 
+/// What starting an attempt wrote.
+pub(super) struct Started {
+    /// The new `pending` attempt.
+    pub attempt: attempt_rows::AttemptRow,
+    /// The job as moved to `running`, when it was `queued`; `None` when it was running already.
+    pub job: Option<JobRow>,
+}
+
+impl Started {
+    /// The job and the new attempt as the caller returns them: the job is read again only when
+    /// starting did not move it.
+    pub(super) async fn into_job_attempt(self, conn: &mut impl Handle) -> Result<JobAttempt> {
+        let job = match self.job {
+            Some(job) => job,
+            None => job_row(conn, &self.attempt.job_id).await?,
+        };
+        Ok(JobAttempt {
+            job: job.into_job()?,
+            attempt: self.attempt.into_attempt()?,
+            next_attempt: None,
+        })
+    }
+}
+
 /// Inserts the job's next attempt as `pending` and moves the job to `running`.
 /// A closed job refuses; an open attempt makes the index refuse (`attempt_blocked`).
 pub(super) async fn start_attempt(
@@ -42,7 +66,7 @@ pub(super) async fn start_attempt(
     job: &Job,
     provider: &str,
     starter: Starter,
-) -> Result<attempt_rows::AttemptRow> {
+) -> Result<Started> {
     if job.status.is_closed() {
         return Err(Error::invalid_transition(
             "job",
@@ -58,11 +82,24 @@ pub(super) async fn start_attempt(
         ));
     }
     let id = uuid::Uuid::now_v7().to_string();
-    let inserted =
-        attempt_rows::insert_next(conn, &id, &job.id, provider, i64::from(job.version)).await?;
-    let Some(row) = inserted else {
+    let created = (
+        EventKind::AttemptCreated.as_str(),
+        starter.actor.as_str(),
+        starter.explicit,
+    );
+    let inserted = attempt_rows::insert_next(
+        conn,
+        &id,
+        &job.id,
+        provider,
+        i64::from(job.version),
+        created,
+    )
+    .await?;
+    let Some(attempt) = inserted else {
         return Err(blocked(conn, &job.id).await?);
     };
+    let mut moved = None;
     if job.status == JobStatus::Queued {
         let m = JobMove {
             to: JobStatus::Running,
@@ -72,18 +109,12 @@ pub(super) async fn start_attempt(
             },
             event: None,
         };
-        move_job(conn, &job.id, JobStatus::Queued, m).await?;
+        moved = Some(move_job(conn, &job.id, JobStatus::Queued, m).await?);
     }
-    super::event(
-        conn,
-        &job.id,
-        Some(&id),
-        EventKind::AttemptCreated,
-        starter.actor,
-        json!({ "number": row.number, "provider": provider, "explicit": starter.explicit }),
-    )
-    .await?;
-    Ok(row)
+    Ok(Started {
+        attempt,
+        job: moved,
+    })
 }
 
 /// Fails an attempt and moves its job on as `after` says, in the caller's transaction.
@@ -160,8 +191,8 @@ impl Engine {
                     field: "provider",
                     provider_checked: false,
                 };
-                let row = start_attempt(tx, &job, &provider, starter).await?;
-                job_attempt(tx, &job_id, &row.id).await
+                let started = start_attempt(tx, &job, &provider, starter).await?;
+                started.into_job_attempt(tx).await
             })
         })
         .await
@@ -180,7 +211,6 @@ impl Engine {
         let (attempt_id, executor_id) = (attempt_id.to_owned(), executor_id.to_owned());
         self.group(move |tx| {
             Box::pin(async move {
-                let row = attempt_row(tx, &attempt_id).await?;
                 let m = AttemptMove {
                     to: AttemptState::InFlight,
                     cause: Cause::Executor,
@@ -196,8 +226,10 @@ impl Engine {
                     // shows its end.
                     detail: json!({ "executor_id": executor_id, "lease_ms": lease.as_millis() as u64 }),
                 };
-                move_attempt(tx, &row, m).await?;
-                attempt_row(tx, &attempt_id).await?.into_attempt()
+                // Only a pending attempt is sent: the move's guard is the only check.
+                move_from(tx, &attempt_id, AttemptState::Pending, m)
+                    .await?
+                    .into_attempt()
             })
         })
         .await
@@ -281,9 +313,9 @@ impl Engine {
                     actor: Actor::Executor,
                     detail: json!({ "kind": why.kind, "reason": why.message }),
                 };
-                move_attempt(tx, &row, m).await?;
+                let moved = move_attempt(tx, &row, m).await?;
                 block_job(tx, &row.job_id).await?;
-                attempt_row(tx, &attempt_id).await?.into_attempt()
+                moved.into_attempt()
             })
         })
         .await

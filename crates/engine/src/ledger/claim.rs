@@ -14,8 +14,8 @@ use crate::Engine;
 
 use super::attempts::{start_attempt, Starter};
 use super::contracts::validated_in;
+use super::job_row;
 use super::transition::fail_job;
-use super::{job_attempt, job_row};
 
 /// The outcome of trying to claim a queued job.
 #[derive(Debug, Clone, PartialEq)]
@@ -87,12 +87,12 @@ pub(super) async fn claim_in(tx: &mut Tx, job_id: &str) -> Result<Claim> {
                     // `unsendable` just read it.
                     provider_checked: true,
                 };
-                let row = match start_attempt(tx, &job, &provider, starter).await {
-                    Ok(row) => row,
+                let started = match start_attempt(tx, &job, &provider, starter).await {
+                    Ok(started) => started,
                     Err(Error::AttemptBlocked { .. }) => return Ok(Claim::Skipped),
                     Err(e) => return Err(e),
                 };
-                let claimed = job_attempt(tx, job_id, &row.id).await?;
+                let claimed = started.into_job_attempt(tx).await?;
                 return Ok(Claim::Attempt(Box::new(claimed)));
             }
         },

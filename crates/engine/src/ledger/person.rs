@@ -97,7 +97,7 @@ impl Engine {
                     provider_checked: false,
                 };
                 let next = start_attempt(&mut tx, &job, provider, starter).await?;
-                Some(next.into_attempt()?)
+                Some(next.attempt.into_attempt()?)
             }
             None => None,
         };
@@ -204,7 +204,7 @@ impl Engine {
             provider_checked: false,
         };
         let row = start_attempt(&mut tx, &job, &provider, starter).await?;
-        let done = commit_with(tx, job_id, &row.id).await?;
+        let done = commit_with(tx, job_id, &row.attempt.id).await?;
         self.wake_executor();
         Ok(done)
     }

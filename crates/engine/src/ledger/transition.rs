@@ -10,8 +10,8 @@ use crate::error::{Error, Result};
 use crate::events::EventKind;
 use crate::job::JobStatus;
 use crate::model::{Actor, JobError};
-use crate::store::attempts::{self as attempt_rows, AttemptRow, Patch};
-use crate::store::jobs::{self as job_rows, JobPatch};
+use crate::store::attempts::{self as attempt_rows, AttemptRow, MoveEvent, Patch};
+use crate::store::jobs::{self as job_rows, JobPatch, JobRow};
 
 use super::{event, job_row};
 
@@ -25,36 +25,56 @@ pub(super) struct AttemptMove<'a> {
     pub detail: Value,
 }
 
-/// Moves an attempt from the state `row` was read in. `pending → in_flight` also requires
-/// its job to be `running` without a result. Zero rows changed means another process moved
-/// it first: the move is refused, naming the state it is in now, and nothing is overwritten.
+/// Moves an attempt from the state `row` was read in, and returns it as moved (see
+/// [`move_from`]).
 pub(super) async fn move_attempt(
     conn: &mut impl Handle,
     row: &AttemptRow,
     m: AttemptMove<'_>,
-) -> Result<()> {
-    let from = row.state()?;
-    from.check(m.to, m.cause, &row.id)?;
+) -> Result<AttemptRow> {
+    move_from(conn, &row.id, row.state()?, m).await
+}
+
+/// Moves attempt `id` from `from`, with its event in the same statement, and returns it as
+/// moved. `pending → in_flight` also requires its job to be `running` without a result. Zero
+/// rows changed means another process moved it first: the move is refused, naming the state
+/// it is in now, and nothing is overwritten.
+pub(super) async fn move_from(
+    conn: &mut impl Handle,
+    id: &str,
+    from: AttemptState,
+    m: AttemptMove<'_>,
+) -> Result<AttemptRow> {
+    from.check(m.to, m.cause, id)?;
     let sending = from == AttemptState::Pending && m.to == AttemptState::InFlight;
-    if !attempt_rows::transition(conn, &row.id, from, m.to, &m.patch, sending).await? {
-        let now = super::attempt_row(conn, &row.id).await?.state()?;
-        if now == from {
-            let job = job_row(conn, &row.job_id).await?.into_job()?;
-            return Err(Error::invalid_transition(
-                "job",
-                &job.id,
-                job.status.as_str(),
-                "sending",
-            ));
-        }
+    let detail = m.detail.to_string();
+    let event = MoveEvent {
+        kind: m.event.as_str(),
+        actor: m.actor.as_str(),
+        detail: &detail,
+    };
+    if let Some(moved) =
+        attempt_rows::moved(conn, id, from, m.to, &m.patch, sending, &event).await?
+    {
+        return Ok(moved);
+    }
+    let row = super::attempt_row(conn, id).await?;
+    let now = row.state()?;
+    if now == from {
+        let job = job_row(conn, &row.job_id).await?.into_job()?;
         return Err(Error::invalid_transition(
-            "attempt",
-            &row.id,
-            now.as_str(),
-            m.to.as_str(),
+            "job",
+            &job.id,
+            job.status.as_str(),
+            "sending",
         ));
     }
-    event(conn, &row.job_id, Some(&row.id), m.event, m.actor, m.detail).await
+    Err(Error::invalid_transition(
+        "attempt",
+        id,
+        now.as_str(),
+        m.to.as_str(),
+    ))
 }
 
 /// A job's move and the event that records it (none for the bookkeeping moves that an
@@ -65,15 +85,15 @@ pub(super) struct JobMove<'a> {
     pub event: Option<(EventKind, Actor, Value)>,
 }
 
-/// Moves a job from `from`. A job that becomes `succeeded`, `cancelled` or `failed` has its
-/// open attempt closed as `abandoned` in the same transaction, so nothing is sent for a job
-/// that is over and no open attempt outlives it.
+/// Moves a job from `from` and returns it as moved. A job that becomes `succeeded`,
+/// `cancelled` or `failed` has its open attempt closed as `abandoned` in the same transaction,
+/// so nothing is sent for a job that is over and no open attempt outlives it.
 pub(super) async fn move_job(
     conn: &mut impl Handle,
     job_id: &str,
     from: JobStatus,
     m: JobMove<'_>,
-) -> Result<()> {
+) -> Result<JobRow> {
     if !from.may_become(m.to) {
         return Err(Error::invalid_transition(
             "job",
@@ -82,7 +102,7 @@ pub(super) async fn move_job(
             m.to.as_str(),
         ));
     }
-    if !job_rows::set_status(conn, job_id, from, m.to, &m.patch).await? {
+    let Some(moved) = job_rows::set_status(conn, job_id, from, m.to, &m.patch).await? else {
         let now = job_row(conn, job_id).await?.into_job()?.status;
         return Err(Error::invalid_transition(
             "job",
@@ -90,14 +110,14 @@ pub(super) async fn move_job(
             now.as_str(),
             m.to.as_str(),
         ));
-    }
+    };
     if let Some((kind, actor, detail)) = m.event {
         event(conn, job_id, None, kind, actor, detail).await?;
     }
     if m.to.is_closed() {
         close_open(conn, job_id, m.to).await?;
     }
-    Ok(())
+    Ok(moved)
 }
 
 /// Closes the job's open attempt, if it has one, because the job became `status`: a
@@ -128,7 +148,7 @@ pub(super) async fn close_open(
         actor: Actor::System,
         detail: json!({ "reason": reason, "never_sent": never_sent }),
     };
-    move_attempt(conn, &open, m).await
+    move_attempt(conn, &open, m).await.map(|_| ())
 }
 
 /// After an open attempt ended without a result: a job that was waiting on it is queued
@@ -145,7 +165,7 @@ pub(super) async fn release_job(conn: &mut impl Handle, job_id: &str) -> Result<
                 },
                 event: None,
             };
-            move_job(conn, job_id, status, m).await
+            move_job(conn, job_id, status, m).await.map(|_| ())
         }
         JobStatus::Queued | JobStatus::Succeeded | JobStatus::Failed | JobStatus::Cancelled => {
             Ok(())
@@ -164,7 +184,7 @@ pub(super) async fn block_job(conn: &mut impl Handle, job_id: &str) -> Result<()
         patch: JobPatch::default(),
         event: None,
     };
-    move_job(conn, job_id, status, m).await
+    move_job(conn, job_id, status, m).await.map(|_| ())
 }
 
 /// Fails a job with `error` from whatever open status it is in (the route policy's verdict).
@@ -186,5 +206,46 @@ pub(super) async fn fail_job(
         },
         event: Some((EventKind::JobFailed, actor, json!(error))),
     };
-    move_job(conn, job_id, status, m).await
+    move_job(conn, job_id, status, m).await.map(|_| ())
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+    use crate::store::events;
+    use crate::Engine;
+
+    /// The event rides in the move's own statement, guarded by the move: a refused move writes
+    /// none, even in a transaction that goes on and commits. On either backend.
+    #[tokio::test]
+    async fn a_refused_move_writes_no_event_in_a_transaction_that_goes_on() {
+        let dir = tempfile::tempdir().unwrap();
+        let location = onejob_testkit::ledger_location(&dir.path().join("ledger.db"));
+        let engine = Engine::open(&location).await.unwrap();
+        let intent = r#"{"route": ["sandbox"], "input": {}}"#;
+        let job = engine.submit("local", "k", intent).await.unwrap().job;
+        let claimed = engine.claim_attempt(&job.id, "sandbox").await.unwrap();
+        let mut tx = engine.begin().await.unwrap();
+        let before = events::for_job(&mut tx, &job.id).await.unwrap().len();
+        // The attempt is pending, not in flight: nothing matches the move's guard.
+        let m = AttemptMove {
+            to: AttemptState::Unknown,
+            cause: Cause::Executor,
+            patch: Patch::default(),
+            event: EventKind::AttemptUnknown,
+            actor: Actor::Executor,
+            detail: json!({}),
+        };
+        let refused = move_from(&mut tx, &claimed.attempt.id, AttemptState::InFlight, m).await;
+        let Err(refusal) = refused else {
+            panic!("a move from the wrong state was made")
+        };
+        assert_eq!(refusal.code(), "invalid_transition");
+        tx.commit().await.unwrap();
+        let detail = engine.job("local", &job.id).await.unwrap();
+        assert_eq!(detail.events.len(), before);
+        assert_eq!(detail.attempts[0].state, AttemptState::Pending);
+    }
 }

@@ -75,21 +75,29 @@ impl AttemptRow {
     }
 }
 
-/// Inserts the job's next attempt as `pending`; `None` while another is open: the partial
-/// unique index refuses it, and that refusal is the only check.
+/// Inserts the job's next attempt as `pending`, with its `attempt_created` event written by the
+/// same call (`created` says who created it and whether a person chose the provider); `None`,
+/// with nothing written, while another is open: the partial unique index refuses it, and that
+/// refusal is the only check.
 pub async fn insert_next(
     h: &mut impl Handle,
     id: &str,
     job_id: &str,
     provider: &str,
     job_version: i64,
+    created: (&str, &str, bool),
 ) -> sqlx::Result<Option<AttemptRow>> {
+    let (kind, actor, explicit) = created;
     on_backend!(h, "attempts/insert_next", |conn, sql| {
         sqlx::query_as(sql)
             .bind(id)
             .bind(job_id)
             .bind(provider)
             .bind(job_version)
+            .bind(kind)
+            .bind(actor)
+            .bind(explicit)
+            // Stepped to its end: on SQLite the event's statement runs after the insert.
             .fetch_all(conn)
             .await
             .map(|rows| rows.into_iter().next())
@@ -155,19 +163,29 @@ pub struct Patch<'a> {
     pub flag: bool,
 }
 
-/// Moves an attempt from `from` to `to` in one guarded statement; false when it was no
-/// longer in `from` (someone moved it first: re-read, never overwrite), or when
-/// `job_must_run` and its job is not `running` without a result.
-pub async fn transition(
+/// The event that records a move, written by the move's own statement.
+pub struct MoveEvent<'a> {
+    pub kind: &'a str,
+    pub actor: &'a str,
+    /// JSON text.
+    pub detail: &'a str,
+}
+
+/// Moves an attempt from `from` to `to` in one guarded statement that also appends the move's
+/// event, and returns the attempt as moved; `None`, with nothing written, when it was no longer
+/// in `from` (someone moved it first: re-read, never overwrite), or when `job_must_run` and its
+/// job is not `running` without a result.
+pub async fn moved(
     h: &mut impl Handle,
     id: &str,
     from: AttemptState,
     to: AttemptState,
     patch: &Patch<'_>,
     job_must_run: bool,
-) -> sqlx::Result<bool> {
-    on_backend!(h, "attempts/transition", |conn, sql| {
-        sqlx::query(sql)
+    event: &MoveEvent<'_>,
+) -> sqlx::Result<Option<AttemptRow>> {
+    on_backend!(h, "attempts/move", |conn, sql| {
+        sqlx::query_as(sql)
             .bind(to.as_str())
             .bind(patch.error.map(|e| e.kind.as_str()))
             .bind(patch.error.map(|e| e.message.as_str()))
@@ -180,9 +198,13 @@ pub async fn transition(
             .bind(id)
             .bind(from.as_str())
             .bind(job_must_run)
-            .execute(conn)
+            .bind(event.kind)
+            .bind(event.actor)
+            .bind(event.detail)
+            // Stepped to its end: on SQLite the event's statement runs after the move's.
+            .fetch_all(conn)
             .await
-            .map(|done| done.rows_affected() == 1)
+            .map(|rows| rows.into_iter().next())
     })
 }
 

@@ -354,18 +354,18 @@ pub struct JobPatch<'a> {
     pub clear_not_before: bool,
 }
 
-/// Moves a job from exactly `from` to `to`; false when it was not in `from` (someone moved it
-/// first). The caller has checked the move against [`JobStatus::may_become`].
+/// Moves a job from exactly `from` to `to` and returns it as moved; `None` when it was not in
+/// `from` (someone moved it first). The caller has checked the move against [`JobStatus::may_become`].
 pub async fn set_status(
     h: &mut impl Handle,
     id: &str,
     from: JobStatus,
     to: JobStatus,
     patch: &JobPatch<'_>,
-) -> sqlx::Result<bool> {
+) -> sqlx::Result<Option<JobRow>> {
     let error = patch.error.and_then(|e| serde_json::to_string(e).ok());
     on_backend!(h, "jobs/set_status", |conn, sql| {
-        sqlx::query(sql)
+        sqlx::query_as(sql)
             .bind(to.as_str())
             .bind(patch.set_error)
             .bind(&error)
@@ -374,30 +374,29 @@ pub async fn set_status(
             .bind(patch.clear_not_before)
             .bind(id)
             .bind(from.as_str())
-            .execute(conn)
+            .fetch_optional(conn)
             .await
-            .map(|done| done.rows_affected() == 1)
     })
 }
 
 /// The compare-and-swap of SPEC §5: claims the job's result for `attempt_id` only if the job
-/// is still at `version`, nobody has claimed it, and it is not closed.
+/// is still at `version`, nobody has claimed it, and it is not closed. Returns the job as it then
+/// stands; `None` when the answer lost.
 pub async fn claim_result(
     h: &mut impl Handle,
     id: &str,
     version: i64,
     attempt_id: &str,
     result: &str,
-) -> sqlx::Result<bool> {
+) -> sqlx::Result<Option<JobRow>> {
     on_backend!(h, "jobs/claim_result", |conn, sql| {
-        sqlx::query(sql)
+        sqlx::query_as(sql)
             .bind(result)
             .bind(attempt_id)
             .bind(id)
             .bind(version)
-            .execute(conn)
+            .fetch_optional(conn)
             .await
-            .map(|done| done.rows_affected() == 1)
     })
 }
 

@@ -1,4 +1,5 @@
--- Moves a job from exactly $8 to $1.
+-- Moves a job from exactly $8 to $1; returns the job as moved, no row when it was not in
+-- that status.
 -- $2 set the error? $3 the error (JSON text), $4 1 to bump the version, $5 finished?,
 -- $6 clear the backoff?, $7 id.
 UPDATE jobs SET status = $1,
@@ -8,3 +9,8 @@ UPDATE jobs SET status = $1,
     not_before = CASE WHEN $6 THEN NULL ELSE not_before END,
     updated_at = onejob_now()
 WHERE id = onejob_uuid($7) AND status = $8
+RETURNING id::text AS id, owner_id, idempotency_key, fingerprint, intent::text AS intent, status,
+       version, completed_by::text AS completed_by, result::text AS result, error::text AS error,
+       flagged_for_review, onejob_time(created_at) AS created_at,
+       onejob_time(updated_at) AS updated_at, onejob_time(finished_at) AS finished_at,
+       onejob_time(not_before) AS not_before

@@ -1,4 +1,5 @@
--- Moves a job from exactly ?8 to ?1.
+-- Moves a job from exactly ?8 to ?1; returns the job as moved, no row when it was not in
+-- that status.
 -- ?2 set the error? ?3 the error (JSON text), ?4 1 to bump the version, ?5 finished?,
 -- ?6 clear the backoff?, ?7 id.
 UPDATE jobs SET status = ?1,
@@ -8,3 +9,5 @@ UPDATE jobs SET status = ?1,
     not_before = CASE WHEN ?6 THEN NULL ELSE not_before END,
     updated_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now')
 WHERE id = ?7 AND status = ?8
+RETURNING id, owner_id, idempotency_key, fingerprint, intent, status, version, completed_by,
+       result, error, flagged_for_review, created_at, updated_at, finished_at, not_before

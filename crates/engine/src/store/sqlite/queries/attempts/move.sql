@@ -1,8 +1,9 @@
--- Moves attempt ?10 from exactly state ?11 to ?1, setting what the move records; with ?12 only
--- while its job is running without a result.
+-- Moves attempt ?10 from exactly state ?11 to ?1, setting what the move records, and appends
+-- the move's event to its job's history, in one call; with ?12 only while its job is running
+-- without a result. Returns the attempt as moved; no row, and no event, when it was not in ?11.
 -- ?2/?3 error kind and message, ?4 HTTP status, ?5 executor, ?6 the lease in milliseconds
 -- from now (kept only in flight), ?7 sent?, ?8 finished?, ?9 flag for review?; NULL leaves a
--- column.
+-- column. ?13 the event's kind, ?14 its actor, ?15 its detail (JSON text).
 UPDATE attempts SET state = ?1,
     error_kind = coalesce(?2, error_kind), error_message = coalesce(?3, error_message),
     http_status = coalesce(?4, http_status), executor_id = coalesce(?5, executor_id),
@@ -15,3 +16,10 @@ UPDATE attempts SET state = ?1,
 WHERE id = ?10 AND state = ?11
   AND (NOT ?12 OR EXISTS (SELECT 1 FROM jobs j WHERE j.id = attempts.job_id
                           AND j.status = 'running' AND j.completed_by IS NULL))
+RETURNING id, job_id, number, provider, state, job_version, request_id,
+       http_status, error_kind, error_message, executor_id, lease_expires_at,
+       flagged_for_review, created_at, sent_at, finished_at, usage;
+-- changes() counts the rows the UPDATE above changed itself (1 or 0).
+INSERT INTO job_events (job_id, attempt_id, at, kind, actor, detail)
+SELECT job_id, id, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), ?13, ?14, ?15
+FROM attempts WHERE id = ?10 AND changes() = 1;
