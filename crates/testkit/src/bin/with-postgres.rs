@@ -11,7 +11,7 @@ use std::ffi::OsString;
 use std::process::ExitCode;
 
 use onejob_testkit::{Postgres, TEST_POSTGRES};
-use tokio::signal::unix::{signal, SignalKind};
+use tokio::signal::unix::{signal, Signal, SignalKind};
 
 /// The exit code when with-postgres itself fails, before or instead of the command.
 const FAILED: u8 = 1;
@@ -25,48 +25,58 @@ fn main() -> ExitCode {
         return ExitCode::from(2);
     };
     let args: Vec<OsString> = args.collect();
-    let cluster = match Postgres::start_for_tests() {
-        Ok(cluster) => cluster,
-        Err(e) => {
-            eprintln!("with-postgres: PostgreSQL did not start: {e}");
-            return ExitCode::from(FAILED);
-        }
-    };
-    eprintln!(
-        "with-postgres: a throwaway PostgreSQL at {} (data in {}) for {}",
-        cluster.server_url(),
-        cluster.dir().display(),
-        program.to_string_lossy()
-    );
-    let code = match tokio::runtime::Builder::new_current_thread()
+    let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
     {
-        Ok(runtime) => runtime.block_on(run(program, args, &cluster)),
+        Ok(runtime) => runtime,
         Err(e) => {
             eprintln!("with-postgres: {e}");
-            ExitCode::from(FAILED)
-        }
-    };
-    // Stops the server and removes its folder, whatever the command did.
-    drop(cluster);
-    code
-}
-
-/// Runs the command to its end with the cluster's URL; its exit code.
-async fn run(program: OsString, args: Vec<OsString>, cluster: &Postgres) -> ExitCode {
-    // Caught from here on, so an interrupt or a termination ends the command and then this
-    // process in order, never leaving the cluster and its folder behind.
-    let signals = signal(SignalKind::interrupt()).and_then(|interrupt| {
-        signal(SignalKind::terminate()).map(|terminate| (interrupt, terminate))
-    });
-    let (mut interrupt, mut terminate) = match signals {
-        Ok(signals) => signals,
-        Err(e) => {
-            eprintln!("with-postgres: cannot watch for signals: {e}");
             return ExitCode::from(FAILED);
         }
     };
+    runtime.block_on(async {
+        // Caught before the cluster exists, so an interrupt or a termination at any moment
+        // (even one sent on reading the line below) ends the command and then this process
+        // in order, never leaving the cluster and its folder behind.
+        let signals = signal(SignalKind::interrupt()).and_then(|interrupt| {
+            signal(SignalKind::terminate()).map(|terminate| (interrupt, terminate))
+        });
+        let signals = match signals {
+            Ok(signals) => signals,
+            Err(e) => {
+                eprintln!("with-postgres: cannot watch for signals: {e}");
+                return ExitCode::from(FAILED);
+            }
+        };
+        let cluster = match Postgres::start_for_tests() {
+            Ok(cluster) => cluster,
+            Err(e) => {
+                eprintln!("with-postgres: PostgreSQL did not start: {e}");
+                return ExitCode::from(FAILED);
+            }
+        };
+        eprintln!(
+            "with-postgres: a throwaway PostgreSQL at {} (data in {}) for {}",
+            cluster.server_url(),
+            cluster.dir().display(),
+            program.to_string_lossy()
+        );
+        let code = run(program, args, &cluster, signals).await;
+        // Stops the server and removes its folder, whatever the command did.
+        drop(cluster);
+        code
+    })
+}
+
+/// Runs the command to its end with the cluster's URL; its exit code. An interrupt is left to
+/// the command; a termination ends it.
+async fn run(
+    program: OsString,
+    args: Vec<OsString>,
+    cluster: &Postgres,
+    (mut interrupt, mut terminate): (Signal, Signal),
+) -> ExitCode {
     let spawned = tokio::process::Command::new(&program)
         .args(&args)
         .env(TEST_POSTGRES, cluster.server_url())
