@@ -19,8 +19,7 @@ use crate::error::{ConflictDetails, Error, Result};
 use crate::intent::{parse_intent, validate_intent, validate_key, validate_owner, ValidIntent};
 use crate::model::{Job, Submitted};
 use crate::store::{
-    contracts as contract_rows, jobs as job_rows, providers as provider_rows, Db, Handle, Pooled,
-    Tx,
+    contracts as contract_rows, jobs as job_rows, providers as provider_rows, Db, Handle, Tx,
 };
 use crate::Engine;
 
@@ -168,40 +167,21 @@ async fn commit_together(db: &Db, group: &[Pending]) -> Result<Option<Vec<Result
 /// contract's names inside the INSERT; only when it is refused are the names looked up, to say
 /// which one. The answer comes after the commit has returned success.
 async fn submit_alone(db: &Db, pending: &Pending) -> Result<(Job, bool)> {
-    let mut writer = Writer {
-        conn: db.write().await?,
-        settled: false,
-    };
+    let mut writer = db.write().await?;
+    // If the caller goes away while the statements run, a transaction they left open is
+    // rolled back, and nothing was answered.
+    writer.settle(false);
     let id = uuid::Uuid::now_v7().to_string();
-    let outcome = job_rows::submit(&mut writer.conn, &new_job(&id, pending)).await;
+    let outcome = job_rows::submit(&mut writer, &new_job(&id, pending)).await;
     if outcome.is_err() {
         // A SQLite transaction the failure left open ends here, before anything else runs
         // on the writer.
-        job_rows::rollback(&mut writer.conn).await;
+        job_rows::rollback(&mut writer).await;
     }
-    writer.settled = true;
+    writer.settle(true);
     match outcome {
-        Ok(held) => holder(&mut writer.conn, pending, &id, held).await,
-        Err(e) => Err(refusal(&mut writer.conn, pending, e).await),
-    }
-}
-
-/// The writer a lone submit runs on. If its caller goes away while the statements run (its
-/// future dropped), the connection is closed instead of going back to the pool: a SQLite
-/// transaction they left open ends with it, rolled back, and nothing was answered.
-struct Writer {
-    conn: Pooled,
-    settled: bool,
-}
-
-impl Drop for Writer {
-    fn drop(&mut self) {
-        if !self.settled {
-            match &mut self.conn {
-                Pooled::Sqlite(c) => c.close_on_drop(),
-                Pooled::Postgres(c) => c.close_on_drop(),
-            }
-        }
+        Ok(held) => holder(&mut writer, pending, &id, held).await,
+        Err(e) => Err(refusal(&mut writer, pending, e).await),
     }
 }
 

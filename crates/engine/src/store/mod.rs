@@ -62,7 +62,7 @@ impl Handle for Conn<'_> {
 
 /// A write transaction of either backend; dropped without `commit`, it rolls back.
 pub enum Tx {
-    Sqlite(Transaction<'static, Sqlite>),
+    Sqlite(sqlite::WriterGuard),
     Postgres(Transaction<'static, Postgres>),
 }
 
@@ -79,7 +79,7 @@ impl Tx {
 impl Handle for Tx {
     fn conn(&mut self) -> Conn<'_> {
         match self {
-            Tx::Sqlite(tx) => Conn::Sqlite(tx),
+            Tx::Sqlite(tx) => Conn::Sqlite(tx.conn()),
             Tx::Postgres(tx) => Conn::Postgres(tx),
         }
     }
@@ -106,10 +106,11 @@ impl Tx {
         use sqlx::Executor;
         const STATEMENTS: &str = "RELEASE SAVEPOINT onejob_step; SAVEPOINT onejob_step";
         match self {
-            Tx::Sqlite(tx) => {
-                let conn: &mut SqliteConnection = tx;
-                conn.execute(sqlx::raw_sql(STATEMENTS)).await.map(|_| ())
-            }
+            Tx::Sqlite(tx) => tx
+                .conn()
+                .execute(sqlx::raw_sql(STATEMENTS))
+                .await
+                .map(|_| ()),
             Tx::Postgres(tx) => {
                 let conn: &mut PgConnection = tx;
                 conn.execute(sqlx::raw_sql(STATEMENTS)).await.map(|_| ())
@@ -119,7 +120,7 @@ impl Tx {
 
     async fn simple(&mut self, statement: &'static str) -> sqlx::Result<()> {
         match self {
-            Tx::Sqlite(tx) => sqlx::query(statement).execute(&mut **tx).await.map(|_| ()),
+            Tx::Sqlite(tx) => sqlx::query(statement).execute(tx.conn()).await.map(|_| ()),
             Tx::Postgres(tx) => sqlx::query(statement).execute(&mut **tx).await.map(|_| ()),
         }
     }
@@ -136,6 +137,47 @@ impl Handle for Pooled {
         match self {
             Pooled::Sqlite(c) => Conn::Sqlite(c),
             Pooled::Postgres(c) => Conn::Postgres(c),
+        }
+    }
+}
+
+/// The connection for writes outside a group's transaction (see [`Db::write`]). Marked
+/// unsettled while its statements may leave a transaction open, and dropped so (its caller went
+/// away mid-call), that transaction ends unanswered: rolled back on SQLite's writer before
+/// anything else runs on it; on PostgreSQL by closing the connection instead of giving it back.
+pub struct Writing {
+    conn: WritingConn,
+    settled: bool,
+}
+
+enum WritingConn {
+    Sqlite(sqlite::WriterGuard),
+    Postgres(PoolConnection<Postgres>),
+}
+
+impl Writing {
+    /// Says whether the statements run on it have ended every transaction they began.
+    pub fn settle(&mut self, settled: bool) {
+        self.settled = settled;
+        if let WritingConn::Sqlite(writer) = &mut self.conn {
+            writer.set_open(!settled);
+        }
+    }
+}
+
+impl Handle for Writing {
+    fn conn(&mut self) -> Conn<'_> {
+        match &mut self.conn {
+            WritingConn::Sqlite(c) => Conn::Sqlite(c.conn()),
+            WritingConn::Postgres(c) => Conn::Postgres(c),
+        }
+    }
+}
+
+impl Drop for Writing {
+    fn drop(&mut self) {
+        if let (false, WritingConn::Postgres(c)) = (self.settled, &mut self.conn) {
+            c.close_on_drop();
         }
     }
 }
@@ -182,7 +224,7 @@ impl Db {
     /// PostgreSQL the ledger's advisory lock, taken in the same round trip as `BEGIN`.
     pub async fn begin(&self) -> sqlx::Result<Tx> {
         Ok(match self {
-            Db::Sqlite(db) => Tx::Sqlite(db.writer.begin_with("BEGIN IMMEDIATE").await?),
+            Db::Sqlite(db) => Tx::Sqlite(db.writer.begin().await?),
             Db::Postgres(db) => Tx::Postgres(
                 db.pool
                     .begin_with(format!(
@@ -202,12 +244,15 @@ impl Db {
         })
     }
 
-    /// A connection for a single-statement write outside a transaction; on SQLite the
-    /// writer, so the write queues in this process instead of in SQLite's busy loop.
-    pub async fn write(&self) -> sqlx::Result<Pooled> {
-        Ok(match self {
-            Db::Sqlite(db) => Pooled::Sqlite(db.writer.acquire().await?),
-            Db::Postgres(db) => Pooled::Postgres(db.pool.acquire().await?),
+    /// A connection for writes outside a group's transaction; on SQLite the writer, so the
+    /// write queues in this process instead of in SQLite's busy loop.
+    pub async fn write(&self) -> sqlx::Result<Writing> {
+        Ok(Writing {
+            conn: match self {
+                Db::Sqlite(db) => WritingConn::Sqlite(db.writer.lock().await?),
+                Db::Postgres(db) => WritingConn::Postgres(db.pool.acquire().await?),
+            },
+            settled: true,
         })
     }
 

@@ -4,22 +4,25 @@
 
 use std::path::Path;
 use std::str::FromStr;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use sqlx::migrate::Migrator;
 use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
 };
-use tokio::sync::watch;
+use sqlx::SqliteConnection;
+use tokio::sync::{watch, OwnedMappedMutexGuard, OwnedMutexGuard};
 
 use crate::error::{Error, Result};
 use crate::OpenOptions;
 
-/// The pools of one ledger file.
+/// The connections of one ledger file.
 #[derive(Clone)]
 pub struct SqliteDb {
     /// One connection: writes in this process queue here instead of in SQLite's busy loop.
-    pub writer: SqlitePool,
+    pub writer: Writer,
     pub reader: SqlitePool,
     /// For the connection `changes` keeps of its own.
     options: Arc<SqliteConnectOptions>,
@@ -45,14 +48,9 @@ impl SqliteDb {
             Some(pages) => options.pragma("max_page_count", pages.to_string()),
             None => options,
         };
+        let writer = connect_one(&options).await?;
+        migrate(&writer).await?;
         // A local file needs no liveness ping on every acquire.
-        let writer = connect(
-            SqlitePoolOptions::new()
-                .test_before_acquire(false)
-                .max_connections(1),
-            &options,
-        )
-        .await?;
         let reader = connect(
             SqlitePoolOptions::new()
                 .test_before_acquire(false)
@@ -60,29 +58,11 @@ impl SqliteDb {
             &options,
         )
         .await?;
-        let db = SqliteDb {
+        Ok(SqliteDb {
             writer,
             reader,
             options: Arc::new(options),
-        };
-        db.migrate().await?;
-        Ok(db)
-    }
-
-    async fn migrate(&self) -> Result<()> {
-        // Several processes may open a new file at once; the loser of a migration race
-        // finds the schema applied on its next try.
-        let mut tries = 0;
-        loop {
-            match sqlx::migrate!("../../migrations").run(&self.writer).await {
-                Ok(()) => return Ok(()),
-                Err(_) if tries < 20 => {
-                    tries += 1;
-                    tokio::time::sleep(Duration::from_millis(25 * tries)).await;
-                }
-                Err(e) => return Err(e.into()),
-            }
-        }
+        })
     }
 
     /// A counter that rises whenever the file changes, whoever changed it: SQLite's
@@ -118,18 +98,164 @@ impl SqliteDb {
     }
 }
 
+static MIGRATOR: Migrator = sqlx::migrate!("../../migrations");
+
+/// Brings the file's schema up to date on `conn`.
+async fn migrate(conn: &Writer) -> Result<()> {
+    // Several processes may open a new file at once; the loser of a migration race finds the
+    // schema applied on its next try.
+    let mut tries = 0;
+    loop {
+        let mut writer = conn.lock().await?;
+        match MIGRATOR.run_direct(writer.conn()).await {
+            Ok(()) => return Ok(()),
+            Err(_) if tries < 20 => {
+                drop(writer);
+                tries += 1;
+                tokio::time::sleep(Duration::from_millis(25 * tries)).await;
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
+
 /// Connects a pool, retrying while another process holds the lock that switching a new file
 /// to WAL needs: SQLite does not wait for that lock through the busy timeout.
 async fn connect(pool: SqlitePoolOptions, options: &SqliteConnectOptions) -> Result<SqlitePool> {
+    busy_retried(|| {
+        let (pool, options) = (pool.clone(), options.clone());
+        async move { pool.connect_with(options).await }
+    })
+    .await
+}
+
+/// Opens one connection, retried as [`connect`] retries a pool's.
+async fn connect_one(options: &SqliteConnectOptions) -> Result<Writer> {
+    use sqlx::ConnectOptions;
+    let conn = busy_retried(|| {
+        let options = options.clone();
+        async move { options.connect().await }
+    })
+    .await?;
+    Ok(Writer::new(conn))
+}
+
+async fn busy_retried<T, F>(mut attempt: impl FnMut() -> F) -> Result<T>
+where
+    F: std::future::Future<Output = sqlx::Result<T>>,
+{
     let mut tries: u64 = 0;
     loop {
-        match pool.clone().connect_with(options.clone()).await {
-            Ok(pool) => return Ok(pool),
+        match attempt().await {
+            Ok(done) => return Ok(done),
             Err(sqlx::Error::Database(e)) if is_busy(&*e) && tries < 100 => {
                 tries += 1;
                 tokio::time::sleep(Duration::from_millis(10 * tries.min(20))).await;
             }
             Err(e) => return Err(e.into()),
+        }
+    }
+}
+
+/// The connection this process writes with, held for the ledger's life instead of pooled: a
+/// pool tests a connection with a statement of its own whenever it is given back, one more
+/// round trip to SQLite's thread on every write, and the next write waits for it.
+///
+/// Transactions on it are begun and ended by plain statements (`BEGIN IMMEDIATE`, `COMMIT`,
+/// `ROLLBACK`). A [`WriterGuard`] dropped with one possibly open has it rolled back before
+/// anything else runs on the writer: by a task started at once, or by the next writer, if it
+/// comes first.
+#[derive(Clone)]
+pub struct Writer {
+    conn: Arc<tokio::sync::Mutex<Option<SqliteConnection>>>,
+    /// A guard was dropped with a transaction possibly open.
+    left_open: Arc<AtomicBool>,
+}
+
+/// The writer, held by one user at a time.
+pub struct WriterGuard {
+    conn: OwnedMappedMutexGuard<Option<SqliteConnection>, SqliteConnection>,
+    /// Whether a transaction may be open: rolled back if the guard is dropped so.
+    open: bool,
+    writer: Writer,
+}
+
+impl Writer {
+    fn new(conn: SqliteConnection) -> Writer {
+        Writer {
+            conn: Arc::new(tokio::sync::Mutex::new(Some(conn))),
+            left_open: Arc::new(AtomicBool::new(false)),
+        }
+    }
+
+    /// Waits for the writer; `PoolClosed` once the ledger was closed.
+    pub async fn lock(&self) -> sqlx::Result<WriterGuard> {
+        let held = self.conn.clone().lock_owned().await;
+        let mut conn =
+            OwnedMutexGuard::try_map(held, Option::as_mut).map_err(|_| sqlx::Error::PoolClosed)?;
+        if self.left_open.swap(false, Ordering::SeqCst) {
+            // "No transaction is active" when it had ended after all.
+            let _ = sqlx::query("ROLLBACK").execute(&mut *conn).await;
+        }
+        Ok(WriterGuard {
+            conn,
+            open: false,
+            writer: self.clone(),
+        })
+    }
+
+    /// Waits for the writer and begins a transaction holding the file's write lock.
+    pub async fn begin(&self) -> sqlx::Result<WriterGuard> {
+        let mut writer = self.lock().await?;
+        writer.open = true;
+        sqlx::query("BEGIN IMMEDIATE")
+            .execute(writer.conn())
+            .await?;
+        Ok(writer)
+    }
+
+    /// Waits for whoever holds the writer, then closes it.
+    pub async fn close(&self) {
+        use sqlx::Connection;
+        let taken = self.conn.lock().await.take();
+        if let Some(conn) = taken {
+            let _ = conn.close().await;
+        }
+    }
+}
+
+impl WriterGuard {
+    /// The connection.
+    pub fn conn(&mut self) -> &mut SqliteConnection {
+        &mut self.conn
+    }
+
+    /// Says whether a transaction may be open on it now (one the caller began by its own
+    /// statements), so that dropping the guard rolls it back.
+    pub fn set_open(&mut self, open: bool) {
+        self.open = open;
+    }
+
+    /// Commits the transaction begun by [`Writer::begin`].
+    pub async fn commit(mut self) -> sqlx::Result<()> {
+        sqlx::query("COMMIT").execute(self.conn()).await?;
+        self.open = false;
+        Ok(())
+    }
+}
+
+impl Drop for WriterGuard {
+    fn drop(&mut self) {
+        if !self.open {
+            return;
+        }
+        // Set before the connection is let go, so whoever takes it next rolls back first.
+        self.writer.left_open.store(true, Ordering::SeqCst);
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            let writer = self.writer.clone();
+            runtime.spawn(async move {
+                let _ = writer.lock().await;
+            });
         }
     }
 }
