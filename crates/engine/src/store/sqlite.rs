@@ -266,3 +266,52 @@ fn is_busy(e: &dyn sqlx::error::DatabaseError) -> bool {
         .and_then(|c| c.parse::<i32>().ok())
         .is_some_and(|c| c & 0xff == 5)
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+    use sqlx::{ConnectOptions, Connection};
+
+    /// A transaction dropped without its commit is undone, and the file's write lock is let go
+    /// at once, not when this process next writes: another process's writer gets in.
+    const INSERT: &str = "INSERT INTO providers (name, kind, config, created_at, updated_at) \
+                          VALUES (?1, 'sandbox', '{}', 'now', 'now')";
+
+    #[tokio::test]
+    async fn a_transaction_dropped_unfinished_is_rolled_back_and_frees_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("ledger.db");
+        let db = SqliteDb::open(&path, &OpenOptions::default())
+            .await
+            .unwrap();
+        let mut tx = db.writer.begin().await.unwrap();
+        sqlx::query(INSERT)
+            .bind("left")
+            .execute(tx.conn())
+            .await
+            .unwrap();
+        drop(tx);
+
+        let other = SqliteConnectOptions::new()
+            .filename(&path)
+            .busy_timeout(Duration::from_secs(10));
+        let mut other = other.connect().await.unwrap();
+        let mut theirs = other.begin().await.unwrap();
+        sqlx::query(INSERT)
+            .bind("theirs")
+            .execute(&mut *theirs)
+            .await
+            .unwrap();
+        theirs.commit().await.unwrap();
+
+        let mut writer = db.writer.lock().await.unwrap();
+        let names: Vec<String> =
+            sqlx::query_scalar("SELECT name FROM providers WHERE name IN ('left', 'theirs')")
+                .fetch_all(writer.conn())
+                .await
+                .unwrap();
+        assert_eq!(names, ["theirs"]);
+    }
+}
