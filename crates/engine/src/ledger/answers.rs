@@ -102,9 +102,10 @@ pub(super) async fn settle(
             detail: detail(extra),
         };
         let attempt = move_attempt(conn, row, m).await?;
-        // A retry a person started while this one was abandoned is not awaited any more.
-        close_open(conn, &row.job_id, JobStatus::Succeeded).await?;
         if late {
+            // A retry a person started while this one was abandoned is not awaited any more.
+            // (An attempt answered in flight or unknown was its job's one open attempt.)
+            close_open(conn, &row.job_id, JobStatus::Succeeded).await?;
             job_rows::flag(conn, &row.job_id).await?;
             return Ok(Ok(Settled::read_again(Outcome::Won)));
         }
@@ -231,6 +232,7 @@ impl Engine {
         let answer = answer.clone();
         let completed = self
             .group(move |tx| {
+                let (attempt_id, answer) = (attempt_id.clone(), answer.clone());
                 Box::pin(async move {
                     let row = attempt_row(tx, &attempt_id).await?;
                     let via = Via {

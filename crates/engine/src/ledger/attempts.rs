@@ -12,13 +12,11 @@ use crate::failure::FailureKind;
 use crate::job::JobStatus;
 use crate::model::{Actor, AfterFailure, Attempt, AttemptError, Job, JobAttempt};
 use crate::store::attempts::{self as attempt_rows, Patch};
-use crate::store::jobs::{self as job_rows, JobPatch, JobRow};
+use crate::store::jobs::{self as job_rows, JobRow};
 use crate::store::providers as provider_rows;
 use crate::Engine;
 
-use super::transition::{
-    block_job, fail_job, move_attempt, move_from, move_job, release_job, AttemptMove, JobMove,
-};
+use super::transition::{block_job, fail_job, move_attempt, move_from, release_job, AttemptMove};
 use super::{attempt_row, blocked, commit_with, job_attempt, job_row};
 
 /// The longest wait before a retry, whatever a provider's `Retry-After` asks (SPEC §6).
@@ -31,8 +29,6 @@ pub(super) struct Starter {
     pub explicit: bool,
     /// The input field that named the provider, for errors.
     pub field: &'static str,
-    /// The caller has already found the provider configured in this transaction.
-    pub provider_checked: bool,
 }
 
 /// What starting an attempt wrote.
@@ -59,8 +55,10 @@ impl Started {
     }
 }
 
-/// Inserts the job's next attempt as `pending` and moves the job to `running`.
-/// A closed job refuses; an open attempt makes the index refuse (`attempt_blocked`).
+/// Inserts the job's next attempt as `pending` and moves the job to `running`, in one call.
+/// A closed job refuses; an open attempt makes the index refuse (`attempt_blocked`); a provider
+/// not configured is `invalid_input` naming the starter's field, the only `invalid_input` it
+/// gives.
 pub(super) async fn start_attempt(
     conn: &mut impl Handle,
     job: &Job,
@@ -75,45 +73,37 @@ pub(super) async fn start_attempt(
             JobStatus::Running.as_str(),
         ));
     }
-    if !starter.provider_checked && provider_rows::get(conn, provider).await?.is_none() {
-        return Err(Error::invalid_input(
-            starter.field,
-            format!("no provider named {provider} is configured"),
-        ));
-    }
     let id = uuid::Uuid::now_v7().to_string();
     let created = (
         EventKind::AttemptCreated.as_str(),
         starter.actor.as_str(),
         starter.explicit,
     );
-    let inserted = attempt_rows::insert_next(
-        conn,
-        &id,
-        &job.id,
-        provider,
-        i64::from(job.version),
-        created,
-    )
-    .await?;
-    let Some(attempt) = inserted else {
+    // `queued → running` is a move the job may always make; the statement's guard holds it to
+    // a job still queued.
+    let queued = job.status == JobStatus::Queued;
+    let version = i64::from(job.version);
+    let inserted =
+        attempt_rows::insert_next(conn, &id, &job.id, provider, version, created, queued).await?;
+    let Some(attempt) = inserted.attempt else {
+        // Nothing was written: say why.
+        if provider_rows::get(conn, provider).await?.is_none() {
+            return Err(Error::invalid_input(
+                starter.field,
+                format!("no provider named {provider} is configured"),
+            ));
+        }
         return Err(blocked(conn, &job.id).await?);
     };
-    let mut moved = None;
-    if job.status == JobStatus::Queued {
-        let m = JobMove {
-            to: JobStatus::Running,
-            patch: JobPatch {
-                clear_not_before: true,
-                ..Default::default()
-            },
-            event: None,
-        };
-        moved = Some(move_job(conn, &job.id, JobStatus::Queued, m).await?);
+    if queued && inserted.job.is_none() {
+        return Err(Error::internal(format!(
+            "job {}: read as queued in this transaction, yet not moved to running",
+            job.id
+        )));
     }
     Ok(Started {
         attempt,
-        job: moved,
+        job: inserted.job,
     })
 }
 
@@ -183,13 +173,13 @@ impl Engine {
     pub async fn claim_attempt(&self, job_id: &str, provider: &str) -> Result<JobAttempt> {
         let (job_id, provider) = (job_id.to_owned(), provider.to_owned());
         self.group(move |tx| {
+            let (job_id, provider) = (job_id.clone(), provider.clone());
             Box::pin(async move {
                 let job = job_row(tx, &job_id).await?.into_job()?;
                 let starter = Starter {
                     actor: Actor::Executor,
                     explicit: false,
                     field: "provider",
-                    provider_checked: false,
                 };
                 let started = start_attempt(tx, &job, &provider, starter).await?;
                 started.into_job_attempt(tx).await
@@ -210,6 +200,7 @@ impl Engine {
     ) -> Result<Attempt> {
         let (attempt_id, executor_id) = (attempt_id.to_owned(), executor_id.to_owned());
         self.group(move |tx| {
+            let (attempt_id, executor_id) = (attempt_id.clone(), executor_id.clone());
             Box::pin(async move {
                 let m = AttemptMove {
                     to: AttemptState::InFlight,
@@ -245,6 +236,7 @@ impl Engine {
     ) -> Result<bool> {
         let (attempt_id, executor_id) = (attempt_id.to_owned(), executor_id.to_owned());
         self.group(move |tx| {
+            let (attempt_id, executor_id) = (attempt_id.clone(), executor_id.clone());
             Box::pin(async move {
                 Ok(attempt_rows::renew_lease(tx, &attempt_id, &executor_id, lease).await?)
             })
@@ -274,6 +266,7 @@ impl Engine {
     ) -> Result<impl std::future::Future<Output = Result<()>> + Send + 'static> {
         let (attempt_id, request_id) = (attempt_id.to_owned(), request_id.map(str::to_owned));
         let pending = self.writes.queue(move |tx| {
+            let (attempt_id, request_id) = (attempt_id.clone(), request_id.clone());
             Box::pin(async move {
                 let recorded = attempt_rows::record_response_head(
                     tx,
@@ -300,6 +293,7 @@ impl Engine {
     pub async fn mark_unknown(&self, attempt_id: &str, why: AttemptError) -> Result<Attempt> {
         let attempt_id = attempt_id.to_owned();
         self.group(move |tx| {
+            let (attempt_id, why) = (attempt_id.clone(), why.clone());
             Box::pin(async move {
                 let row = attempt_row(tx, &attempt_id).await?;
                 let m = AttemptMove {
@@ -328,6 +322,7 @@ impl Engine {
         let attempt_id = attempt_id.to_owned();
         let done = self
             .group(move |tx| {
+                let (attempt_id, why) = (attempt_id.clone(), why.clone());
                 Box::pin(async move {
                     let row = attempt_row(tx, &attempt_id).await?;
                     let state = row.state()?;
@@ -359,6 +354,7 @@ impl Engine {
         let attempt_id = attempt_id.to_owned();
         let done = self
             .group(move |tx| {
+                let (attempt_id, why, after) = (attempt_id.clone(), why.clone(), after.clone());
                 Box::pin(async move {
                     let row = attempt_row(tx, &attempt_id).await?;
                     fail_in(tx, &row, &why, http_status, &after).await?;

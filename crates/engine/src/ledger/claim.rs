@@ -6,10 +6,7 @@ use crate::intent::{validate_intent, Intent};
 use crate::job::JobStatus;
 use crate::model::{Actor, Attempt, Job, JobAttempt, JobError};
 use crate::policy::{next_step, Next};
-use crate::store::{
-    attempts as attempt_rows, contracts as contract_rows, jobs as job_rows,
-    providers as provider_rows, Tx,
-};
+use crate::store::{attempts as attempt_rows, contracts as contract_rows, jobs as job_rows, Tx};
 use crate::Engine;
 
 use super::attempts::{start_attempt, Starter};
@@ -30,29 +27,25 @@ pub enum Claim {
     Skipped,
 }
 
-/// Why a job cannot be sent to `provider` as configured now: the provider or the job's
-/// contract was removed since it was submitted. The job fails with it; no other job stops.
+fn misconfigured(message: String) -> JobError {
+    JobError {
+        code: "misconfigured".to_owned(),
+        message,
+    }
+}
+
+/// Why a job cannot be sent as configured now: its contract was removed since it was
+/// submitted. (A provider removed since is found when its attempt cannot be inserted.) The job
+/// fails with it; no other job stops.
 async fn unsendable(
     conn: &mut impl crate::store::Handle,
     intent: &Intent,
-    provider: &str,
 ) -> Result<Option<JobError>> {
-    let misconfigured = |message: String| {
-        Some(JobError {
-            code: "misconfigured".to_owned(),
-            message,
-        })
-    };
-    if provider_rows::get(conn, provider).await?.is_none() {
-        return Ok(misconfigured(format!(
-            "provider {provider} is no longer configured; add it again, or retry the job on another provider"
-        )));
-    }
     if let Some(contract) = &intent.contract {
         if contract_rows::get(conn, contract).await?.is_none() {
-            return Ok(misconfigured(format!(
+            return Ok(Some(misconfigured(format!(
                 "contract {contract} is no longer configured; add it again, then retry the job"
-            )));
+            ))));
         }
     }
     Ok(None)
@@ -77,23 +70,26 @@ pub(super) async fn claim_in(tx: &mut Tx, job_id: &str) -> Result<Claim> {
     // without a contract has none.
     let validated = validated_in(tx, &intent).await?;
     let error = match next_step(&intent, &attempts, |p| validated.contains(p)) {
-        Next::Attempt(provider) => match unsendable(tx, &intent, &provider).await? {
+        Next::Attempt(provider) => match unsendable(tx, &intent).await? {
             Some(error) => error,
             None => {
                 let starter = Starter {
                     actor: Actor::Executor,
                     explicit: false,
                     field: "provider",
-                    // `unsendable` just read it.
-                    provider_checked: true,
                 };
-                let started = match start_attempt(tx, &job, &provider, starter).await {
-                    Ok(started) => started,
+                match start_attempt(tx, &job, &provider, starter).await {
+                    Ok(started) => {
+                        let claimed = started.into_job_attempt(tx).await?;
+                        return Ok(Claim::Attempt(Box::new(claimed)));
+                    }
                     Err(Error::AttemptBlocked { .. }) => return Ok(Claim::Skipped),
+                    // Its one refusal of the input: the provider is not configured.
+                    Err(Error::InvalidInput { .. }) => misconfigured(format!(
+                        "provider {provider} is no longer configured; add it again, or retry the job on another provider"
+                    )),
                     Err(e) => return Err(e),
-                };
-                let claimed = started.into_job_attempt(tx).await?;
-                return Ok(Claim::Attempt(Box::new(claimed)));
+                }
             }
         },
         Next::Fail(error) => error,
@@ -110,8 +106,11 @@ impl Engine {
     /// providers — is read inside the claiming transaction.
     pub async fn claim_next(&self, job_id: &str) -> Result<Claim> {
         let job_id = job_id.to_owned();
-        self.group(move |tx| Box::pin(async move { claim_in(tx, &job_id).await }))
-            .await
+        self.group(move |tx| {
+            let job_id = job_id.clone();
+            Box::pin(async move { claim_in(tx, &job_id).await })
+        })
+        .await
     }
 
     /// For the executor: [`Engine::claim_next`] for several jobs, committed together (one
@@ -121,10 +120,10 @@ impl Engine {
         let mut pending = Vec::with_capacity(job_ids.len());
         for job_id in job_ids {
             let job_id = job_id.clone();
-            pending.push(
-                self.writes
-                    .queue(move |tx| Box::pin(async move { claim_in(tx, &job_id).await }))?,
-            );
+            pending.push(self.writes.queue(move |tx| {
+                let job_id = job_id.clone();
+                Box::pin(async move { claim_in(tx, &job_id).await })
+            })?);
         }
         self.writes.lead().await;
         let mut outcomes = Vec::with_capacity(pending.len());

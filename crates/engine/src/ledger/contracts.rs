@@ -149,6 +149,8 @@ impl Engine {
         let usage = usage.map(Value::to_string);
         let (attempt_id, answer_id) = (attempt_id.to_owned(), answer_id.map(str::to_owned));
         self.group(move |tx| {
+            let (attempt_id, answer_id, usage) =
+                (attempt_id.clone(), answer_id.clone(), usage.clone());
             Box::pin(async move {
                 attempt_rows::record_usage(tx, &attempt_id, answer_id.as_deref(), usage.as_deref())
                     .await?;

@@ -2,11 +2,14 @@
 //! lease renewals, answers and failures from every attempt this process drives.
 //!
 //! Each write joins a queue, then waits for the group lock. Whoever holds it takes every write
-//! queued (up to [`MAX_GROUP`]) and runs them in one write transaction, each under a savepoint
-//! of its own, so one durable commit (one fsync) holds them all. A write that fails is rolled
-//! back to its savepoint alone; the others stand. Every caller is answered only after the
-//! commit that holds its write has returned success, and a commit that fails answers each of
-//! them with the failure. A lone write is a group of one, without a savepoint.
+//! queued (up to [`MAX_GROUP`]) and runs them in one write transaction, so one durable commit
+//! (one fsync) holds them all. Most groups have no write that fails, and run without
+//! savepoints. When one fails, the whole transaction is rolled back and the group runs again,
+//! each write under a savepoint of its own: the one that fails is rolled back to its savepoint
+//! alone and the others stand. A write may so run twice; it only runs statements, and nothing
+//! of its first run is kept or answered. Every caller is answered only after the commit that
+//! holds its write has returned success, and a commit that fails answers each of them with the
+//! failure. A lone write is a group of one, without a savepoint.
 //!
 //! Writes in one group see each other's rows as writes in a row would: each is still a
 //! transition guarded by its expected state, decided inside the one transaction that holds
@@ -73,17 +76,18 @@ pub(crate) type Step<'t, T> = Pin<Box<dyn Future<Output = Result<T>> + Send + 't
 type Answer = Box<dyn FnOnce(Result<()>) + Send>;
 
 /// A queued write: run it on the group's transaction; it says whether to keep what it wrote,
-/// and how to answer its caller after the commit.
+/// and how to answer its caller after the commit. It may run again on a fresh transaction.
 type Run = Box<
-    dyn for<'t> FnOnce(&'t mut Tx) -> Pin<Box<dyn Future<Output = (bool, Answer)> + Send + 't>>
-        + Send,
+    dyn for<'t> Fn(&'t mut Tx) -> Pin<Box<dyn Future<Output = (bool, Answer)> + Send + 't>>
+        + Send
+        + Sync,
 >;
 
 struct Queued {
     run: Run,
     /// Answers the caller when its write never ran (the transaction could not start, or an
     /// earlier write broke it).
-    refuse: Box<dyn FnOnce(Error) + Send>,
+    refuse: Box<dyn FnOnce(Error) + Send + Sync>,
 }
 
 /// Where the executor's writes wait for their group commit; one per engine.
@@ -117,7 +121,7 @@ impl WriteQueue {
     pub(crate) async fn run<T, F>(&self, write: F) -> Result<T>
     where
         T: Send + 'static,
-        F: for<'t> FnOnce(&'t mut Tx) -> Step<'t, T> + Send + 'static,
+        F: for<'t> Fn(&'t mut Tx) -> Step<'t, T> + Send + Sync + 'static,
     {
         let pending = self.queue(write)?;
         self.lead().await;
@@ -125,19 +129,21 @@ impl WriteQueue {
     }
 
     /// Queues `write` without committing: a later [`WriteQueue::lead`] commits it with
-    /// whatever else is queued then.
+    /// whatever else is queued then. `write` only runs statements on the transaction it is
+    /// given: it may be run a second time, on a fresh one (see the module's comment).
     pub(crate) fn queue<T, F>(&self, write: F) -> Result<Pending<T>>
     where
         T: Send + 'static,
-        F: for<'t> FnOnce(&'t mut Tx) -> Step<'t, T> + Send + 'static,
+        F: for<'t> Fn(&'t mut Tx) -> Step<'t, T> + Send + Sync + 'static,
     {
         let (reply, answer) = oneshot::channel::<Result<T>>();
         // Whichever of `run` and `refuse` is called answers; the other finds the sender gone.
         let reply = Arc::new(Mutex::new(Some(reply)));
         let refused = reply.clone();
         let run: Run = Box::new(move |tx| {
+            let (reply, written) = (reply.clone(), write(tx));
             Box::pin(async move {
-                let outcome = write(tx).await;
+                let outcome = written.await;
                 let keep = outcome.is_ok();
                 let answer: Answer = Box::new(move |commit| {
                     if let Some(reply) = take(&reply) {
@@ -173,9 +179,54 @@ fn take<T>(slot: &Mutex<Option<T>>) -> Option<T> {
     slot.lock().unwrap_or_else(|p| p.into_inner()).take()
 }
 
-/// One transaction for the group, a savepoint per write when there are several; then every
-/// caller is answered with its outcome, or with the failure that lost the group.
+/// One transaction for the group; then every caller is answered with its outcome, or with the
+/// failure that lost the group. Several writes run first without savepoints, and again with a
+/// savepoint each if one of them fails.
 async fn commit_group(db: &Db, group: Vec<Queued>) {
+    let group = if group.len() > 1 {
+        match commit_unless_refused(db, group).await {
+            Some(again) => again,
+            None => return,
+        }
+    } else {
+        group
+    };
+    commit_with_savepoints(db, group).await;
+}
+
+/// The group's writes in one transaction without savepoints, committed and answered; or, when
+/// one of them fails, the transaction rolled back with nothing answered and the group given
+/// back to run again.
+async fn commit_unless_refused(db: &Db, group: Vec<Queued>) -> Option<Vec<Queued>> {
+    let mut tx = match db.begin().await {
+        Ok(tx) => tx,
+        Err(e) => {
+            let e = Error::from(e);
+            for queued in group {
+                (queued.refuse)(e.clone());
+            }
+            return None;
+        }
+    };
+    let mut answers: Vec<Answer> = Vec::with_capacity(group.len());
+    for queued in &group {
+        let (keep, answer) = (queued.run)(&mut tx).await;
+        if !keep {
+            // Its first run's outcome and the others' are dropped unanswered.
+            let _ = tx.rollback().await;
+            return Some(group);
+        }
+        answers.push(answer);
+    }
+    let committed = tx.commit().await.map_err(Error::from);
+    for answer in answers {
+        answer(committed.clone());
+    }
+    None
+}
+
+/// One transaction for the group, a savepoint per write when there are several.
+async fn commit_with_savepoints(db: &Db, group: Vec<Queued>) {
     let mut tx = match db.begin().await {
         Ok(tx) => tx,
         Err(e) => {
@@ -213,7 +264,7 @@ async fn commit_group(db: &Db, group: Vec<Queued>) {
         if alone {
             if !keep {
                 // A refusal: nothing of it may stay, and nothing else is in the transaction.
-                drop(tx);
+                let _ = tx.rollback().await;
                 for answer in answers {
                     answer(Ok(()));
                 }
@@ -255,7 +306,10 @@ mod tests {
         let id = id.to_owned();
         engine
             .writes
-            .queue(move |tx| Box::pin(async move { claim_in(tx, &id).await }))
+            .queue(move |tx| {
+                let id = id.clone();
+                Box::pin(async move { claim_in(tx, &id).await })
+            })
             .unwrap()
     }
 
@@ -281,6 +335,7 @@ mod tests {
         let refused = engine
             .writes
             .queue(move |tx| {
+                let id = id.clone();
                 Box::pin(async move {
                     claim_in(tx, &id).await?;
                     Err::<(), _>(Error::internal("refused after writing"))
@@ -297,7 +352,17 @@ mod tests {
             let (engine, id) = (engine.clone(), id.to_owned());
             async move { engine.job("local", &id).await.unwrap() }
         };
-        assert_eq!(status(&ids[0]).await.job.status, JobStatus::Running);
+        // The group ran again with a savepoint each: what the others wrote is there once.
+        let kept = status(&ids[0]).await;
+        assert_eq!(kept.job.status, JobStatus::Running);
+        assert_eq!(kept.attempts.len(), 1);
+        let created = |events: &[crate::Event]| {
+            events
+                .iter()
+                .filter(|e| e.kind == "attempt_created")
+                .count()
+        };
+        assert_eq!(created(&kept.events), 1);
         let undone = status(&ids[1]).await;
         assert_eq!(undone.job.status, JobStatus::Queued);
         assert!(undone.attempts.is_empty());

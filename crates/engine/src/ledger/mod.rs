@@ -86,7 +86,7 @@ impl crate::Engine {
     async fn group<T, F>(&self, write: F) -> Result<T>
     where
         T: Send + 'static,
-        F: for<'t> FnOnce(&'t mut crate::store::Tx) -> group::Step<'t, T> + Send + 'static,
+        F: for<'t> Fn(&'t mut crate::store::Tx) -> group::Step<'t, T> + Send + Sync + 'static,
     {
         self.writes.run(write).await
     }

@@ -94,7 +94,6 @@ impl Engine {
                     actor: Actor::User,
                     explicit: true,
                     field: "retry_on",
-                    provider_checked: false,
                 };
                 let next = start_attempt(&mut tx, &job, provider, starter).await?;
                 Some(next.attempt.into_attempt()?)
@@ -201,7 +200,6 @@ impl Engine {
             actor: Actor::User,
             explicit: true,
             field: "provider",
-            provider_checked: false,
         };
         let row = start_attempt(&mut tx, &job, &provider, starter).await?;
         let done = commit_with(tx, job_id, &row.attempt.id).await?;

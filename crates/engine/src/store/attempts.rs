@@ -5,6 +5,8 @@ use std::time::Duration;
 
 use sqlx::FromRow;
 
+use super::queries;
+
 use super::{millis, on_backend, Handle};
 use crate::attempt::AttemptState;
 use crate::error::{Error, Result};
@@ -75,10 +77,17 @@ impl AttemptRow {
     }
 }
 
+/// What [`insert_next`] wrote: nothing, or the attempt and, when asked, its job as moved.
+pub struct Inserted {
+    pub attempt: Option<AttemptRow>,
+    pub job: Option<super::jobs::JobRow>,
+}
+
 /// Inserts the job's next attempt as `pending`, with its `attempt_created` event written by the
-/// same call (`created` says who created it and whether a person chose the provider); `None`,
-/// with nothing written, while another is open: the partial unique index refuses it, and that
-/// refusal is the only check.
+/// same call (`created` says who created it and whether a person chose the provider), and with
+/// `move_job` the job moved from `queued` to `running`. Nothing is written while another
+/// attempt is open (the partial unique index refuses it, and that refusal is the only check) or
+/// when `provider` is not configured.
 pub async fn insert_next(
     h: &mut impl Handle,
     id: &str,
@@ -86,22 +95,52 @@ pub async fn insert_next(
     provider: &str,
     job_version: i64,
     created: (&str, &str, bool),
-) -> sqlx::Result<Option<AttemptRow>> {
+    move_job: bool,
+) -> sqlx::Result<Inserted> {
+    use sqlx::Row;
     let (kind, actor, explicit) = created;
-    on_backend!(h, "attempts/insert_next", |conn, sql| {
-        sqlx::query_as(sql)
-            .bind(id)
-            .bind(job_id)
-            .bind(provider)
-            .bind(job_version)
-            .bind(kind)
-            .bind(actor)
-            .bind(explicit)
-            // Stepped to its end: on SQLite the event's statement runs after the insert.
-            .fetch_all(conn)
-            .await
-            .map(|rows| rows.into_iter().next())
-    })
+    macro_rules! bound {
+        ($sql:expr) => {
+            sqlx::query($sql)
+                .bind(id)
+                .bind(job_id)
+                .bind(provider)
+                .bind(job_version)
+                .bind(kind)
+                .bind(actor)
+                .bind(explicit)
+                .bind(move_job)
+        };
+    }
+    let sql = queries!("attempts/insert_next");
+    match h.conn() {
+        // The statements' rows, in order: the attempt, then the job as moved.
+        super::Conn::Sqlite(conn) => {
+            let rows = bound!(sql.sqlite).fetch_all(conn).await?;
+            let mut rows = rows.iter();
+            let attempt = rows.next().map(AttemptRow::from_row).transpose()?;
+            let job = rows.next().map(super::jobs::JobRow::from_row).transpose()?;
+            Ok(Inserted { attempt, job })
+        }
+        // One row, saying whether the job was moved; the move is read back.
+        super::Conn::Postgres(conn) => {
+            let Some(row) = bound!(sql.postgres).fetch_optional(&mut *conn).await? else {
+                return Ok(Inserted {
+                    attempt: None,
+                    job: None,
+                });
+            };
+            let attempt = AttemptRow::from_row(&row)?;
+            let job = match row.try_get::<bool, _>("job_moved")? {
+                true => super::jobs::by_id(&mut super::Conn::Postgres(conn), job_id).await?,
+                false => None,
+            };
+            Ok(Inserted {
+                attempt: Some(attempt),
+                job,
+            })
+        }
+    }
 }
 
 /// An attempt by id, whoever owns its job (for the executor).

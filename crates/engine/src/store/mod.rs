@@ -74,6 +74,14 @@ impl Tx {
             Tx::Postgres(tx) => tx.commit().await,
         }
     }
+
+    /// Rolls back at once (dropping it does too, a moment later).
+    pub async fn rollback(self) -> sqlx::Result<()> {
+        match self {
+            Tx::Sqlite(tx) => tx.rollback().await,
+            Tx::Postgres(tx) => tx.rollback().await,
+        }
+    }
 }
 
 impl Handle for Tx {
@@ -210,6 +218,33 @@ macro_rules! on_backend {
     };
 }
 pub(crate) use on_backend;
+
+/// Both backends' text of `$file`, for an operation whose backends read its rows differently.
+macro_rules! queries {
+    ($file:literal) => {
+        $crate::store::Queries {
+            sqlite: include_str!(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/src/store/sqlite/queries/",
+                $file,
+                ".sql"
+            )),
+            postgres: include_str!(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/src/store/postgres/queries/",
+                $file,
+                ".sql"
+            )),
+        }
+    };
+}
+pub(crate) use queries;
+
+/// One operation's statement text on each backend.
+pub(crate) struct Queries {
+    pub sqlite: &'static str,
+    pub postgres: &'static str,
+}
 
 /// The ledger's database, either backend.
 #[derive(Clone)]

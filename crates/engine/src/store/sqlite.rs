@@ -242,6 +242,13 @@ impl WriterGuard {
         self.open = false;
         Ok(())
     }
+
+    /// Rolls back the transaction begun by [`Writer::begin`].
+    pub async fn rollback(mut self) -> sqlx::Result<()> {
+        sqlx::query("ROLLBACK").execute(self.conn()).await?;
+        self.open = false;
+        Ok(())
+    }
 }
 
 impl Drop for WriterGuard {

@@ -1,14 +1,18 @@
--- The job's next attempt, pending, with its `attempt_created` event, in one statement; no row,
--- and no event, while another is open: the partial unique index refuses it, and that refusal
--- is the only check. (DO NOTHING keeps a PostgreSQL transaction usable after the refusal, to
--- read the open attempt that caused it.)
+-- The job's next attempt, pending, with its `attempt_created` event, and with $8 its job moved
+-- from `queued` to `running`, in one statement. Nothing is written while another attempt is
+-- open (the partial unique index refuses it, and that refusal is the only check; DO NOTHING
+-- keeps the transaction usable to read the open attempt that caused it) or when no provider $3
+-- is configured.
 -- $1 id, $2 job id, $3 provider, $4 the job's version; the event's $5 kind, $6 actor, and
 -- $7 whether a person chose the provider.
+-- Row: the attempt as inserted, beside whether its job was moved; none when nothing was
+-- written.
 WITH a AS (
     INSERT INTO attempts (id, job_id, number, provider, state, job_version, created_at)
-    VALUES ($1::uuid, $2::uuid,
-            (SELECT coalesce(max(number), 0) + 1 FROM attempts WHERE job_id = $2::uuid), $3,
-            'pending', $4, onejob_now())
+    SELECT $1::uuid, $2::uuid,
+           (SELECT coalesce(max(number), 0) + 1 FROM attempts WHERE job_id = $2::uuid), $3,
+           'pending', $4, onejob_now()
+    WHERE EXISTS (SELECT 1 FROM providers WHERE name = $3)
     ON CONFLICT (job_id) WHERE state IN ('pending', 'in_flight', 'unknown') DO NOTHING
     RETURNING *
 ), logged AS (
@@ -16,10 +20,15 @@ WITH a AS (
     SELECT a.job_id, a.id, onejob_now(), $5, $6,
            json_build_object('number', a.number, 'provider', a.provider, 'explicit', $7::boolean)
     FROM a
+), moved AS (
+    UPDATE jobs SET status = 'running', not_before = NULL, updated_at = onejob_now()
+    WHERE id = $2::uuid AND $8 AND status = 'queued' AND EXISTS (SELECT 1 FROM a)
+    RETURNING id
 )
 SELECT a.id::text AS id, a.job_id::text AS job_id, a.number, a.provider, a.state, a.job_version,
        a.request_id, a.http_status, a.error_kind, a.error_message, a.executor_id,
        onejob_time(a.lease_expires_at) AS lease_expires_at, a.flagged_for_review,
        onejob_time(a.created_at) AS created_at, onejob_time(a.sent_at) AS sent_at,
-       onejob_time(a.finished_at) AS finished_at, a.usage::text AS usage
+       onejob_time(a.finished_at) AS finished_at, a.usage::text AS usage,
+       EXISTS (SELECT 1 FROM moved) AS job_moved
 FROM a

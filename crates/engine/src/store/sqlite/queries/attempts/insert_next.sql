@@ -1,11 +1,14 @@
--- The job's next attempt, pending, with its `attempt_created` event, in one call; no row, and
--- no event, while another is open: the partial unique index refuses it, and that refusal is
--- the only check.
+-- The job's next attempt, pending, with its `attempt_created` event, and with ?8 its job moved
+-- from `queued` to `running`, in one call. Nothing is written while another attempt is open
+-- (the partial unique index refuses it, and that refusal is the only check) or when no
+-- provider ?3 is configured.
 -- ?1 id, ?2 job id, ?3 provider, ?4 the job's version; the event's ?5 kind, ?6 actor, and
 -- ?7 whether a person chose the provider.
+-- Rows: the attempt as inserted, then the job as moved; none when nothing was written.
 INSERT INTO attempts (id, job_id, number, provider, state, job_version, created_at)
-VALUES (?1, ?2, (SELECT coalesce(max(number), 0) + 1 FROM attempts WHERE job_id = ?2), ?3,
-        'pending', ?4, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))
+SELECT ?1, ?2, (SELECT coalesce(max(number), 0) + 1 FROM attempts WHERE job_id = ?2), ?3,
+       'pending', ?4, strftime('%Y-%m-%dT%H:%M:%fZ', 'now')
+WHERE EXISTS (SELECT 1 FROM providers WHERE name = ?3)
 ON CONFLICT (job_id) WHERE state IN ('pending', 'in_flight', 'unknown') DO NOTHING
 RETURNING id, job_id, number, provider, state, job_version, request_id,
        http_status, error_kind, error_message, executor_id, lease_expires_at,
@@ -16,3 +19,8 @@ SELECT job_id, id, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), ?5, ?6,
        json_object('number', number, 'provider', provider,
                    'explicit', json(CASE WHEN ?7 THEN 'true' ELSE 'false' END))
 FROM attempts WHERE id = ?1 AND changes() = 1;
+UPDATE jobs SET status = 'running', not_before = NULL,
+    updated_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now')
+WHERE id = ?2 AND ?8 AND status = 'queued' AND EXISTS (SELECT 1 FROM attempts WHERE id = ?1)
+RETURNING id, owner_id, idempotency_key, fingerprint, intent, status, version, completed_by,
+       result, error, flagged_for_review, created_at, updated_at, finished_at, not_before;
