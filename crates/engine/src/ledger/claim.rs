@@ -54,15 +54,17 @@ async fn unsendable(
 /// Claims a queued job's next attempt inside the caller's transaction (see
 /// [`Engine::claim_next`]).
 pub(super) async fn claim_in(tx: &mut Tx, job_id: &str) -> Result<Claim> {
-    let job = job_row(tx, job_id).await?.into_job()?;
+    let (job, attempts) = job_rows::with_attempts(tx, job_id)
+        .await?
+        .ok_or_else(|| Error::not_found("job", job_id))?;
+    let job = job.into_job()?;
     // The database's clock decides whether the backoff has ended.
     let waiting = job.not_before.is_some() && job_rows::backing_off(tx, job_id).await?;
     if job.status != JobStatus::Queued || waiting {
         return Ok(Claim::Skipped);
     }
     let intent = validate_intent(job.intent.clone())?.intent;
-    let attempts = attempt_rows::for_job(tx, job_id)
-        .await?
+    let attempts = attempts
         .into_iter()
         .map(|a| a.into_attempt())
         .collect::<Result<Vec<Attempt>>>()?;

@@ -149,6 +149,34 @@ pub async fn by_key(h: &mut impl Handle, owner: &str, key: &str) -> sqlx::Result
     })
 }
 
+/// A job by id, whoever owns it, with its attempts by number: on SQLite one call
+/// (`jobs/with_attempts`), on PostgreSQL the two reads.
+pub async fn with_attempts(
+    h: &mut impl Handle,
+    id: &str,
+) -> sqlx::Result<Option<(JobRow, Vec<super::attempts::AttemptRow>)>> {
+    use super::attempts::{self as attempt_rows, AttemptRow};
+    if let Conn::Sqlite(conn) = h.conn() {
+        let sql = include_str!(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/src/store/sqlite/queries/jobs/with_attempts.sql"
+        ));
+        let rows = sqlx::query(sql).bind(id).fetch_all(conn).await?;
+        let mut rows = rows.iter();
+        let Some(job) = rows.next() else {
+            return Ok(None);
+        };
+        let attempts = rows
+            .map(AttemptRow::from_row)
+            .collect::<sqlx::Result<_>>()?;
+        return Ok(Some((JobRow::from_row(job)?, attempts)));
+    }
+    let Some(job) = by_id(h, id).await? else {
+        return Ok(None);
+    };
+    Ok(Some((job, attempt_rows::for_job(h, id).await?)))
+}
+
 /// A job by id, whoever owns it (for the executor).
 pub async fn by_id(h: &mut impl Handle, id: &str) -> sqlx::Result<Option<JobRow>> {
     on_backend!(h, "jobs/by_id", |conn, sql| {
