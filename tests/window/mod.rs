@@ -195,9 +195,33 @@ impl Window {
         self.wait_for(css).await.attr(name).await.unwrap()
     }
 
+    /// Saves what the window shows in `artifacts/{name}.png`: once the page has painted its
+    /// last change (two animation frames), the window's pixels as the X server holds them,
+    /// which is what a person sees.
+    ///
+    /// Not WebDriver's Take Screenshot: on WebKitGTK it waits for the web process to confirm
+    /// a newly drawn frame, which an uncomposited page (the app's default, `webview.rs`)
+    /// draws only when something on it changes; on a page at rest it never returns.
     pub async fn screenshot(&self, name: &str) {
-        let png = self.client.screenshot().await.unwrap();
-        std::fs::write(artifacts().join(format!("{name}.png")), png).unwrap();
+        self.client
+            .execute_async(
+                "const done = arguments[0]; \
+                 requestAnimationFrame(() => requestAnimationFrame(() => done()));",
+                vec![],
+            )
+            .await
+            .unwrap();
+        let (x, y, width, height) = self.client.get_window_rect().await.unwrap();
+        let path = artifacts().join(format!("{name}.png"));
+        let status = tokio::process::Command::new("import")
+            .args(["-display", &self.display, "-window", "root", "-crop"])
+            .arg(format!("{width}x{height}+{x}+{y}"))
+            .arg("+repage")
+            .arg(&path)
+            .status()
+            .await
+            .expect("import runs (apt-get install imagemagick)");
+        assert!(status.success(), "import could not save {}", path.display());
     }
 
     pub async fn open_job(&self, id: &str) {
