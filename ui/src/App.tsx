@@ -1,13 +1,16 @@
 // The onejob window: a bar with the screens and the "needs attention" count, and one screen.
-import { useCallback, useEffect, useState } from "react";
+import { lazy, Suspense, useCallback, useState } from "react";
 
 import { LedgerContext, useBackendEvent, useLedgerEvents, useNow, useRead } from "./api";
 import { commands, events } from "./bindings";
-import { JobScreen } from "./screens/JobScreen";
 import { JobsScreen } from "./screens/JobsScreen";
-import { ProvidersScreen } from "./screens/ProvidersScreen";
-import { SettingsScreen } from "./screens/SettingsScreen";
-import { SubmitScreen } from "./screens/SubmitScreen";
+
+// The first screen is in the bundle the window starts with; the others load on their first
+// visit, so a start parses and keeps only what the Jobs screen needs.
+const JobScreen = lazy(() => import("./screens/JobScreen").then((m) => ({ default: m.JobScreen })));
+const ProvidersScreen = lazy(() => import("./screens/ProvidersScreen").then((m) => ({ default: m.ProvidersScreen })));
+const SettingsScreen = lazy(() => import("./screens/SettingsScreen").then((m) => ({ default: m.SettingsScreen })));
+const SubmitScreen = lazy(() => import("./screens/SubmitScreen").then((m) => ({ default: m.SubmitScreen })));
 
 type Screen = { name: "jobs" | "submit" | "providers" | "settings" } | { name: "job"; id: string };
 
@@ -60,11 +63,13 @@ function Window() {
         <Attention onOpen={() => go("jobs")} />
       </header>
       <main className="content">
-        {screen.name === "jobs" && <JobsScreen now={now} open={open} go={go} />}
-        {screen.name === "submit" && <SubmitScreen open={open} />}
-        {screen.name === "providers" && <ProvidersScreen />}
-        {screen.name === "settings" && <SettingsScreen />}
-        {screen.name === "job" && <JobScreen id={screen.id} now={now} back={() => go("jobs")} />}
+        <Suspense fallback={null}>
+          {screen.name === "jobs" && <JobsScreen now={now} open={open} go={go} />}
+          {screen.name === "submit" && <SubmitScreen open={open} />}
+          {screen.name === "providers" && <ProvidersScreen />}
+          {screen.name === "settings" && <SettingsScreen />}
+          {screen.name === "job" && <JobScreen id={screen.id} now={now} back={() => go("jobs")} />}
+        </Suspense>
       </main>
     </div>
   );
