@@ -14,11 +14,14 @@ pub const ENV: &str = "ONEJOB_WEBVIEW";
 pub enum Setting {
     /// No accelerated compositing (`WEBKIT_DISABLE_COMPOSITING_MODE=1`, what the
     /// hardware-acceleration policy "never" does, but from the web process's start): the page
-    /// is drawn by the CPU, with no GL context and buffers in the web process. Measured, not
-    /// in [`DEFAULT`]: with it, a WebDriver call in the end-to-end tests never returns.
+    /// is drawn by the CPU, with no compositor's layers and buffers in the web process, about
+    /// 100 MiB less with 100,000 jobs. The window's content is a document of text and boxes;
+    /// nothing in it needs the GPU. (WebDriver's Take Screenshot never returns on such a page
+    /// at rest, so the end-to-end harness reads its screenshots from the X server.)
     NoCompositing,
     /// No DMA-BUF renderer (`WEBKIT_DISABLE_DMABUF_RENDERER=1`), which on X11 also leaves the
-    /// page uncomposited. Measured, not in [`DEFAULT`], for the same reason.
+    /// page uncomposited; beside compositing off it still saves 3–8 MiB in the app's process,
+    /// which then sets up no DMA-BUF buffers to receive the page's frames.
     NoDmabuf,
     /// JavaScriptCore's interpreter and baseline JIT only, without its optimising tiers (DFG
     /// and FTL), which the UI's short bursts of script do not need.
@@ -57,8 +60,13 @@ impl Setting {
     }
 }
 
-/// The settings the window gets when `ONEJOB_WEBVIEW` is unset.
-pub const DEFAULT: &[Setting] = &[Setting::NoOptimizingJit];
+/// The settings the window gets when `ONEJOB_WEBVIEW` is unset: 412 MiB resident with
+/// 100,000 jobs, from 519 with the optimising tiers off alone (docs/decisions.md).
+pub const DEFAULT: &[Setting] = &[
+    Setting::NoCompositing,
+    Setting::NoDmabuf,
+    Setting::NoOptimizingJit,
+];
 
 /// The settings named by `ONEJOB_WEBVIEW`, or [`DEFAULT`]. An unknown name is reported on
 /// standard error and skipped.
