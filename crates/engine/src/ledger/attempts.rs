@@ -282,10 +282,7 @@ impl Engine {
             })
         })?;
         let writes = self.writes.clone();
-        Ok(async move {
-            writes.lead().await;
-            pending.outcome().await
-        })
+        Ok(async move { writes.outcome(pending).await })
     }
 
     /// For the executor: no trustworthy answer (`in_flight → unknown`); the job waits for a

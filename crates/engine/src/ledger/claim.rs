@@ -117,7 +117,7 @@ impl Engine {
 
     /// For the executor: [`Engine::claim_next`] for several jobs, committed together (one
     /// transaction, each claim under its own savepoint). The outcomes are in the order of
-    /// `job_ids`; a claim that fails fails alone.
+    /// `job_ids`; a claim that fails fails alone. (Over 256 claims take more than one group.)
     pub async fn claim_many(&self, job_ids: &[String]) -> Result<Vec<Result<Claim>>> {
         let mut pending = Vec::with_capacity(job_ids.len());
         for job_id in job_ids {
@@ -127,10 +127,9 @@ impl Engine {
                 Box::pin(async move { claim_in(tx, &job_id).await })
             })?);
         }
-        self.writes.lead().await;
         let mut outcomes = Vec::with_capacity(pending.len());
         for claim in pending {
-            outcomes.push(claim.outcome().await);
+            outcomes.push(self.writes.outcome(claim).await);
         }
         Ok(outcomes)
     }

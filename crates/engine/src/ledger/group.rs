@@ -56,17 +56,46 @@ impl<T> Gathering<T> {
 
     /// Takes the group lock, then what is queued: nothing when an earlier holder already took
     /// this caller's item. The group is committed while the guard is held.
+    #[cfg(test)]
     pub(crate) async fn take(&self) -> (tokio::sync::MutexGuard<'_, ()>, Vec<T>) {
         let leader = self.leader.lock().await;
-        let group = match self.waiting.lock() {
+        (leader, self.drain())
+    }
+
+    /// For a caller whose item is queued: its `answer`, if another holder takes and commits
+    /// the item first, or else the group lock with what is queued then (see [`Gathering::take`]).
+    /// So a caller whose item went with someone else's group is answered at once, instead of
+    /// waiting its turn for the lock behind every other caller (one thread wake-up after
+    /// another, in a storm).
+    pub(crate) async fn turn<F>(&self, answer: &mut F) -> Turn<'_, T, F::Output>
+    where
+        F: Future + Unpin,
+    {
+        tokio::select! {
+            biased;
+            got = answer => Turn::Answered(got),
+            leader = self.leader.lock() => Turn::Lead(leader, self.drain()),
+        }
+    }
+
+    fn drain(&self) -> Vec<T> {
+        match self.waiting.lock() {
             Ok(mut waiting) => {
                 let n = waiting.len().min(MAX_GROUP);
                 waiting.drain(..n).collect()
             }
             Err(_) => Vec::new(),
-        };
-        (leader, group)
+        }
     }
+}
+
+/// What [`Gathering::turn`] found first.
+pub(crate) enum Turn<'g, T, R> {
+    /// The caller's answer: its item was committed in another holder's group.
+    Answered(R),
+    /// The group lock and the group to commit while holding it; the caller's own answer
+    /// comes from this group or from an earlier one.
+    Lead(tokio::sync::MutexGuard<'g, ()>, Vec<T>),
 }
 
 /// A write's statements on the group's transaction, boxed so writes of any type queue together.
@@ -100,11 +129,8 @@ pub(crate) struct WriteQueue {
 pub(crate) struct Pending<T>(oneshot::Receiver<Result<T>>);
 
 impl<T> Pending<T> {
-    /// The write's outcome, once its group's commit is known.
-    pub(crate) async fn outcome(self) -> Result<T> {
-        self.0
-            .await
-            .map_err(|_| Error::internal("a group commit stopped before answering"))?
+    fn answered(got: std::result::Result<Result<T>, oneshot::error::RecvError>) -> Result<T> {
+        got.map_err(|_| Error::internal("a group commit stopped before answering"))?
     }
 }
 
@@ -124,8 +150,19 @@ impl WriteQueue {
         F: for<'t> Fn(&'t mut Tx) -> Step<'t, T> + Send + Sync + 'static,
     {
         let pending = self.queue(write)?;
-        self.lead().await;
-        pending.outcome().await
+        self.outcome(pending).await
+    }
+
+    /// A queued write's outcome: committed in another holder's group, or in one this caller
+    /// leads. Until answered, since a group taken may not hold this write (a queue longer
+    /// than a group).
+    pub(crate) async fn outcome<T>(&self, mut pending: Pending<T>) -> Result<T> {
+        loop {
+            match self.queued.turn(&mut pending.0).await {
+                Turn::Answered(got) => return Pending::answered(got),
+                Turn::Lead(_leader, group) => self.commit(group).await,
+            }
+        }
     }
 
     /// Queues `write` without committing: a later [`WriteQueue::lead`] commits it with
@@ -164,8 +201,14 @@ impl WriteQueue {
 
     /// Takes the group lock and commits what is queued, if anything: a caller whose write an
     /// earlier holder already took finds nothing to do.
+    #[cfg(test)]
     pub(crate) async fn lead(&self) {
         let (_leader, group) = self.queued.take().await;
+        self.commit(group).await;
+    }
+
+    /// Commits a group taken under the group lock, and answers its callers.
+    async fn commit(&self, group: Vec<Queued>) {
         if group.is_empty() {
             return;
         }
@@ -345,9 +388,15 @@ mod tests {
         let third = queue_claim(&engine, &ids[2]);
         engine.writes.lead().await;
 
-        assert!(matches!(first.outcome().await.unwrap(), Claim::Attempt(_)));
-        assert_eq!(refused.outcome().await.unwrap_err().code(), "internal");
-        assert!(matches!(third.outcome().await.unwrap(), Claim::Attempt(_)));
+        let writes = &engine.writes;
+        let first = writes.outcome(first).await.unwrap();
+        assert!(matches!(first, Claim::Attempt(_)));
+        let refused = writes.outcome(refused).await.unwrap_err();
+        assert_eq!(refused.code(), "internal");
+        assert!(matches!(
+            writes.outcome(third).await.unwrap(),
+            Claim::Attempt(_)
+        ));
         let status = |id: &str| {
             let (engine, id) = (engine.clone(), id.to_owned());
             async move { engine.job("local", &id).await.unwrap() }
@@ -367,6 +416,29 @@ mod tests {
         assert_eq!(undone.job.status, JobStatus::Queued);
         assert!(undone.attempts.is_empty());
         assert_eq!(status(&ids[2]).await.job.status, JobStatus::Running);
+    }
+
+    /// More writes queued than one group holds: each caller is answered, the last ones by a
+    /// group of their own.
+    #[tokio::test]
+    async fn a_queue_longer_than_a_group_is_answered_to_the_last_write() {
+        let dir = tempfile::tempdir().unwrap();
+        let engine = Engine::open(dir.path().join("ledger.db")).await.unwrap();
+        let queued: Vec<Pending<usize>> = (0..MAX_GROUP + 44)
+            .map(|n| {
+                engine
+                    .writes
+                    .queue(move |_tx| Box::pin(async move { Ok(n) }))
+                    .unwrap()
+            })
+            .collect();
+        for (n, pending) in queued.into_iter().enumerate() {
+            let answered = tokio::time::timeout(
+                std::time::Duration::from_secs(60),
+                engine.writes.outcome(pending),
+            );
+            assert_eq!(answered.await.expect("answered").unwrap(), n);
+        }
     }
 
     #[tokio::test]

@@ -23,7 +23,7 @@ use crate::store::{
 };
 use crate::Engine;
 
-use super::group::Gathering;
+use super::group::{Gathering, Turn};
 
 /// A submit waiting for the next group commit.
 struct Pending {
@@ -32,6 +32,9 @@ struct Pending {
     intent: ValidIntent,
     reply: oneshot::Sender<Result<(Job, bool)>>,
 }
+
+/// A submit's answer, once the commit that holds it is known.
+type Answer = oneshot::Receiver<Result<(Job, bool)>>;
 
 /// Where submits wait for their group commit; one per engine, shared by its clones.
 pub(crate) struct SubmitQueue {
@@ -57,8 +60,30 @@ impl SubmitQueue {
 
     /// Takes the group lock and commits what is queued, if anything: a caller whose submit
     /// an earlier holder already took finds nothing to do.
+    #[cfg(test)]
     async fn lead(&self) {
         let (_leader, group) = self.queued.take().await;
+        self.commit(group).await;
+    }
+
+    /// The answer to a queued submit: from another holder's group if it takes the submit
+    /// first (see [`Gathering::turn`]), else after committing the group this caller leads.
+    async fn answer(&self, mut answer: Answer) -> Result<(Job, bool)> {
+        // Until answered: a group taken may not hold this submit (a queue longer than a group).
+        loop {
+            match self.queued.turn(&mut answer).await {
+                Turn::Answered(got) => {
+                    return got.map_err(|_| {
+                        Error::internal("the submit's group commit stopped before answering")
+                    })?;
+                }
+                Turn::Lead(_leader, group) => self.commit(group).await,
+            }
+        }
+    }
+
+    /// Commits a group taken under the group lock, and answers its callers.
+    async fn commit(&self, group: Vec<Pending>) {
         match group.len() {
             0 => {}
             // In the caller's own task: a hand-off to another task costs a thread wake-up.
@@ -329,10 +354,7 @@ impl Engine {
             intent,
             reply,
         })?;
-        self.submits.lead().await;
-        let (job, replayed) = answer
-            .await
-            .map_err(|_| Error::internal("the submit's group commit stopped before answering"))??;
+        let (job, replayed) = self.submits.answer(answer).await?;
         if !replayed || job.fingerprint == fingerprint {
             return Ok(Submitted { job, replayed });
         }
