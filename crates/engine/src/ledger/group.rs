@@ -237,20 +237,25 @@ async fn commit_group(db: &Db, group: Vec<Queued>) {
     commit_with_savepoints(db, group).await;
 }
 
-/// The group's writes in one transaction without savepoints, committed and answered; or, when
-/// one of them fails, the transaction rolled back with nothing answered and the group given
-/// back to run again.
-async fn commit_unless_refused(db: &Db, group: Vec<Queued>) -> Option<Vec<Queued>> {
-    let mut tx = match db.begin().await {
-        Ok(tx) => tx,
+/// The group's write transaction; if it cannot start, every caller is answered with why.
+async fn begin(db: &Db, group: Vec<Queued>) -> Option<(Tx, Vec<Queued>)> {
+    match db.begin().await {
+        Ok(tx) => Some((tx, group)),
         Err(e) => {
             let e = Error::from(e);
             for queued in group {
                 (queued.refuse)(e.clone());
             }
-            return None;
+            None
         }
-    };
+    }
+}
+
+/// The group's writes in one transaction without savepoints, committed and answered; or, when
+/// one of them fails, the transaction rolled back with nothing answered and the group given
+/// back to run again.
+async fn commit_unless_refused(db: &Db, group: Vec<Queued>) -> Option<Vec<Queued>> {
+    let (mut tx, group) = begin(db, group).await?;
     let mut answers: Vec<Answer> = Vec::with_capacity(group.len());
     for queued in &group {
         let (keep, answer) = (queued.run)(&mut tx).await;
@@ -270,15 +275,8 @@ async fn commit_unless_refused(db: &Db, group: Vec<Queued>) -> Option<Vec<Queued
 
 /// One transaction for the group, a savepoint per write when there are several.
 async fn commit_with_savepoints(db: &Db, group: Vec<Queued>) {
-    let mut tx = match db.begin().await {
-        Ok(tx) => tx,
-        Err(e) => {
-            let e = Error::from(e);
-            for queued in group {
-                (queued.refuse)(e.clone());
-            }
-            return;
-        }
+    let Some((mut tx, group)) = begin(db, group).await else {
+        return;
     };
     let alone = group.len() == 1;
     let mut answers: Vec<Answer> = Vec::with_capacity(group.len());
