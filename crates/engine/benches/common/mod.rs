@@ -77,7 +77,7 @@ CREATE TABLE jobs (
 CREATE INDEX jobs_by_owner ON jobs (owner_id, id);
 CREATE INDEX jobs_by_owner_status ON jobs (owner_id, status, id);
 CREATE INDEX jobs_needing_attention ON jobs (owner_id) WHERE status = 'unknown' OR flagged_for_review = 1;
-CREATE INDEX jobs_queued ON jobs (id) WHERE status = 'queued';
+CREATE INDEX jobs_open_by_status ON jobs (status, id) WHERE status IN ('queued', 'running', 'unknown');
 ";
 
 /// One autocommitted single-row INSERT a job: the floor a durable submit cannot beat.

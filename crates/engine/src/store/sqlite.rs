@@ -50,12 +50,17 @@ impl SqliteDb {
         };
         let writer = connect_one(&options).await?;
         migrate(&writer).await?;
-        // A local file needs no liveness ping on every acquire.
+        // A local file needs no liveness ping on every acquire. Readers are few and keep small
+        // page caches: each reader is a connection, a thread and a cache, resident for the
+        // app's life, and in WAL mode a reader's cache is dropped whenever another connection
+        // commits, so a large one rarely pays for itself (docs/decisions.md).
         let reader = connect(
             SqlitePoolOptions::new()
                 .test_before_acquire(false)
-                .max_connections(4),
-            &options,
+                .max_connections(READERS),
+            &options
+                .clone()
+                .pragma("cache_size", READER_CACHE_KIB.to_string()),
         )
         .await?;
         Ok(SqliteDb {
@@ -97,6 +102,13 @@ impl SqliteDb {
         Ok(rx)
     }
 }
+
+/// Connections for reads at once.
+const READERS: u32 = 2;
+
+/// Each reader's page cache: 512 KiB (a negative `cache_size` is in KiB; SQLite's default is
+/// 2,000 KiB).
+const READER_CACHE_KIB: i32 = -512;
 
 static MIGRATOR: Migrator = sqlx::migrate!("../../migrations");
 
@@ -320,5 +332,49 @@ mod tests {
                 .await
                 .unwrap();
         assert_eq!(names, ["theirs"]);
+    }
+
+    /// The executor's queue and the questions about open jobs find them through the one
+    /// partial index of open jobs, never by scanning every job of the history: SQLite uses a
+    /// partial index only for a query that names the index's condition itself.
+    #[tokio::test]
+    async fn the_queue_and_the_open_jobs_are_read_through_the_index_of_open_jobs() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = SqliteDb::open(&dir.path().join("ledger.db"), &OpenOptions::default())
+            .await
+            .unwrap();
+        let queries = [
+            include_str!("sqlite/queries/jobs/sendable.sql"),
+            include_str!("sqlite/queries/jobs/next_not_before.sql"),
+            include_str!("sqlite/queries/jobs/open_naming_contract.sql"),
+            include_str!("sqlite/queries/jobs/open_naming_provider.sql"),
+        ];
+        let mut writer = db.writer.lock().await.unwrap();
+        for sql in queries {
+            let explain = format!("EXPLAIN QUERY PLAN {sql}");
+            let mut query = sqlx::query_as::<_, (i64, i64, i64, String)>(&explain);
+            if sql.contains("?1") {
+                query = query.bind("x");
+            }
+            let plan: Vec<String> = query
+                .fetch_all(writer.conn())
+                .await
+                .unwrap()
+                .into_iter()
+                .map(|(_, _, _, detail)| detail)
+                .collect();
+            let jobs: Vec<&String> = plan
+                .iter()
+                .filter(|line| line.starts_with("SCAN j") || line.starts_with("SEARCH j"))
+                .filter(|line| !line.contains("job_"))
+                .collect();
+            assert!(!jobs.is_empty(), "{sql}: no access to jobs in {plan:?}");
+            for line in jobs {
+                assert!(
+                    line.contains("INDEX jobs_open_by_status"),
+                    "{sql}: {line:?} in {plan:?}"
+                );
+            }
+        }
     }
 }
