@@ -101,7 +101,9 @@ pub struct Executor {
 struct Inner {
     engine: Engine,
     id: String,
-    client: reqwest::Client,
+    /// Built on the first request: an executor that sends nothing (an idle app) never sets up
+    /// the TLS library and its root certificates.
+    client: std::sync::OnceLock<reqwest::Client>,
     options: ExecutorOptions,
     permits: Arc<Semaphore>,
     /// How many attempts it may send at once now: `options.max_in_flight` until changed.
@@ -138,11 +140,6 @@ fn due(last: &Mutex<Option<Instant>>, every: Duration) -> bool {
 impl Executor {
     /// An executor over `engine` with a fresh id.
     pub fn new(engine: Engine, options: ExecutorOptions) -> Result<Executor> {
-        let client = reqwest::Client::builder()
-            .no_proxy()
-            .redirect(reqwest::redirect::Policy::none())
-            .build()
-            .map_err(|e| Error::internal(format!("cannot build the HTTP client: {e}")))?;
         Ok(Executor {
             inner: Arc::new(Inner {
                 id: format!("executor-{}", uuid::Uuid::now_v7()),
@@ -150,7 +147,7 @@ impl Executor {
                 max_in_flight: Mutex::new(options.max_in_flight.max(1)),
                 lookups: Arc::new(Semaphore::new(options.max_lookups.max(1))),
                 engine,
-                client,
+                client: std::sync::OnceLock::new(),
                 options,
                 tasks: Mutex::new(JoinSet::new()),
                 driving: Mutex::new(HashSet::new()),
@@ -161,6 +158,21 @@ impl Executor {
                 looking: Mutex::new(HashSet::new()),
             }),
         })
+    }
+
+    /// The HTTP client every request of this executor goes through, built on first use. An
+    /// error (the TLS library cannot start) leaves the attempt as it is, to be tried again.
+    fn client(&self) -> Result<&reqwest::Client> {
+        if let Some(client) = self.inner.client.get() {
+            return Ok(client);
+        }
+        let built = reqwest::Client::builder()
+            .no_proxy()
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .map_err(|e| Error::internal(format!("cannot build the HTTP client: {e}")))?;
+        // Two first requests at once may both build one; the first kept serves both.
+        Ok(self.inner.client.get_or_init(|| built))
     }
 
     /// How many attempts this executor sends at once.

@@ -160,7 +160,11 @@ impl Executor {
     /// Asks the status URL; what it states, and a description without the URL's query.
     async fn look_up(&self, url: &str, provider: &Provider) -> (Stated, String) {
         let timeout = Duration::from_millis(provider.config.hard_timeout_ms);
-        let response = match self.inner.client.get(url).timeout(timeout).send().await {
+        let client = match self.client() {
+            Ok(client) => client,
+            Err(e) => return (Stated::Nothing, e.to_string()),
+        };
+        let response = match client.get(url).timeout(timeout).send().await {
             Ok(response) => response,
             Err(e) => return (Stated::Nothing, format!("no answer: {}", e.without_url())),
         };

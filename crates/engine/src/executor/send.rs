@@ -61,7 +61,9 @@ impl Executor {
             Some(job) => job,
             None => engine.job_by_id(&attempt.job_id).await?,
         };
-        let Prepared { request, target } = match self.prepare(&attempt, &job).await {
+        // A client that cannot be built sends nothing: the attempt stays `pending`.
+        let client = self.client()?;
+        let Prepared { request, target } = match self.prepare(client, &attempt, &job).await {
             Ok(prepared) => prepared,
             Err(why) => {
                 // Nothing was sent by us; another executor may have sent it meanwhile, and
@@ -156,6 +158,7 @@ impl Executor {
     /// Builds the attempt's request, or says why it cannot be sent.
     async fn prepare(
         &self,
+        client: &reqwest::Client,
         attempt: &Attempt,
         job: &Job,
     ) -> std::result::Result<Prepared, AttemptError> {
@@ -187,7 +190,7 @@ impl Executor {
         // Read at call time and dropped with the request: never stored.
         let api_key = keys::api_key(&provider.config).await?;
         let request = build_request(
-            &self.inner.client,
+            client,
             &provider.config,
             &url,
             &job.id,
