@@ -62,19 +62,25 @@ impl<T> Gathering<T> {
         (leader, self.drain())
     }
 
-    /// For a caller whose item is queued: its `answer`, if another holder takes and commits
-    /// the item first, or else the group lock with what is queued then (see [`Gathering::take`]).
-    /// So a caller whose item went with someone else's group is answered at once, instead of
-    /// waiting its turn for the lock behind every other caller (one thread wake-up after
-    /// another, in a storm).
-    pub(crate) async fn turn<F>(&self, answer: &mut F) -> Turn<'_, T, F::Output>
+    /// For a caller whose item is queued: waits for its `answer`, leading groups meanwhile.
+    /// Each turn, whichever comes first: the answer, when another holder took and committed
+    /// the item; or the group lock, with what is queued then, which `commit` commits while
+    /// the lock is held. So a caller whose item went with someone else's group is answered at
+    /// once, instead of waiting its turn for the lock behind every other caller (one thread
+    /// wake-up after another, in a storm). It goes on until answered, since a group taken may
+    /// not hold this item (a queue longer than a group).
+    pub(crate) async fn answered<F, C, Fut>(&self, answer: &mut F, mut commit: C) -> F::Output
     where
         F: Future + Unpin,
+        C: FnMut(Vec<T>) -> Fut,
+        Fut: Future<Output = ()>,
     {
-        tokio::select! {
-            biased;
-            got = answer => Turn::Answered(got),
-            leader = self.leader.lock() => Turn::Lead(leader, self.drain()),
+        loop {
+            tokio::select! {
+                biased;
+                got = &mut *answer => return got,
+                _leader = self.leader.lock() => commit(self.drain()).await,
+            }
         }
     }
 
@@ -87,15 +93,6 @@ impl<T> Gathering<T> {
             Err(_) => Vec::new(),
         }
     }
-}
-
-/// What [`Gathering::turn`] found first.
-pub(crate) enum Turn<'g, T, R> {
-    /// The caller's answer: its item was committed in another holder's group.
-    Answered(R),
-    /// The group lock and the group to commit while holding it; the caller's own answer
-    /// comes from this group or from an earlier one.
-    Lead(tokio::sync::MutexGuard<'g, ()>, Vec<T>),
 }
 
 /// A write's statements on the group's transaction, boxed so writes of any type queue together.
@@ -154,18 +151,16 @@ impl WriteQueue {
     }
 
     /// A queued write's outcome: committed in another holder's group, or in one this caller
-    /// leads. Until answered, since a group taken may not hold this write (a queue longer
-    /// than a group).
+    /// leads (see [`Gathering::answered`]).
     pub(crate) async fn outcome<T>(&self, mut pending: Pending<T>) -> Result<T> {
-        loop {
-            match self.queued.turn(&mut pending.0).await {
-                Turn::Answered(got) => return Pending::answered(got),
-                Turn::Lead(_leader, group) => self.commit(group).await,
-            }
-        }
+        let got = self
+            .queued
+            .answered(&mut pending.0, |group| self.commit(group))
+            .await;
+        Pending::answered(got)
     }
 
-    /// Queues `write` without committing: a later [`WriteQueue::lead`] commits it with
+    /// Queues `write` without committing: a later [`WriteQueue::outcome`] commits it with
     /// whatever else is queued then. `write` only runs statements on the transaction it is
     /// given: it may be run a second time, on a fresh one (see the module's comment).
     pub(crate) fn queue<T, F>(&self, write: F) -> Result<Pending<T>>

@@ -23,7 +23,7 @@ use crate::store::{
 };
 use crate::Engine;
 
-use super::group::{Gathering, Turn};
+use super::group::Gathering;
 
 /// A submit waiting for the next group commit.
 struct Pending {
@@ -67,19 +67,13 @@ impl SubmitQueue {
     }
 
     /// The answer to a queued submit: from another holder's group if it takes the submit
-    /// first (see [`Gathering::turn`]), else after committing the group this caller leads.
+    /// first, else after committing the group this caller leads (see
+    /// [`Gathering::answered`]).
     async fn answer(&self, mut answer: Answer) -> Result<(Job, bool)> {
-        // Until answered: a group taken may not hold this submit (a queue longer than a group).
-        loop {
-            match self.queued.turn(&mut answer).await {
-                Turn::Answered(got) => {
-                    return got.map_err(|_| {
-                        Error::internal("the submit's group commit stopped before answering")
-                    })?;
-                }
-                Turn::Lead(_leader, group) => self.commit(group).await,
-            }
-        }
+        self.queued
+            .answered(&mut answer, |group| self.commit(group))
+            .await
+            .map_err(|_| Error::internal("the submit's group commit stopped before answering"))?
     }
 
     /// Commits a group taken under the group lock, and answers its callers.
