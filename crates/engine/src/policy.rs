@@ -135,6 +135,19 @@ mod tests {
         }
     }
 
+    /// The ledger starts a job with no attempt at its primary in one statement
+    /// (`attempts/insert_first`), without asking this function: that must stay its first step,
+    /// whatever is validated and whatever the budget.
+    #[test]
+    fn a_job_without_attempts_starts_at_its_primary() {
+        for max in [1, 5] {
+            let route = intent(&["a", "b"], max);
+            for validated in [false, true] {
+                assert_eq!(provider(next_step(&route, &[], |_| validated)), "a");
+            }
+        }
+    }
+
     #[test]
     fn two_tries_at_a_provider_then_the_next_only_if_validated() {
         let route = intent(&["a", "b"], 5);

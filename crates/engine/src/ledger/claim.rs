@@ -2,6 +2,7 @@
 //! attempt by the route policy, decided inside the claiming transaction.
 
 use crate::error::{Error, Result};
+use crate::events::EventKind;
 use crate::intent::{validate_intent, Intent};
 use crate::job::JobStatus;
 use crate::model::{Actor, Attempt, Job, JobAttempt, JobError};
@@ -51,9 +52,35 @@ async fn unsendable(
     Ok(None)
 }
 
+/// The policy's first step in one call: a queued job with no attempt yet starts at its route's
+/// primary ([`next_step`] with no attempts), unless its backoff, its primary or its contract
+/// says otherwise. `None`, with nothing written, in every such case: the caller reads the job
+/// and decides by the policy.
+async fn first_attempt(tx: &mut Tx, job_id: &str) -> Result<Option<JobAttempt>> {
+    let id = uuid::Uuid::now_v7().to_string();
+    let created = (EventKind::AttemptCreated.as_str(), Actor::Executor.as_str());
+    let inserted = attempt_rows::insert_first(tx, &id, job_id, created).await?;
+    let Some(attempt) = inserted.attempt else {
+        return Ok(None);
+    };
+    let Some(job) = inserted.job else {
+        return Err(Error::internal(format!(
+            "job {job_id}: its first attempt was inserted, yet the job was not moved to running"
+        )));
+    };
+    Ok(Some(JobAttempt {
+        job: job.into_job()?,
+        attempt: attempt.into_attempt()?,
+        next_attempt: None,
+    }))
+}
+
 /// Claims a queued job's next attempt inside the caller's transaction (see
 /// [`Engine::claim_next`]).
 pub(super) async fn claim_in(tx: &mut Tx, job_id: &str) -> Result<Claim> {
+    if let Some(claimed) = first_attempt(tx, job_id).await? {
+        return Ok(Claim::Attempt(Box::new(claimed)));
+    }
     let (job, attempts) = job_rows::with_attempts(tx, job_id)
         .await?
         .ok_or_else(|| Error::not_found("job", job_id))?;

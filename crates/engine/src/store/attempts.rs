@@ -97,7 +97,6 @@ pub async fn insert_next(
     created: (&str, &str, bool),
     move_job: bool,
 ) -> sqlx::Result<Inserted> {
-    use sqlx::Row;
     let (kind, actor, explicit) = created;
     macro_rules! bound {
         ($sql:expr) => {
@@ -114,33 +113,75 @@ pub async fn insert_next(
     }
     let sql = queries!("attempts/insert_next");
     match h.conn() {
-        // The statements' rows, in order: the attempt, then the job as moved.
-        super::Conn::Sqlite(conn) => {
-            let rows = bound!(sql.sqlite).fetch_all(conn).await?;
-            let mut rows = rows.iter();
-            let attempt = rows.next().map(AttemptRow::from_row).transpose()?;
-            let job = rows.next().map(super::jobs::JobRow::from_row).transpose()?;
-            Ok(Inserted { attempt, job })
-        }
-        // One row, saying whether the job was moved; the move is read back.
+        super::Conn::Sqlite(conn) => inserted_rows(bound!(sql.sqlite).fetch_all(conn).await?),
         super::Conn::Postgres(conn) => {
-            let Some(row) = bound!(sql.postgres).fetch_optional(&mut *conn).await? else {
-                return Ok(Inserted {
-                    attempt: None,
-                    job: None,
-                });
-            };
-            let attempt = AttemptRow::from_row(&row)?;
-            let job = match row.try_get::<bool, _>("job_moved")? {
-                true => super::jobs::by_id(&mut super::Conn::Postgres(conn), job_id).await?,
-                false => None,
-            };
-            Ok(Inserted {
-                attempt: Some(attempt),
-                job,
-            })
+            let row = bound!(sql.postgres).fetch_optional(&mut *conn).await?;
+            inserted_row(conn, job_id, row).await
         }
     }
+}
+
+/// Inserts a queued job's first attempt, `pending` at its route's primary, with its
+/// `attempt_created` event (`created` says who created it) and the job moved to `running`, in
+/// one call: the route policy's first step, for a job with no attempt yet. Nothing is written
+/// unless the job is `queued` with no backoff set and no attempt, and its primary and its
+/// contract (if it names one) are configured; the caller then decides by the policy.
+pub async fn insert_first(
+    h: &mut impl Handle,
+    id: &str,
+    job_id: &str,
+    created: (&str, &str),
+) -> sqlx::Result<Inserted> {
+    let (kind, actor) = created;
+    macro_rules! bound {
+        ($sql:expr) => {
+            sqlx::query($sql)
+                .bind(id)
+                .bind(job_id)
+                .bind(kind)
+                .bind(actor)
+        };
+    }
+    let sql = queries!("attempts/insert_first");
+    match h.conn() {
+        super::Conn::Sqlite(conn) => inserted_rows(bound!(sql.sqlite).fetch_all(conn).await?),
+        super::Conn::Postgres(conn) => {
+            let row = bound!(sql.postgres).fetch_optional(&mut *conn).await?;
+            inserted_row(conn, job_id, row).await
+        }
+    }
+}
+
+/// An insert's rows on SQLite, in order: the attempt, then the job as moved.
+fn inserted_rows(rows: Vec<sqlx::sqlite::SqliteRow>) -> sqlx::Result<Inserted> {
+    let mut rows = rows.iter();
+    let attempt = rows.next().map(AttemptRow::from_row).transpose()?;
+    let job = rows.next().map(super::jobs::JobRow::from_row).transpose()?;
+    Ok(Inserted { attempt, job })
+}
+
+/// An insert's row on PostgreSQL, saying whether the job was moved; the move is read back.
+async fn inserted_row(
+    conn: &mut sqlx::PgConnection,
+    job_id: &str,
+    row: Option<sqlx::postgres::PgRow>,
+) -> sqlx::Result<Inserted> {
+    use sqlx::Row;
+    let Some(row) = row else {
+        return Ok(Inserted {
+            attempt: None,
+            job: None,
+        });
+    };
+    let attempt = AttemptRow::from_row(&row)?;
+    let job = match row.try_get::<bool, _>("job_moved")? {
+        true => super::jobs::by_id(&mut super::Conn::Postgres(conn), job_id).await?,
+        false => None,
+    };
+    Ok(Inserted {
+        attempt: Some(attempt),
+        job,
+    })
 }
 
 /// An attempt by id, whoever owns its job (for the executor).
