@@ -2,6 +2,7 @@
 //! then the outcome. The soft timeout makes it `unknown` but keeps the connection until the
 //! hard deadline, so a late answer still completes through the compare-and-swap.
 
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use rand::Rng;
@@ -13,6 +14,7 @@ use crate::contracts::Contract;
 use crate::error::{Error, Result};
 use crate::failure::{FailureKind, RetryHere};
 use crate::intent::validate_intent;
+use crate::ledger::ResponseHead;
 use crate::model::{AfterFailure, Attempt, AttemptError, Job};
 use crate::providers::http::{self, Classified, Head};
 use crate::providers::{
@@ -87,14 +89,17 @@ impl Executor {
             return Ok(());
         }
         let renewer = self.renew_lease(&attempt.id);
-        let outcome = self.exchange(&attempt, request, &target.config).await;
+        let head = OnceLock::new();
+        let outcome = self
+            .exchange(&attempt, request, &target.config, &head)
+            .await;
         renewer.abort();
         match outcome {
             Some(outcome) => {
                 let outcome = self
                     .judge(&attempt, outcome, &target.config, target.contract.as_ref())
                     .await?;
-                self.settle(&attempt, outcome, &target).await
+                self.settle(&attempt, outcome, &target, head.get()).await
             }
             // The hard deadline passed: the connection is dropped and the attempt stays unknown.
             None => Ok(()),
@@ -102,23 +107,22 @@ impl Executor {
     }
 
     /// The exchange with its soft timeout and hard deadline; `None` when the hard deadline
-    /// passed with no outcome.
+    /// passed with no outcome. The response head, once it arrived, is in `seen`.
     async fn exchange(
         &self,
         attempt: &Attempt,
         request: reqwest::RequestBuilder,
         config: &ProviderConfig,
+        seen: &OnceLock<Arc<ResponseHead>>,
     ) -> Option<Classified> {
         let engine = &self.inner.engine;
         let attempt_id = attempt.id.clone();
         // The head is queued for the next group commit and the body read meanwhile: the
         // answer's write, queued after it, commits with it or after it.
         let exchange = http::exchange(request, config, async |head: Head| {
-            let queued = engine.queue_response_head(
-                &attempt_id,
-                head.request_id.as_deref(),
-                Some(head.status),
-            );
+            let head = ResponseHead::new(head.request_id, Some(head.status));
+            let _ = seen.set(head.clone());
+            let queued = engine.queue_response_head(&attempt_id, head);
             let attempt_id = attempt_id.clone();
             let recorded = async move {
                 match queued {
@@ -299,12 +303,20 @@ impl Executor {
 
     /// Records what the exchange amounted to, by SPEC §6's table; storage errors are retried,
     /// so an answer that arrived is not lost because one write failed.
-    async fn settle(&self, attempt: &Attempt, outcome: Classified, target: &Target) -> Result<()> {
+    async fn settle(
+        &self,
+        attempt: &Attempt,
+        outcome: Classified,
+        target: &Target,
+        head: Option<&Arc<ResponseHead>>,
+    ) -> Result<()> {
         let engine = &self.inner.engine;
         match outcome {
             Classified::Answer(answer) => {
+                // A head whose own write has not run yet goes with the answer's.
+                let carried = head.filter(|h| h.carried_by_answer()).cloned();
                 self.persist("answer", || {
-                    engine.complete(&attempt.id, &answer, Cause::Answer)
+                    engine.complete_carrying(&attempt.id, &answer, Cause::Answer, carried.clone())
                 })
                 .await?;
             }

@@ -10,12 +10,13 @@ use crate::events::EventKind;
 use crate::intent::canonical_sha256;
 use crate::job::JobStatus;
 use crate::model::{Actor, Completion, Outcome};
-use crate::store::attempts::{self as attempt_rows, Patch};
+use crate::store::attempts::{self as attempt_rows, MoveEvent, Patch};
 use crate::store::jobs::{self as job_rows, JobRow};
 use crate::Engine;
+use std::sync::Arc;
 
 use super::transition::{close_open, move_attempt, AttemptMove};
-use super::{attempt_row, event, job_row, reread};
+use super::{attempt_row, event, job_row, reread, ResponseHead};
 
 /// How an answer arrived, for the transition's cause and its events.
 pub(super) struct Via {
@@ -209,6 +210,44 @@ async fn dropped_after_verdict(
     Ok(Err(refusal))
 }
 
+/// An answer for an attempt `in_flight` or `unknown` that wins the compare-and-swap, settled in
+/// one call: the job claims the result, the attempt becomes `succeeded` with its event, as
+/// [`settle`] does for such an attempt, and the response `head` it carries recorded. `None`, with nothing written, for every other case
+/// (the answer lost, or the attempt is in another state), which [`settle`] then decides.
+async fn won_in_time(
+    conn: &mut impl Handle,
+    attempt_id: &str,
+    answer: &Value,
+    via_detail: &Map<String, Value>,
+    head: Option<&ResponseHead>,
+) -> Result<Option<Completion>> {
+    let mut detail = via_detail.clone();
+    detail.insert("flagged_for_review".into(), json!(false));
+    detail.insert("payload_sha256".into(), json!(canonical_sha256(answer)));
+    let detail = Value::Object(detail).to_string();
+    let event = MoveEvent {
+        kind: EventKind::AttemptSucceeded.as_str(),
+        actor: Actor::Provider.as_str(),
+        detail: &detail,
+    };
+    let head = head.map(|h| (h.request_id.as_deref(), h.http_status));
+    let result = answer.to_string();
+    let claimed = job_rows::claim_answer(conn, attempt_id, &result, &event, head).await?;
+    let Some(claimed) = claimed else {
+        return Ok(None);
+    };
+    let Some(attempt) = claimed.attempt else {
+        return Err(Error::internal(format!(
+            "attempt {attempt_id}: its job claimed the answer, yet the attempt did not move"
+        )));
+    };
+    Ok(Some(Completion {
+        outcome: Outcome::Won,
+        job: claimed.job.into_job()?,
+        attempt: attempt.into_attempt()?,
+    }))
+}
+
 impl Engine {
     /// Completes an attempt with a valid answer through the compare-and-swap: the first to
     /// commit claims the job's result (`won`); later ones are `lost` and their payload dropped,
@@ -225,6 +264,19 @@ impl Engine {
         answer: &Value,
         cause: Cause,
     ) -> Result<Completion> {
+        self.complete_carrying(attempt_id, answer, cause, None)
+            .await
+    }
+
+    /// [`Engine::complete`], for the executor: the write also records the attempt's response
+    /// head when it carries it (see [`ResponseHead`]), whatever the answer's outcome.
+    pub(crate) async fn complete_carrying(
+        &self,
+        attempt_id: &str,
+        answer: &Value,
+        cause: Cause,
+        head: Option<Arc<ResponseHead>>,
+    ) -> Result<Completion> {
         if cause == Cause::Person {
             return Err(Error::internal("a person's verdict goes through resolve"));
         }
@@ -232,21 +284,32 @@ impl Engine {
         let answer = answer.clone();
         let completed = self
             .group(move |tx| {
-                let (attempt_id, answer) = (attempt_id.clone(), answer.clone());
+                let (attempt_id, answer, head) = (attempt_id.clone(), answer.clone(), head.clone());
                 Box::pin(async move {
+                    let via_detail = Map::from_iter([(
+                        "via".into(),
+                        json!(if cause == Cause::Answer {
+                            "answer"
+                        } else {
+                            "reconciliation"
+                        }),
+                    )]);
+                    // The common case in one call: an answer in time that wins.
+                    let won = won_in_time(tx, &attempt_id, &answer, &via_detail, head.as_deref());
+                    if let Some(won) = won.await? {
+                        return Ok(Ok(won));
+                    }
+                    if let Some(head) = &head {
+                        let (request_id, status) = (head.request_id.as_deref(), head.http_status);
+                        attempt_rows::record_response_head(tx, &attempt_id, request_id, status)
+                            .await?;
+                    }
                     let row = attempt_row(tx, &attempt_id).await?;
                     let via = Via {
                         cause,
                         actor: Actor::Provider,
                         win_kind: EventKind::AttemptSucceeded,
-                        detail: Map::from_iter([(
-                            "via".into(),
-                            json!(if cause == Cause::Answer {
-                                "answer"
-                            } else {
-                                "reconciliation"
-                            }),
-                        )]),
+                        detail: via_detail,
                     };
                     let settled = match settle(tx, &row, &answer, via).await? {
                         Ok(settled) => settled,

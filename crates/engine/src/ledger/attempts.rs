@@ -1,5 +1,7 @@
 //! Executor-side transitions: claim, send, lease, unknown, fail, abandon, and recovery (§4, §9).
 
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::store::Handle;
@@ -166,6 +168,60 @@ async fn fail_in(
     }
 }
 
+/// A provider's response head on its way to the ledger: its request id and HTTP status (SPEC
+/// §4). A write of its own is queued the moment it arrives; when the answer is settled before
+/// that write has run, the answer's write takes the head instead and the head's own write
+/// writes nothing. Both were queued before the group that would hold the head's write began,
+/// so the head is committed no later than it would have been, and one statement fewer runs.
+pub(crate) struct ResponseHead {
+    pub request_id: Option<String>,
+    pub http_status: Option<u16>,
+    writer: AtomicU8,
+}
+
+impl ResponseHead {
+    /// Nobody has written it yet.
+    const WAITING: u8 = 0;
+    /// Its own write has run, and runs again should its group run again.
+    const OWN: u8 = 1;
+    /// The answer's write carries it; its own write writes nothing.
+    const ANSWER: u8 = 2;
+
+    pub(crate) fn new(request_id: Option<String>, http_status: Option<u16>) -> Arc<ResponseHead> {
+        Arc::new(ResponseHead {
+            request_id,
+            http_status,
+            writer: AtomicU8::new(Self::WAITING),
+        })
+    }
+
+    /// For its own write, as it runs: whether to write the head (no once the answer took it).
+    fn written_by_own_write(&self) -> bool {
+        match self.writer.compare_exchange(
+            Self::WAITING,
+            Self::OWN,
+            Ordering::SeqCst,
+            Ordering::SeqCst,
+        ) {
+            Ok(_) => true,
+            Err(now) => now == Self::OWN,
+        }
+    }
+
+    /// For the answer, before its write is queued: whether that write must carry the head,
+    /// because the head's own write has not run (and now will write nothing).
+    pub(crate) fn carried_by_answer(&self) -> bool {
+        self.writer
+            .compare_exchange(
+                Self::WAITING,
+                Self::ANSWER,
+                Ordering::SeqCst,
+                Ordering::SeqCst,
+            )
+            .is_ok()
+    }
+}
+
 impl Engine {
     /// For the executor: creates the job's next attempt at `provider` as `pending`. Refused
     /// with `attempt_blocked` while another is open, `invalid_transition` once the job is
@@ -251,28 +307,32 @@ impl Engine {
         request_id: Option<&str>,
         http_status: Option<u16>,
     ) -> Result<()> {
-        self.queue_response_head(attempt_id, request_id, http_status)?
-            .await
+        let head = ResponseHead::new(request_id.map(str::to_owned), http_status);
+        self.queue_response_head(attempt_id, head)?.await
     }
 
     /// For the executor: [`Engine::record_response_head`] without waiting: the write is queued
     /// at once, so a write the caller queues after it (the answer) is committed in the same
     /// group or a later one, never before it. The future commits it and gives its outcome.
+    /// When the answer takes the head with it ([`ResponseHead::carried_by_answer`]) before this
+    /// write runs, this write writes nothing.
     pub(crate) fn queue_response_head(
         &self,
         attempt_id: &str,
-        request_id: Option<&str>,
-        http_status: Option<u16>,
+        head: Arc<ResponseHead>,
     ) -> Result<impl std::future::Future<Output = Result<()>> + Send + 'static> {
-        let (attempt_id, request_id) = (attempt_id.to_owned(), request_id.map(str::to_owned));
+        let attempt_id = attempt_id.to_owned();
         let pending = self.writes.queue(move |tx| {
-            let (attempt_id, request_id) = (attempt_id.clone(), request_id.clone());
+            let (attempt_id, head) = (attempt_id.clone(), head.clone());
             Box::pin(async move {
+                if !head.written_by_own_write() {
+                    return Ok(());
+                }
                 let recorded = attempt_rows::record_response_head(
                     tx,
                     &attempt_id,
-                    request_id.as_deref(),
-                    http_status,
+                    head.request_id.as_deref(),
+                    head.http_status,
                 )
                 .await?;
                 match recorded {
@@ -417,5 +477,93 @@ impl Engine {
         }
         tx.commit().await?;
         Ok(expired.len())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+    use crate::{Cause, Outcome};
+
+    /// A ledger on either backend, as the test run chooses.
+    async fn open(dir: &tempfile::TempDir) -> Engine {
+        let location = onejob_testkit::ledger_location(&dir.path().join("ledger.db"));
+        Engine::open(&location).await.unwrap()
+    }
+
+    async fn in_flight(engine: &Engine) -> Attempt {
+        let intent = r#"{"route": ["sandbox"], "input": {}}"#;
+        let job = engine.submit("local", "k", intent).await.unwrap().job;
+        let claimed = engine.claim_attempt(&job.id, "sandbox").await.unwrap();
+        let lease = Duration::from_secs(10);
+        engine
+            .mark_sent(&claimed.attempt.id, "x", lease)
+            .await
+            .unwrap()
+    }
+
+    /// The answer took the head before the head's own write ran: that write writes nothing,
+    /// and the head is recorded all the same, by the answer's write, in the same commit.
+    #[tokio::test]
+    async fn a_head_the_answer_carries_is_recorded_by_the_answers_write() {
+        let dir = tempfile::tempdir().unwrap();
+        let engine = open(&dir).await;
+        let attempt = in_flight(&engine).await;
+        let head = ResponseHead::new(Some("req-7".into()), Some(200));
+        let own = engine
+            .queue_response_head(&attempt.id, head.clone())
+            .unwrap();
+        assert!(head.carried_by_answer());
+        let answer = serde_json::json!({"ok": true});
+        let done = engine
+            .complete_carrying(&attempt.id, &answer, Cause::Answer, Some(head.clone()))
+            .await
+            .unwrap();
+        own.await.unwrap();
+        assert_eq!(done.outcome, Outcome::Won);
+        assert_eq!(done.attempt.request_id.as_deref(), Some("req-7"));
+        assert_eq!(done.attempt.http_status, Some(200));
+        let read = engine.attempt_by_id(&attempt.id).await.unwrap();
+        assert_eq!(read.request_id.as_deref(), Some("req-7"));
+        assert_eq!(read.http_status, Some(200));
+    }
+
+    /// The head's own write ran first: the answer may no longer take it, and the head stays
+    /// as that write recorded it.
+    #[tokio::test]
+    async fn a_head_written_on_its_own_is_not_carried_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let engine = open(&dir).await;
+        let attempt = in_flight(&engine).await;
+        let head = ResponseHead::new(Some("req-8".into()), Some(200));
+        engine
+            .queue_response_head(&attempt.id, head.clone())
+            .unwrap()
+            .await
+            .unwrap();
+        assert!(!head.carried_by_answer());
+        let read = engine.attempt_by_id(&attempt.id).await.unwrap();
+        assert_eq!(read.request_id.as_deref(), Some("req-8"));
+    }
+
+    /// An answer that loses still records the head it carries: the request id is how a person
+    /// finds the work at the provider.
+    #[tokio::test]
+    async fn a_losing_answer_records_the_head_it_carries() {
+        let dir = tempfile::tempdir().unwrap();
+        let engine = open(&dir).await;
+        let attempt = in_flight(&engine).await;
+        engine.cancel("local", &attempt.job_id).await.unwrap();
+        let head = ResponseHead::new(Some("req-9".into()), Some(200));
+        assert!(head.carried_by_answer());
+        let answer = serde_json::json!({"late": true});
+        let done = engine
+            .complete_carrying(&attempt.id, &answer, Cause::Answer, Some(head))
+            .await
+            .unwrap();
+        assert_ne!(done.outcome, Outcome::Won);
+        assert_eq!(done.attempt.request_id.as_deref(), Some("req-9"));
     }
 }

@@ -3,6 +3,7 @@
 
 mod answers;
 mod attempts;
+pub(crate) use attempts::ResponseHead;
 mod claim;
 mod transition;
 pub use claim::Claim;

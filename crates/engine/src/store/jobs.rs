@@ -428,6 +428,68 @@ pub async fn claim_result(
     })
 }
 
+/// What [`claim_answer`] wrote: the job that holds the answer now, and its attempt as moved to
+/// `succeeded` (`None` only if the attempt could not be moved with it: the caller must not
+/// commit that).
+pub struct ClaimedAnswer {
+    pub job: JobRow,
+    pub attempt: Option<super::attempts::AttemptRow>,
+}
+
+/// The compare-and-swap of SPEC §5 for the answer of `attempt_id` while it is `in_flight` or
+/// `unknown`, in one call with the attempt's move to `succeeded` and that move's event (whose
+/// detail gains the state moved from, as `from`), and the response `head` (request id, HTTP
+/// status) recorded when the answer carries it. `None`, with nothing written, when the answer
+/// did not win that way: it lost, or the attempt is in another state; the caller reads which.
+pub async fn claim_answer(
+    h: &mut impl Handle,
+    attempt_id: &str,
+    result: &str,
+    event: &super::attempts::MoveEvent<'_>,
+    head: Option<(Option<&str>, Option<u16>)>,
+) -> sqlx::Result<Option<ClaimedAnswer>> {
+    let (request_id, http_status) = head.unwrap_or_default();
+    use super::attempts::AttemptRow;
+    use sqlx::Row;
+    macro_rules! bound {
+        ($sql:expr) => {
+            sqlx::query($sql)
+                .bind(attempt_id)
+                .bind(result)
+                .bind(event.kind)
+                .bind(event.actor)
+                .bind(event.detail)
+                .bind(request_id)
+                .bind(http_status.map(i64::from))
+        };
+    }
+    let sql = super::queries!("jobs/claim_answer");
+    match h.conn() {
+        // The statements' rows, in order: the job as claimed, then the attempt as moved.
+        Conn::Sqlite(conn) => {
+            let rows = bound!(sql.sqlite).fetch_all(conn).await?;
+            let mut rows = rows.iter();
+            let Some(job) = rows.next().map(JobRow::from_row).transpose()? else {
+                return Ok(None);
+            };
+            let attempt = rows.next().map(AttemptRow::from_row).transpose()?;
+            Ok(Some(ClaimedAnswer { job, attempt }))
+        }
+        // One row, saying whether the attempt moved; the move is read back.
+        Conn::Postgres(conn) => {
+            let Some(row) = bound!(sql.postgres).fetch_optional(&mut *conn).await? else {
+                return Ok(None);
+            };
+            let job = JobRow::from_row(&row)?;
+            let attempt = match row.try_get::<bool, _>("attempt_moved")? {
+                true => super::attempts::by_id(&mut Conn::Postgres(conn), attempt_id).await?,
+                false => None,
+            };
+            Ok(Some(ClaimedAnswer { job, attempt }))
+        }
+    }
+}
+
 /// Marks a job for a person's review (a late answer or a contradiction).
 pub async fn flag(h: &mut impl Handle, id: &str) -> sqlx::Result<()> {
     on_backend!(h, "jobs/flag", |conn, sql| {
