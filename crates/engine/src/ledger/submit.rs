@@ -385,6 +385,25 @@ mod tests {
         answer
     }
 
+    /// A lone submit on SQLite answers with the job it bound, not with one read back: it must
+    /// be the job as the ledger holds it, and its `submitted` event must carry the same time.
+    #[tokio::test]
+    async fn a_lone_submit_answers_the_job_as_the_ledger_holds_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let location = onejob_testkit::ledger_location(&dir.path().join("ledger.db"));
+        let engine = Engine::open(&location).await.unwrap();
+        let intent = r#"{"route": ["sandbox"], "input": {"n": 1.0}, "max_attempts": 2}"#;
+        let answered = engine.submit("local", "alone", intent).await.unwrap();
+        assert!(!answered.replayed);
+        let held = engine.job("local", &answered.job.id).await.unwrap();
+        assert_eq!(answered.job, held.job);
+        let submitted = held.events.iter().find(|e| e.kind == "submitted").unwrap();
+        assert_eq!(submitted.at, held.job.created_at);
+        let replayed = engine.submit("local", "alone", intent).await.unwrap();
+        assert!(replayed.replayed);
+        assert_eq!(replayed.job, held.job);
+    }
+
     #[tokio::test]
     async fn one_group_answers_each_caller_by_the_unique_key_alone() {
         let dir = tempfile::tempdir().unwrap();

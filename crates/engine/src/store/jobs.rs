@@ -30,6 +30,27 @@ pub struct JobRow {
 }
 
 impl JobRow {
+    /// A job just inserted by `job`, queued at version 0 at `at`, as the row now reads.
+    fn queued(job: &NewJob<'_>, at: String) -> JobRow {
+        JobRow {
+            id: job.id.to_owned(),
+            owner_id: job.owner_id.to_owned(),
+            idempotency_key: job.idempotency_key.to_owned(),
+            fingerprint: job.fingerprint.to_owned(),
+            intent: job.intent.to_owned(),
+            status: JobStatus::Queued.as_str().to_owned(),
+            version: 0,
+            completed_by: None,
+            result: None,
+            error: None,
+            flagged_for_review: false,
+            created_at: at.clone(),
+            updated_at: at,
+            finished_at: None,
+            not_before: None,
+        }
+    }
+
     /// The row as the engine's record.
     pub fn into_job(self) -> Result<Job> {
         let status = self.status.parse::<JobStatus>().map_err(|_| {
@@ -77,18 +98,30 @@ pub struct NewJob<'a> {
 /// an error the caller must run [`rollback`] on the same connection. On PostgreSQL it is one
 /// autocommit statement; `None` when the key's holder committed while it ran (read it then).
 pub async fn submit(h: &mut impl Handle, job: &NewJob<'_>) -> sqlx::Result<Option<JobRow>> {
-    on_backend!(h, "jobs/submit", |conn, sql| {
-        sqlx::query_as(sql)
-            .bind(job.id)
-            .bind(job.owner_id)
-            .bind(job.idempotency_key)
-            .bind(job.fingerprint)
-            .bind(job.intent)
-            // Stepped to its end: every statement, the commit included, has run.
-            .fetch_all(conn)
-            .await
-            .map(|rows| rows.into_iter().next())
-    })
+    let sql = super::queries!("jobs/submit");
+    macro_rules! bound {
+        ($sql:expr) => {
+            sqlx::query($sql)
+                .bind(job.id)
+                .bind(job.owner_id)
+                .bind(job.idempotency_key)
+                .bind(job.fingerprint)
+                .bind(job.intent)
+        };
+    }
+    match h.conn() {
+        // No row comes back: the job is the one bound, at the time bound (SQLite reads the
+        // same clock), and its `submitted` event carries that time too.
+        Conn::Sqlite(conn) => {
+            let at = super::now();
+            let done = bound!(sql.sqlite).bind(&at).execute(conn).await?;
+            Ok((done.rows_affected() == 1).then(|| JobRow::queued(job, at)))
+        }
+        Conn::Postgres(conn) => {
+            let row = bound!(sql.postgres).fetch_optional(conn).await?;
+            row.as_ref().map(JobRow::from_row).transpose()
+        }
+    }
 }
 
 /// One submit of a group, inside the group's write transaction: as [`submit`], without the
