@@ -24,7 +24,7 @@ WITH a AS (
     UPDATE attempts t SET state = 'succeeded', lease_expires_at = NULL, finished_at = onejob_now(),
            request_id = coalesce($6, t.request_id), http_status = coalesce($7, t.http_status)
     FROM won
-    WHERE t.id = won.completed_by
+    WHERE t.id = won.completed_by AND t.state IN ('in_flight', 'unknown')
     RETURNING t.id
 ), logged AS (
     INSERT INTO job_events (job_id, attempt_id, at, kind, actor, detail)
