@@ -1,6 +1,8 @@
 //! Answers and the compare-and-swap of SPEC §5: the first valid answer to commit wins,
 //! every later one is dropped (never merged) and logged.
 
+use std::sync::Arc;
+
 use crate::store::Handle;
 use serde_json::{json, Map, Value};
 
@@ -13,7 +15,6 @@ use crate::model::{Actor, Completion, Outcome};
 use crate::store::attempts::{self as attempt_rows, MoveEvent, Patch};
 use crate::store::jobs::{self as job_rows, JobRow};
 use crate::Engine;
-use std::sync::Arc;
 
 use super::transition::{close_open, move_attempt, AttemptMove};
 use super::{attempt_row, event, job_row, reread, ResponseHead};
@@ -45,6 +46,17 @@ impl Settled {
     }
 }
 
+/// An answer's event detail: `extra`, how it arrived (`via`), and its payload's SHA-256.
+fn answer_detail(
+    mut extra: Map<String, Value>,
+    via: &Map<String, Value>,
+    payload_sha256: &str,
+) -> Value {
+    extra.extend(via.clone());
+    extra.insert("payload_sha256".into(), json!(payload_sha256));
+    Value::Object(extra)
+}
+
 /// Settles an answer for an attempt. The outer `Err` aborts the transaction; the inner one
 /// is a refusal that still left a mark (a contradiction flagged for review) and must be
 /// committed before it is reported.
@@ -56,11 +68,7 @@ pub(super) async fn settle(
 ) -> Result<std::result::Result<Settled, Error>> {
     let from = row.state()?;
     let payload_sha256 = canonical_sha256(answer);
-    let detail = |mut extra: Map<String, Value>| {
-        extra.extend(via.detail.clone());
-        extra.insert("payload_sha256".into(), json!(payload_sha256));
-        Value::Object(extra)
-    };
+    let detail = |extra: Map<String, Value>| answer_detail(extra, &via.detail, &payload_sha256);
     // An abandoned attempt moves only by the provider's own late answer (SPEC §4); a status
     // lookup that finds its work done is refused, but the job is flagged all the same (§5).
     let looked_up_abandoned = from == AttemptState::Abandoned && via.cause == Cause::Reconciliation;
@@ -211,9 +219,10 @@ async fn dropped_after_verdict(
 }
 
 /// An answer for an attempt `in_flight` or `unknown` that wins the compare-and-swap, settled in
-/// one call: the job claims the result, the attempt becomes `succeeded` with its event, as
-/// [`settle`] does for such an attempt, and the response `head` it carries recorded. `None`, with nothing written, for every other case
-/// (the answer lost, or the attempt is in another state), which [`settle`] then decides.
+/// one call: the job claims the result and the attempt becomes `succeeded` with its event, as
+/// [`settle`] does for such an attempt, and the response `head` it carries is recorded. `None`,
+/// with nothing written, in every other case (the answer lost, or the attempt is in another
+/// state), which [`settle`] then decides.
 async fn won_in_time(
     conn: &mut impl Handle,
     attempt_id: &str,
@@ -221,10 +230,9 @@ async fn won_in_time(
     via_detail: &Map<String, Value>,
     head: Option<&ResponseHead>,
 ) -> Result<Option<Completion>> {
-    let mut detail = via_detail.clone();
-    detail.insert("flagged_for_review".into(), json!(false));
-    detail.insert("payload_sha256".into(), json!(canonical_sha256(answer)));
-    let detail = Value::Object(detail).to_string();
+    // As `settle` writes it; the statement adds the state moved from.
+    let extra = Map::from_iter([("flagged_for_review".into(), json!(false))]);
+    let detail = answer_detail(extra, via_detail, &canonical_sha256(answer)).to_string();
     let event = MoveEvent {
         kind: EventKind::AttemptSucceeded.as_str(),
         actor: Actor::Provider.as_str(),

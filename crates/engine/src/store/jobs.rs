@@ -481,9 +481,9 @@ pub async fn claim_answer(
     event: &super::attempts::MoveEvent<'_>,
     head: Option<(Option<&str>, Option<u16>)>,
 ) -> sqlx::Result<Option<ClaimedAnswer>> {
-    let (request_id, http_status) = head.unwrap_or_default();
     use super::attempts::AttemptRow;
     use sqlx::Row;
+    let (request_id, http_status) = head.unwrap_or_default();
     macro_rules! bound {
         ($sql:expr) => {
             sqlx::query($sql)

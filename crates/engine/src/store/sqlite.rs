@@ -342,9 +342,6 @@ mod tests {
         assert_eq!(names, ["theirs"]);
     }
 
-    /// The executor's queue and the questions about open jobs find them through the one
-    /// partial index of open jobs, never by scanning every job of the history: SQLite uses a
-    /// partial index only for a query that names the index's condition itself.
     /// The writer's commits checkpoint a short WAL, and so would a reader's, were it to write.
     #[tokio::test]
     async fn every_connection_checkpoints_a_short_wal() {
@@ -367,6 +364,9 @@ mod tests {
         assert_eq!(on_reader, i64::from(WAL_AUTOCHECKPOINT_PAGES));
     }
 
+    /// The executor's queue and the questions about open jobs find them through the one
+    /// partial index of open jobs, never by scanning every job of the history: SQLite uses a
+    /// partial index only for a query that names the index's condition itself.
     #[tokio::test]
     async fn the_queue_and_the_open_jobs_are_read_through_the_index_of_open_jobs() {
         let dir = tempfile::tempdir().unwrap();
