@@ -1,4 +1,7 @@
 // Mounts the onejob window's UI.
+// First: starts the Jobs screen's first reads before React is even loaded.
+import "./start";
+
 import { StrictMode } from "react";
 import { createRoot } from "react-dom/client";
 

@@ -10,6 +10,7 @@ import { ErrorBanner } from "../components/ErrorBanner";
 import { StatusBadge } from "../components/StatusBadge";
 import { StatusFilter } from "../components/StatusFilter";
 import { FirstRun } from "../components/FirstRun";
+import { takeOpeningCount, takeOpeningPage } from "../opening";
 import type { Shown } from "../errors";
 import { exactTime, routeOf, shortId, timeAgo } from "../format";
 import {
@@ -69,7 +70,12 @@ export function JobsScreen({ now, open, go }: Props) {
       if (loading.current.has(key) || after === undefined) return;
       loading.current.add(key);
       const gen = generation.current;
-      void call(() => commands.listJobs(status, after, PAGE, ref.end === "bottom", search === "" ? null : search, provider)).then((result) => {
+      const find = search === "" ? null : search;
+      const oldestFirst = ref.end === "bottom";
+      const read = () =>
+        takeOpeningPage(status, after, PAGE, oldestFirst, find, provider) ??
+        commands.listJobs(status, after, PAGE, oldestFirst, find, provider);
+      void call(read).then((result) => {
         if (gen !== generation.current) return;
         loading.current.delete(key);
         if (result.status === "error") {
@@ -90,7 +96,9 @@ export function JobsScreen({ now, open, go }: Props) {
   const recount = useCallback(
     (inPlace: boolean) => {
       const gen = generation.current;
-      void call(() => commands.countJobs(status, search === "" ? null : search, provider)).then((result) => {
+      const find = search === "" ? null : search;
+      const read = () => takeOpeningCount(status, find, provider) ?? commands.countJobs(status, find, provider);
+      void call(read).then((result) => {
         if (gen !== generation.current) return;
         if (result.status === "error") {
           setError(result.error);

@@ -1,0 +1,116 @@
+import { act, cleanup, fireEvent, render, screen } from "@testing-library/react";
+import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
+
+import { commands } from "../bindings";
+import { startOpening, takeOpeningCount, takeOpeningPage } from "../opening";
+import { PAGE } from "../pager";
+import { job } from "../test/fixtures";
+import { JobsScreen } from "./JobsScreen";
+
+vi.mock("../bindings", () => ({
+  commands: { listJobs: vi.fn(), countJobs: vi.fn(), providers: vi.fn(), firstPaint: vi.fn(() => Promise.resolve()) },
+}));
+
+const listJobs = vi.mocked(commands.listJobs);
+const countJobs = vi.mocked(commands.countJobs);
+
+beforeAll(() => {
+  // happy-dom has no ResizeObserver.
+  globalThis.ResizeObserver ??= class {
+    observe() {}
+    unobserve() {}
+    disconnect() {}
+  } as unknown as typeof ResizeObserver;
+  vi.mocked(commands.providers).mockResolvedValue({ status: "ok", data: [] });
+});
+
+afterEach(() => {
+  cleanup();
+  // Whatever a test left untaken is dropped, so the next one starts without opening reads.
+  takeOpeningCount("dropped", null, null);
+  listJobs.mockReset();
+  countJobs.mockReset();
+  vi.useRealTimers();
+});
+
+/** The ledger as the mocks answer it: two jobs, or one when a status is asked for. */
+function ledger() {
+  countJobs.mockImplementation((status) => Promise.resolve({ status: "ok" as const, data: status === null ? 2 : 1 }));
+  listJobs.mockImplementation((status) =>
+    Promise.resolve({ status: "ok" as const, data: { jobs: status === null ? [job("a"), job("b")] : [job("b", "failed")], next: null } }),
+  );
+}
+
+function rows(): (string | null)[] {
+  return [...document.querySelectorAll(".job-row[data-job-id]")].map((e) => e.getAttribute("data-job-id"));
+}
+
+describe("the Jobs screen's opening reads", () => {
+  it("asks for the count and the newest page together, before the screen renders, and only once", async () => {
+    vi.useFakeTimers();
+    ledger();
+    startOpening();
+    // Both are on their way before any component exists.
+    expect(countJobs).toHaveBeenCalledTimes(1);
+    expect(listJobs).toHaveBeenCalledTimes(1);
+    expect(listJobs).toHaveBeenLastCalledWith(null, null, PAGE, false, null, null);
+
+    await act(async () => {
+      render(<JobsScreen now={Date.now()} open={() => undefined} go={() => undefined} />);
+    });
+    await act(async () => vi.runOnlyPendingTimersAsync());
+    expect(screen.getByTestId("jobs-loaded").textContent).toBe("2 jobs");
+    expect(rows()).toEqual(["a", "b"]);
+    // The screen took the opening reads instead of asking again.
+    expect(countJobs).toHaveBeenCalledTimes(1);
+    expect(listJobs).toHaveBeenCalledTimes(1);
+
+    // Any later read goes to the ledger.
+    fireEvent.click(screen.getByRole("button", { name: /^failed$/ }));
+    await act(async () => vi.runOnlyPendingTimersAsync());
+    expect(countJobs).toHaveBeenCalledTimes(2);
+    expect(countJobs).toHaveBeenLastCalledWith("failed", null, null);
+    expect(listJobs).toHaveBeenCalledTimes(2);
+    expect(rows()).toEqual(["b"]);
+  });
+
+  it("are each taken once, and only with their own arguments", () => {
+    ledger();
+    startOpening();
+    expect(takeOpeningPage(null, null, PAGE, true, null, null)).toBeNull();
+    expect(takeOpeningPage(null, null, PAGE, false, "key", null)).toBeNull();
+    expect(takeOpeningCount(null, null, null)).not.toBeNull();
+    expect(takeOpeningPage(null, null, PAGE, false, null, null)).not.toBeNull();
+    expect(takeOpeningPage(null, null, PAGE, false, null, null)).toBeNull();
+    expect(takeOpeningCount(null, null, null)).toBeNull();
+  });
+
+  it("drops the opening page once another count has been asked for", () => {
+    ledger();
+    startOpening();
+    // The list started over under a filter before the opening count was taken.
+    expect(takeOpeningCount("queued", null, null)).toBeNull();
+    expect(takeOpeningCount(null, null, null)).toBeNull();
+    expect(takeOpeningPage(null, null, PAGE, false, null, null)).toBeNull();
+
+    // The opening count was taken, then the list counted again (the ledger changed) before
+    // the page was asked for: the page is from before that change.
+    startOpening();
+    expect(takeOpeningCount(null, null, null)).not.toBeNull();
+    expect(takeOpeningCount(null, null, null)).toBeNull();
+    expect(takeOpeningPage(null, null, PAGE, false, null, null)).toBeNull();
+  });
+
+  it("shows a failed opening read as the screen's error", async () => {
+    vi.useFakeTimers();
+    countJobs.mockResolvedValueOnce({ status: "error", error: { code: "database", message: "the ledger is locked" } } as never);
+    listJobs.mockResolvedValue({ status: "ok" as const, data: { jobs: [], next: null } });
+    startOpening();
+    await act(async () => {
+      render(<JobsScreen now={Date.now()} open={() => undefined} go={() => undefined} />);
+    });
+    await act(async () => vi.runOnlyPendingTimersAsync());
+    expect(document.body.textContent).toContain("the ledger is locked");
+    expect(countJobs).toHaveBeenCalledTimes(1);
+  });
+});
