@@ -2,7 +2,8 @@
 //! crates and the same window configuration as the app, on an essentially empty page. The page
 //! reports its first paint through the app's own `first_paint` command, as the Jobs screen
 //! does, so its cold start and memory are measured exactly as the app's are. It opens no
-//! ledger and runs no executor: whatever the app costs beyond it is the app's own.
+//! ledger and runs no executor: whatever the app costs beyond it is the app's own. It runs with
+//! WebKit's defaults, or with the settings `ONEJOB_WEBVIEW` names (see `webview.rs`).
 
 use std::borrow::Cow;
 use std::process::ExitCode;
@@ -52,6 +53,10 @@ impl<R: Runtime> Assets<R> for BarePage {
 }
 
 fn main() -> ExitCode {
+    // WebKit's own defaults, unless `ONEJOB_WEBVIEW` names settings (`default`: the app's).
+    if std::env::var_os(onejob_app::webview::ENV).is_some() {
+        onejob_app::webview::prepare(&onejob_app::webview::chosen());
+    }
     // The app's configuration (window, CSP, capabilities), with this page for its UI.
     let mut context = tauri::generate_context!();
     context.set_assets(Box::new(BarePage));

@@ -1,9 +1,10 @@
 //! WebKitGTK's settings for the app's window, given as the environment WebKit reads when it
 //! starts, so they hold from the window's first frame in every WebKit process.
 //!
-//! `ONEJOB_WEBVIEW` (a comma-separated list of the names in [`Setting`], or `none`) replaces
-//! the app's own choice, [`DEFAULT`], so the app benchmark (`tests/bench_app.sh`) can measure
-//! each setting alone beside WebKit's defaults in the same run. A variable already set in the
+//! `ONEJOB_WEBVIEW` (a comma-separated list of the names in [`Setting`], `none`, or `default`
+//! for the app's own choice) replaces the app's own choice, [`DEFAULT`], so the app benchmark
+//! (`tests/bench_app.sh`) can measure each setting alone beside WebKit's defaults in the same
+//! run, and give the bare window the app's settings. A variable already set in the
 //! app's environment is left as it is. docs/decisions.md has the figures behind [`DEFAULT`].
 
 /// The environment variable that replaces [`DEFAULT`].
@@ -78,19 +79,36 @@ pub fn chosen() -> Vec<Setting> {
     }
 }
 
-/// Parses `none` or a comma-separated list of setting names.
+/// Parses `none` or a comma-separated list of setting names, where `default` stands for
+/// [`DEFAULT`].
 fn parse(list: &str) -> Vec<Setting> {
-    list.split(',')
+    let mut settings: Vec<Setting> = Vec::new();
+    let wanted = list
+        .split(',')
         .map(str::trim)
         .filter(|name| !name.is_empty() && *name != "none")
-        .filter_map(|name| {
-            let found = Setting::ALL.into_iter().find(|s| s.name() == name);
-            if found.is_none() {
-                eprintln!("onejob: {ENV} names no setting {name:?}; it is skipped");
+        .flat_map(|name| {
+            if name == "default" {
+                DEFAULT.to_vec()
+            } else {
+                named(name).into_iter().collect()
             }
-            found
-        })
-        .collect()
+        });
+    for setting in wanted {
+        if !settings.contains(&setting) {
+            settings.push(setting);
+        }
+    }
+    settings
+}
+
+/// The setting called `name`, or none (reported on standard error).
+fn named(name: &str) -> Option<Setting> {
+    let found = Setting::ALL.into_iter().find(|s| s.name() == name);
+    if found.is_none() {
+        eprintln!("onejob: {ENV} names no setting {name:?}; it is skipped");
+    }
+    found
 }
 
 /// Sets the environment of `settings` for WebKit in this process and the processes it starts
@@ -119,5 +137,15 @@ mod tests {
         for setting in Setting::ALL {
             assert_eq!(parse(setting.name()), vec![setting]);
         }
+    }
+
+    #[test]
+    fn default_names_the_apps_own_settings_once_each() {
+        assert_eq!(parse("default"), DEFAULT.to_vec());
+        assert_eq!(parse("no-jit,default"), {
+            let mut expected = vec![Setting::NoJit];
+            expected.extend(DEFAULT.iter().filter(|s| **s != Setting::NoJit));
+            expected
+        });
     }
 }

@@ -4,6 +4,8 @@
 # its WebKit processes after a few seconds idle; with 100,000 jobs and, as baselines measured
 # in the same run, with none, and a bare window: the same Tauri and window configuration on an
 # essentially empty page (src-tauri/bare_window.rs), which reports its first paint the same way.
+# The bare window runs twice: with WebKit's defaults (the baseline of every ratio), and with the
+# app's WebKit settings (src-tauri/webview.rs), the floor under the app's own cold start.
 # Each case runs several times, the cases taking turns; it prints the medians, each beside its
 # ratio to the bare window. Prints the figures; asserts nothing.
 #
@@ -140,10 +142,11 @@ measure() {
 }
 
 RUN=0
-cases=(bare empty many)
+cases=(bare bare-app empty many)
 for i in "${!variants[@]}"; do cases+=("variant$i"); done
 for run in $(seq "$runs"); do
   measure bare "$bare" empty
+  measure bare-app "$bare" empty ONEJOB_WEBVIEW=default
   measure empty "$app" empty
   measure many "$app" many
   for i in "${!variants[@]}"; do measure "variant$i" "$app" many "${variants[$i]}"; done
@@ -170,7 +173,8 @@ def load(case):
             {n: med([per.get(n, 0) for _, _, per in rows]) / 1024 for n in names})
 
 bare = load("bare")
-labels = [("bare", "bare window", 0), ("empty", "app empty", 0), ("many", "app", jobs)]
+labels = [("bare", "bare window", 0), ("bare-app", "bare window, app's WebKit", 0),
+          ("empty", "app empty", 0), ("many", "app", jobs)]
 labels += [(f"variant{i}", v, jobs) for i, v in enumerate(variants)]
 print(f"medians of {runs} runs each; (×N) is the ratio to the bare window's figure")
 for case, label, n in labels:
@@ -181,4 +185,9 @@ for case, label, n in labels:
     ratio = lambda a, b: "" if case == "bare" else f" (×{a / b:.2f})"
     print(f"{label:<32} jobs {n:6d}  cold start to first paint {ms:5.0f} ms{ratio(ms, bare[0]):<8}"
           f"  resident after {idle_s}s idle {mib:4.0f} MiB{ratio(mib, bare[1]):<8} ({detail})")
+floor = load("bare-app")[0]
+for case, label, n in labels[2:4]:
+    ms = load(case)[0]
+    print(f"{label} cold start beyond the bare window with the app's WebKit settings: "
+          f"{ms - floor:+.0f} ms (×{ms / floor:.2f})")
 PY
