@@ -2,7 +2,7 @@ import { act, cleanup, fireEvent, render, screen } from "@testing-library/react"
 import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 
 import { commands } from "../bindings";
-import { startOpening, takeOpeningCount, takeOpeningPage } from "../opening";
+import { startOpening, takeOpeningCount, takeOpeningList, takeOpeningPage } from "../opening";
 import { PAGE } from "../pager";
 import { job } from "../test/fixtures";
 import { JobsScreen } from "./JobsScreen";
@@ -28,6 +28,7 @@ afterEach(() => {
   cleanup();
   // Whatever a test left untaken is dropped, so the next one starts without opening reads.
   takeOpeningCount("dropped", null, null);
+  expect(takeOpeningList()).toBeNull();
   listJobs.mockReset();
   countJobs.mockReset();
   vi.useRealTimers();
@@ -72,6 +73,60 @@ describe("the Jobs screen's opening reads", () => {
     expect(countJobs).toHaveBeenLastCalledWith("failed", null, null);
     expect(listJobs).toHaveBeenCalledTimes(2);
     expect(rows()).toEqual(["b"]);
+  });
+
+  it("are the first render's list when both have answered before the screen renders", async () => {
+    ledger();
+    startOpening();
+    // The answers arrive (the screen's module and React are still loading).
+    await Promise.resolve();
+    await Promise.resolve();
+    act(() => {
+      render(<JobsScreen now={Date.now()} open={() => undefined} go={() => undefined} />);
+    });
+    // No read has been waited for: the first render holds the rows.
+    expect(screen.getByTestId("jobs-loaded").textContent).toBe("2 jobs");
+    expect(rows()).toEqual(["a", "b"]);
+    await act(async () => Promise.resolve());
+    expect(countJobs).toHaveBeenCalledTimes(1);
+    expect(listJobs).toHaveBeenCalledTimes(1);
+    expect(rows()).toEqual(["a", "b"]);
+
+    // A filter, and then all jobs again, read the ledger.
+    fireEvent.click(screen.getByRole("button", { name: /^failed$/ }));
+    await act(async () => Promise.resolve());
+    fireEvent.click(screen.getByRole("button", { name: /^all$/ }));
+    await act(async () => Promise.resolve());
+    expect(countJobs).toHaveBeenCalledTimes(3);
+    expect(countJobs).toHaveBeenLastCalledWith(null, null, null);
+    expect(rows()).toEqual(["a", "b"]);
+  });
+
+  it("open on the first-run panel of an empty ledger in the first render", async () => {
+    countJobs.mockResolvedValue({ status: "ok", data: 0 });
+    listJobs.mockResolvedValue({ status: "ok", data: { jobs: [], next: null } });
+    startOpening();
+    await Promise.resolve();
+    await Promise.resolve();
+    act(() => {
+      render(<JobsScreen now={Date.now()} open={() => undefined} go={() => undefined} />);
+    });
+    expect(screen.getByTestId("first-run")).toBeTruthy();
+    expect(screen.getByTestId("jobs-loaded").textContent).toBe("0 jobs");
+  });
+
+  it("are not the first list when one answered with an error: the screen shows it", async () => {
+    countJobs.mockResolvedValueOnce({ status: "error", error: { code: "database", message: "the ledger is locked" } } as never);
+    listJobs.mockResolvedValue({ status: "ok" as const, data: { jobs: [], next: null } });
+    startOpening();
+    await Promise.resolve();
+    await Promise.resolve();
+    expect(takeOpeningList()).toBeNull();
+    await act(async () => {
+      render(<JobsScreen now={Date.now()} open={() => undefined} go={() => undefined} />);
+    });
+    expect(document.body.textContent).toContain("the ledger is locked");
+    expect(countJobs).toHaveBeenCalledTimes(1);
   });
 
   it("are each taken once, and only with their own arguments", () => {

@@ -10,7 +10,7 @@ import { ErrorBanner } from "../components/ErrorBanner";
 import { StatusBadge } from "../components/StatusBadge";
 import { StatusFilter } from "../components/StatusFilter";
 import { FirstRun } from "../components/FirstRun";
-import { takeOpeningCount, takeOpeningPage } from "../opening";
+import { takeOpeningCount, takeOpeningList, takeOpeningPage } from "../opening";
 import type { Shown } from "../errors";
 import { exactTime, routeOf, shortId, timeAgo } from "../format";
 import {
@@ -46,8 +46,10 @@ export function JobsScreen({ now, open, go }: Props) {
   const [provider, setProvider] = useState<string | null>(null);
   const providers = useRead(() => commands.providers(), []);
   const filtered = status !== null || search !== "" || provider !== null;
-  // Null until the jobs are counted: the list's length comes first.
-  const [pages, setPages] = useState<Pages | null>(null);
+  // Null until the jobs are counted: the list's length comes first. The opening reads, when
+  // both are back already, are the first state: the first render shows the newest jobs.
+  const [pages, setPages] = useState<Pages | null>(takeOpeningList);
+  const opened = useRef(pages !== null);
   const [error, setError] = useState<Shown | null>(null);
   const [view, setView] = useState({ top: 0, height: 600 });
   const list = useRef<HTMLDivElement>(null);
@@ -118,8 +120,12 @@ export function JobsScreen({ now, open, go }: Props) {
     [status, search, provider, fetchPage],
   );
 
-  // A new filter starts over.
+  // A new filter starts over; the first, unfiltered list is already there when it was opened.
   useEffect(() => {
+    if (opened.current) {
+      opened.current = false;
+      return;
+    }
     generation.current++;
     loading.current.clear();
     setPages(null);
