@@ -50,6 +50,10 @@ describe("the Jobs screen's opening reads", () => {
   it("asks for the count and the newest page together, before the screen renders, and only once", async () => {
     vi.useFakeTimers();
     ledger();
+    // Answers that arrive after the screen's first render: the screen waits for them.
+    const later = <T,>(answer: T) => new Promise<T>((done) => setTimeout(() => done(answer), 1));
+    countJobs.mockImplementationOnce(() => later({ status: "ok" as const, data: 2 }));
+    listJobs.mockImplementationOnce(() => later({ status: "ok" as const, data: { jobs: [job("a"), job("b")], next: null } }));
     startOpening();
     // Both are on their way before any component exists.
     expect(countJobs).toHaveBeenCalledTimes(1);
@@ -87,17 +91,27 @@ describe("the Jobs screen's opening reads", () => {
     // No read has been waited for: the first render holds the rows.
     expect(screen.getByTestId("jobs-loaded").textContent).toBe("2 jobs");
     expect(rows()).toEqual(["a", "b"]);
-    await act(async () => Promise.resolve());
     expect(countJobs).toHaveBeenCalledTimes(1);
     expect(listJobs).toHaveBeenCalledTimes(1);
+
+    // Once the window listens for changes, the list is read again in place: a job that
+    // finished between the opening reads and the listener shows its new status.
+    listJobs.mockImplementation(() =>
+      Promise.resolve({ status: "ok" as const, data: { jobs: [job("a", "succeeded"), job("b")], next: null } }),
+    );
+    await act(async () => new Promise((done) => setTimeout(done, 5)));
+    expect(countJobs).toHaveBeenCalledTimes(2);
+    expect(countJobs).toHaveBeenLastCalledWith(null, null, null);
+    expect(listJobs).toHaveBeenCalledTimes(2);
     expect(rows()).toEqual(["a", "b"]);
+    expect(document.querySelector('.job-row[data-job-id="a"]')?.textContent).toContain("succeeded");
 
     // A filter, and then all jobs again, read the ledger.
     fireEvent.click(screen.getByRole("button", { name: /^failed$/ }));
     await act(async () => Promise.resolve());
     fireEvent.click(screen.getByRole("button", { name: /^all$/ }));
     await act(async () => Promise.resolve());
-    expect(countJobs).toHaveBeenCalledTimes(3);
+    expect(countJobs).toHaveBeenCalledTimes(4);
     expect(countJobs).toHaveBeenLastCalledWith(null, null, null);
     expect(rows()).toEqual(["a", "b"]);
   });

@@ -124,7 +124,11 @@ export function JobsScreen({ now, open, go }: Props) {
   useEffect(() => {
     if (opened.current) {
       opened.current = false;
-      return;
+      // The opening reads were made before the window listened for the ledger's changes (the
+      // listener starts with this render's effects): once it listens, read the list again in
+      // place, so a change made in between is not missed. Unchanged, nothing moves on screen.
+      const again = setTimeout(() => recount(true), 0);
+      return () => clearTimeout(again);
     }
     generation.current++;
     loading.current.clear();
