@@ -142,8 +142,6 @@ measure() {
 }
 
 RUN=0
-cases=(bare bare-app empty many)
-for i in "${!variants[@]}"; do cases+=("variant$i"); done
 for run in $(seq "$runs"); do
   measure bare "$bare" empty
   measure bare-app "$bare" empty ONEJOB_WEBVIEW=default

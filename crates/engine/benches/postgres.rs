@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use common::executor::run_queued;
 use common::{
     engine_with_provider, intent, ms, pct, print_latencies, ratio, sequential_submits, storm,
-    total, OWNER,
+    storm_rates, total, OWNER,
 };
 use onejob_engine::executor::DEFAULT_MAX_IN_FLIGHT;
 use onejob_engine::Engine;
@@ -91,13 +91,9 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
         storms.push(storm(&storm_engine, 1000, false).await?);
         storm_engine.close().await;
     }
-    let rates: Vec<String> = storms
-        .iter()
-        .map(|t| format!("{:.0}", 1000.0 / t.as_secs_f64()))
-        .collect();
     println!(
         "pg storms in the order run, submits/s: {}",
-        rates.join(", ")
+        storm_rates(&storms)
     );
     let storm = pct(&storms, 50.0);
     let raw_rate = raws.len() as f64 / total(&raws).as_secs_f64();

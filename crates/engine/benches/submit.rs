@@ -13,7 +13,7 @@ mod common;
 
 use common::{
     engine_with_provider, ms, pct, print_latencies, ratio, raw_connection, raw_inserts,
-    sequential_submits, storm, total,
+    sequential_submits, storm, storm_rates, total,
 };
 
 /// How many storms of each kind are run; the median is printed.
@@ -67,17 +67,10 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
             engine.close().await;
         }
     }
-    let rates = |times: &[std::time::Duration]| {
-        let rates: Vec<String> = times
-            .iter()
-            .map(|t| format!("{:.0}", 1000.0 / t.as_secs_f64()))
-            .collect();
-        rates.join(", ")
-    };
     println!(
         "storms in the order run, submits/s: distinct keys {}; one key {}",
-        rates(&distinct),
-        rates(&one_key)
+        storm_rates(&distinct),
+        storm_rates(&one_key)
     );
     let (distinct, one_key) = (pct(&distinct, 50.0), pct(&one_key, 50.0));
     println!(

@@ -2,6 +2,7 @@ import { act, cleanup, fireEvent, render, screen } from "@testing-library/react"
 import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 
 import { commands, type ProviderView } from "../bindings";
+import { stubResizeObserver } from "../test/dom";
 import { job } from "../test/fixtures";
 import { JobsScreen } from "./JobsScreen";
 
@@ -13,12 +14,7 @@ const listJobs = vi.mocked(commands.listJobs);
 const countJobs = vi.mocked(commands.countJobs);
 
 beforeAll(() => {
-  // happy-dom has no ResizeObserver.
-  globalThis.ResizeObserver ??= class {
-    observe() {}
-    unobserve() {}
-    disconnect() {}
-  } as unknown as typeof ResizeObserver;
+  stubResizeObserver();
 });
 
 afterEach(() => {

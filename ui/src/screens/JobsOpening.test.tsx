@@ -4,6 +4,7 @@ import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { commands } from "../bindings";
 import { startOpening, takeOpeningCount, takeOpeningList, takeOpeningPage } from "../opening";
 import { PAGE } from "../pager";
+import { stubResizeObserver } from "../test/dom";
 import { job } from "../test/fixtures";
 import { JobsScreen } from "./JobsScreen";
 
@@ -15,12 +16,7 @@ const listJobs = vi.mocked(commands.listJobs);
 const countJobs = vi.mocked(commands.countJobs);
 
 beforeAll(() => {
-  // happy-dom has no ResizeObserver.
-  globalThis.ResizeObserver ??= class {
-    observe() {}
-    unobserve() {}
-    disconnect() {}
-  } as unknown as typeof ResizeObserver;
+  stubResizeObserver();
   vi.mocked(commands.providers).mockResolvedValue({ status: "ok", data: [] });
 });
 
