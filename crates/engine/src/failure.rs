@@ -26,8 +26,16 @@ pub enum FailureKind {
     /// Another 5xx from an `http` provider that honours `Idempotency-Key`: retried at the
     /// same provider with the same key, never another (which does not know the key).
     ServerErrorKeyed,
-    /// A complete 2xx body that is not JSON, or not the kind's envelope.
+    /// A complete 2xx body that is not JSON, or not the kind's envelope, from an
+    /// `openai`/`anthropic` provider: received and judged, so it proves nothing was done
+    /// for the job that counts.
     InvalidAnswer,
+    /// The same from an `http` provider that honours `Idempotency-Key`: its 2xx says the work
+    /// was done, so it is retried only at the same provider with the same key, like its 5xx.
+    InvalidAnswerKeyed,
+    /// The same from an `http` provider that does not honour `Idempotency-Key` (or the last
+    /// try at one that does): the work was done and its answer cannot be read.
+    InvalidAnswerUnknown,
     /// An answer that breaks the job's contract.
     ContractViolation,
     /// A status lookup said the provider failed it, or never saw it.
@@ -66,7 +74,7 @@ pub enum RetryHere {
 }
 
 impl FailureKind {
-    pub const ALL: [FailureKind; 18] = [
+    pub const ALL: [FailureKind; 20] = [
         FailureKind::NeverSent,
         FailureKind::ServerErrorKeyed,
         FailureKind::Misconfigured,
@@ -74,6 +82,8 @@ impl FailureKind {
         FailureKind::Throttled,
         FailureKind::ServerError,
         FailureKind::InvalidAnswer,
+        FailureKind::InvalidAnswerKeyed,
+        FailureKind::InvalidAnswerUnknown,
         FailureKind::ContractViolation,
         FailureKind::ReconciledFailed,
         FailureKind::ResolvedByPerson,
@@ -102,16 +112,27 @@ impl FailureKind {
             // Received and judged; an AI provider's 5xx is retried like one.
             InvalidAnswer | ServerError => (Failed, Yes, true),
             ContractViolation => (Failed, NotHere, true),
-            // An `http` 5xx proves nothing about the effect: the same provider and key only.
-            ServerErrorKeyed => (Failed, Yes, false),
+            // An `http` 5xx proves nothing about the effect, and an `http` 2xx says it
+            // happened: the same provider and key only.
+            ServerErrorKeyed | InvalidAnswerKeyed => (Failed, Yes, false),
             SoftTimeout | Timeout | ConnectionBroken | CutOff | AnswerTooLarge
-            | ServerErrorUnknown | LeaseExpired => (Unknown, Blocked, false),
+            | ServerErrorUnknown | InvalidAnswerUnknown | LeaseExpired => (Unknown, Blocked, false),
         }
     }
 
     /// The state an attempt takes for this kind: `failed` or `unknown`.
     pub fn state(self) -> AttemptState {
         self.rule().0
+    }
+
+    /// What a kind retried at the same provider under the same key becomes on the job's last
+    /// attempt: nobody will send it again, so what happened must be found out, not assumed.
+    pub fn on_last_try(self) -> FailureKind {
+        match self {
+            FailureKind::ServerErrorKeyed => FailureKind::ServerErrorUnknown,
+            FailureKind::InvalidAnswerKeyed => FailureKind::InvalidAnswerUnknown,
+            other => other,
+        }
     }
 
     /// Whether the same provider may be tried again by itself.
@@ -134,6 +155,8 @@ impl FailureKind {
             FailureKind::ServerError => "server_error",
             FailureKind::ServerErrorKeyed => "server_error_keyed",
             FailureKind::InvalidAnswer => "invalid_answer",
+            FailureKind::InvalidAnswerKeyed => "invalid_answer_keyed",
+            FailureKind::InvalidAnswerUnknown => "invalid_answer_unknown",
             FailureKind::ContractViolation => "contract_violation",
             FailureKind::ReconciledFailed => "reconciled_failed",
             FailureKind::ResolvedByPerson => "resolved_by_person",
@@ -206,5 +229,22 @@ mod tests {
         assert!(!FailureKind::ServerErrorKeyed.permits_failover());
         assert!(!FailureKind::ServerErrorUnknown.permits_failover());
         assert!(!FailureKind::Timeout.permits_failover());
+    }
+
+    #[test]
+    fn an_unreadable_http_2xx_is_never_retried_elsewhere_nor_without_the_key() {
+        assert_eq!(
+            FailureKind::InvalidAnswerUnknown.state(),
+            AttemptState::Unknown
+        );
+        assert_eq!(FailureKind::InvalidAnswerKeyed.retry_here(), RetryHere::Yes);
+        assert!(!FailureKind::InvalidAnswerKeyed.permits_failover());
+        assert_eq!(
+            FailureKind::InvalidAnswerKeyed.on_last_try(),
+            FailureKind::InvalidAnswerUnknown
+        );
+        // The AI kinds' unreadable answer is judged and retried, as before.
+        assert_eq!(FailureKind::InvalidAnswer.state(), AttemptState::Failed);
+        assert!(FailureKind::InvalidAnswer.permits_failover());
     }
 }

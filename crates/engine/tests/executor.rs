@@ -310,8 +310,10 @@ async fn a_500_from_http_is_unknown_unless_the_provider_honours_the_key_and_neve
     assert_eq!(keys.len(), 3, "with the same Idempotency-Key: the job id");
 }
 
+/// SPEC §6: an `http` provider's complete 2xx says the work was done, even when its body
+/// cannot be read. Sent again, a payment would be made twice: it is `unknown`, sent once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn malformed_json_is_an_invalid_answer_and_retried() {
+async fn a_2xx_that_is_not_json_from_an_http_provider_is_unknown_and_never_resent() {
     let ledger = Ledger::new().await;
     let e = &ledger.engine;
     let server = sandbox(Dials {
@@ -321,17 +323,75 @@ async fn malformed_json_is_an_invalid_answer_and_retried() {
     })
     .await;
     provider(e, "garbled", &server.url(), 1000, false).await;
+    provider(e, "spare", &server.url(), 1000, false).await;
     let (_executor, _stop) = start(e);
-    let job_id = submit(e, "garbled", &["garbled"], 2).await;
-    let done = until(e, &job_id, |d| d.job.status == JobStatus::Failed).await;
-    assert_eq!(done.attempts.len(), 2);
-    for attempt in &done.attempts {
-        assert_eq!(
-            attempt.error.as_ref().map(|x| x.kind.as_str()),
-            Some("invalid_answer")
-        );
-    }
+    let job_id = submit(e, "garbled", &["garbled", "spare"], 5).await;
+    let settled = until(e, &job_id, |d| {
+        matches!(d.job.status, JobStatus::Unknown | JobStatus::Failed)
+    })
+    .await;
+    // Give a wrong executor the time it would take to send it again.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let done = e.job(OWNER, &job_id).await.expect("job");
+    assert_eq!(server.log().len(), 1, "sent once: {settled:#?}");
+    assert_eq!(done.job.status, JobStatus::Unknown);
+    assert_eq!(done.attempts.len(), 1);
+    assert_eq!(done.attempts[0].state, AttemptState::Unknown);
+    assert_eq!(done.attempts[0].http_status, Some(200));
+    assert_eq!(
+        done.attempts[0].error.as_ref().map(|x| x.kind.as_str()),
+        Some("invalid_answer_unknown")
+    );
     assert_eq!(done.job.result, None);
+}
+
+/// The same from a provider that honours `Idempotency-Key`: asked again only there, under the
+/// same key, never at the next provider; its last try is `unknown`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_2xx_that_is_not_json_from_a_keyed_http_provider_is_retried_only_there() {
+    let ledger = Ledger::new().await;
+    let e = &ledger.engine;
+    let server = sandbox(Dials {
+        malformed_json: 1.0,
+        ..quick(10)
+    })
+    .await;
+    provider(e, "garbled", &server.url(), 1000, true).await;
+    provider(e, "spare", &server.url(), 1000, true).await;
+    let (_executor, _stop) = start(e);
+    let job_id = submit(e, "garbled-keyed", &["garbled", "spare"], 3).await;
+    let done = until(e, &job_id, |d| d.job.status == JobStatus::Unknown).await;
+    let seen: Vec<_> = done
+        .attempts
+        .iter()
+        .map(|a| {
+            let kind = a.error.as_ref().map(|x| x.kind.clone()).unwrap_or_default();
+            (a.provider.as_str(), a.state, kind)
+        })
+        .collect();
+    let failed = (AttemptState::Failed, "invalid_answer_keyed".to_owned());
+    assert_eq!(
+        seen,
+        [
+            ("garbled", failed.0, failed.1.clone()),
+            ("garbled", failed.0, failed.1),
+            (
+                "garbled",
+                AttemptState::Unknown,
+                "invalid_answer_unknown".to_owned()
+            ),
+        ]
+    );
+    let keys: Vec<_> = server
+        .log()
+        .into_iter()
+        .map(|r| r.idempotency_key)
+        .collect();
+    assert_eq!(
+        keys,
+        vec![Some(job_id.clone()); 3],
+        "the same key each time"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -326,10 +326,11 @@ impl Executor {
                 retry_after,
             } => {
                 let kind = error.failure();
-                if kind == FailureKind::ServerErrorKeyed && attempt.number >= target.max_attempts {
+                let last = kind.on_last_try();
+                if last != kind && attempt.number >= target.max_attempts {
                     // The last try at a provider that honours the key: nobody will send it
                     // again, so what happened must be found out, not assumed.
-                    let why = FailureKind::ServerErrorUnknown.because(format!(
+                    let why = last.because(format!(
                         "{}; it was the job's last attempt, so it may have been processed",
                         error.message
                     ));

@@ -110,13 +110,40 @@ pub async fn exchange(
     };
     match serde_json::from_slice::<Value>(&body) {
         Ok(answer) => Classified::Answer(answer),
-        Err(e) => Classified::Failed {
-            error: error(
-                FailureKind::InvalidAnswer,
-                format!("a complete {status} answer that is not JSON: {e}"),
+        Err(e) => unreadable(status, &e, config),
+    }
+}
+
+/// A complete 2xx body that is not JSON, by the table of SPEC §6: an AI provider's is judged
+/// and retried; an `http` provider's 2xx says the work was done, so it is `unknown` unless the
+/// provider honours `Idempotency-Key`, and then retried only there, under the same key.
+fn unreadable(status: StatusCode, e: &serde_json::Error, config: &ProviderConfig) -> Classified {
+    let code = Some(status.as_u16());
+    let http_like = matches!(config.kind, ProviderKind::Http | ProviderKind::Sandbox);
+    let failed = |kind: FailureKind, message: String| Classified::Failed {
+        error: error(kind, message),
+        http_status: code,
+        retry_after: None,
+    };
+    match (http_like, config.honours_idempotency_key) {
+        (false, _) => failed(
+            FailureKind::InvalidAnswer,
+            format!("a complete {status} answer that is not JSON: {e}"),
+        ),
+        (true, true) => failed(
+            FailureKind::InvalidAnswerKeyed,
+            format!(
+                "a complete {status} answer that is not JSON ({e}); the work may be done, so only this provider is asked again, under the same key"
             ),
-            http_status: Some(status.as_u16()),
-            retry_after: None,
+        ),
+        (true, false) => Classified::Unknown {
+            error: error(
+                FailureKind::InvalidAnswerUnknown,
+                format!(
+                    "a complete {status} answer that is not JSON ({e}); the provider says it did the work, so it is not sent again"
+                ),
+            ),
+            http_status: code,
         },
     }
 }
