@@ -347,6 +347,55 @@ async fn a_failure_found_before_sending_never_touches_an_attempt_already_sent() 
     assert_eq!(failed.job.status, JobStatus::Queued);
 }
 
+/// SPEC §4: a storage error is never taken for a verdict. The provider's row cannot be read
+/// between the claim and the send (its table is out of reach, as when the connection drops);
+/// the attempt is not failed `misconfigured` (which would fail over, or fail the job): it
+/// stays `pending`, and once the ledger answers again it is sent, once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_storage_error_before_sending_is_no_verdict_and_the_attempt_is_sent_once_later() {
+    let ledger = Ledger::new().await;
+    let e = &ledger.engine;
+    let server = sandbox(quick()).await;
+    let config = json!({
+        "name": "payee", "kind": "http", "base_url": server.url(),
+        "soft_timeout_ms": 5000, "hard_timeout_ms": 8000, "honours_idempotency_key": false
+    });
+    e.add_provider(&config.to_string()).await.expect("provider");
+    let job = e
+        .submit(
+            OWNER,
+            "read-fails",
+            &json!({ "route": ["payee", "primary"], "input": 1 }).to_string(),
+        )
+        .await
+        .expect("submit")
+        .job;
+    let claimed = e.claim_attempt(&job.id, "payee").await.expect("claim");
+    let raw = ledger.raw().await;
+    let away = Sql::both("ALTER TABLE providers RENAME TO providers_away");
+    raw.execute(away, &[]).await.expect("out of reach");
+
+    let (_executor, stop, task) = start_with(e, options());
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let meanwhile = e
+        .attempt(OWNER, &claimed.attempt.id)
+        .await
+        .expect("attempt");
+    assert_eq!(meanwhile.state, AttemptState::Pending, "{meanwhile:#?}");
+    assert!(server.log().is_empty(), "nothing was sent meanwhile");
+
+    let back = Sql::both("ALTER TABLE providers_away RENAME TO providers");
+    raw.execute(back, &[]).await.expect("back");
+    raw.close().await;
+    let done = until(e, &job.id, |d| d.job.status != JobStatus::Running).await;
+    let _ = stop.send(());
+    task.await.expect("executor");
+    assert_eq!(done.job.status, JobStatus::Succeeded, "{done:#?}");
+    assert_eq!(done.attempts.len(), 1, "no second attempt: {done:#?}");
+    assert_eq!(done.attempts[0].id, claimed.attempt.id);
+    assert_eq!(server.log().len(), 1, "sent once");
+}
+
 // 4. Nothing is sent, or left pending, for a job that is over.
 
 #[tokio::test]

@@ -30,6 +30,22 @@ struct Prepared {
     target: Target,
 }
 
+/// Why an attempt was not sent.
+enum NotSent {
+    /// It cannot be sent as configured (a provider or contract removed since, a missing key):
+    /// a definite outcome, `pending → failed`.
+    Unsendable(AttemptError),
+    /// The ledger could not be read, even after retrying: no verdict at all. The attempt stays
+    /// `pending` and a later pass sends it (SPEC §4).
+    Storage(Error),
+}
+
+impl From<AttemptError> for NotSent {
+    fn from(error: AttemptError) -> Self {
+        NotSent::Unsendable(error)
+    }
+}
+
 /// What the outcome of an attempt is judged by.
 struct Target {
     config: ProviderConfig,
@@ -61,13 +77,17 @@ impl Executor {
         // What is sent comes from the job's intent, which never changes.
         let job = match job {
             Some(job) => job,
-            None => engine.job_by_id(&attempt.job_id).await?,
+            None => {
+                self.persist("job", || engine.job_by_id(&attempt.job_id))
+                    .await?
+            }
         };
         // A client that cannot be built sends nothing: the attempt stays `pending`.
         let client = self.client()?;
         let Prepared { request, target } = match self.prepare(client, &attempt, &job).await {
             Ok(prepared) => prepared,
-            Err(why) => {
+            Err(NotSent::Storage(e)) => return Err(e),
+            Err(NotSent::Unsendable(why)) => {
                 // Nothing was sent by us; another executor may have sent it meanwhile, and
                 // then the ledger refuses this (`pending → failed` only).
                 match engine.fail_unsent(&attempt.id, why).await {
@@ -159,19 +179,25 @@ impl Executor {
             .ok()
     }
 
-    /// Builds the attempt's request, or says why it cannot be sent.
+    /// Builds the attempt's request, or says why it cannot be sent. Only what the ledger says
+    /// (a provider or contract not found) is a verdict; a read that fails on storage is
+    /// retried with backoff, and if it still fails, nothing is decided.
     async fn prepare(
         &self,
         client: &reqwest::Client,
         attempt: &Attempt,
         job: &Job,
-    ) -> std::result::Result<Prepared, AttemptError> {
+    ) -> std::result::Result<Prepared, NotSent> {
         let engine = &self.inner.engine;
-        let misconfigured = |m: String| FailureKind::Misconfigured.because(m);
-        let provider = engine
-            .provider(&attempt.provider)
+        let misconfigured = |m: String| NotSent::Unsendable(FailureKind::Misconfigured.because(m));
+        let verdict = |e: Error, m: String| match e {
+            e @ Error::Storage { .. } => NotSent::Storage(e),
+            e => misconfigured(format!("{m}: {e}")),
+        };
+        let provider = self
+            .persist("provider", || engine.provider(&attempt.provider))
             .await
-            .map_err(|e| misconfigured(format!("provider {}: {e}", attempt.provider)))?;
+            .map_err(|e| verdict(e, format!("provider {}", attempt.provider)))?;
         let url = self
             .url_of(&provider)
             .await
@@ -184,10 +210,9 @@ impl Executor {
         // The contract as it is now is the one the answer is held to.
         let contract = match job.intent.get("contract").and_then(Value::as_str) {
             Some(name) => Some(
-                engine
-                    .contract(name)
+                self.persist("contract", || engine.contract(name))
                     .await
-                    .map_err(|e| misconfigured(format!("contract {name}: {e}")))?,
+                    .map_err(|e| verdict(e, format!("contract {name}")))?,
             ),
             None => None,
         };
