@@ -1,5 +1,6 @@
 //! The route policy of SPEC §7: where a job's next automatic attempt goes, or why there is none.
 
+use crate::attempt::AttemptState;
 use crate::failure::RetryHere;
 use crate::intent::Intent;
 use crate::model::{Attempt, JobError};
@@ -19,10 +20,12 @@ pub enum Next {
 /// Decides the next automatic step from the job's intent and its attempts so far (oldest
 /// first). `validated(provider)` says whether automatic failover to that provider is allowed.
 ///
-/// The last attempt's failure kind decides (SPEC §6, §7, through [`crate::FailureKind::rule`]):
-/// whether the same provider may be tried again, and whether the route may move on. An
-/// outcome that does not permit failover (a 5xx, an attempt a person abandoned) keeps the
-/// job at the same provider until the budget is spent.
+/// The last attempt's failure kind decides whether the same provider may be tried again
+/// (SPEC §6, through [`crate::FailureKind::rule`]). Whether the route may move on is decided by
+/// the whole history (SPEC §7): once any attempt ended in an outcome that does not permit
+/// failover (an `http` 5xx, a timeout, an attempt a person abandoned after it was sent), the
+/// work may have happened where it ran, and the job never leaves that provider by itself
+/// until the budget is spent, whatever a later attempt there answered.
 pub fn next_step(intent: &Intent, attempts: &[Attempt], validated: impl Fn(&str) -> bool) -> Next {
     let budget = intent.max_attempts() as usize;
     if attempts.len() >= budget {
@@ -43,10 +46,9 @@ pub fn next_step(intent: &Intent, attempts: &[Attempt], validated: impl Fn(&str)
     let here = last.provider.as_str();
     let kind = last.error.as_ref().map(|e| e.failure());
     // An attempt closed without an error (abandoned by a person) may have happened: retry
-    // where it ran, never fail over by itself.
-    let (retry, failover) = kind.map_or((RetryHere::Yes, false), |k| {
-        (k.retry_here(), k.permits_failover())
-    });
+    // where it ran.
+    let retry = kind.map_or(RetryHere::Yes, |k| k.retry_here());
+    let failover = !attempts.iter().any(forbids_failover);
     let not_here = retry == RetryHere::NotHere;
     let tries_here = attempts
         .iter()
@@ -85,6 +87,21 @@ pub fn next_step(intent: &Intent, attempts: &[Attempt], validated: impl Fn(&str)
                 last.error.as_ref().map(|e| e.message.as_str()).unwrap_or("")
             ),
         }),
+    }
+}
+
+/// Whether an attempt's outcome leaves open that the work happened at its provider: an
+/// outcome that does not permit failover, or an attempt given up on after it may have been
+/// sent. An attempt never sent (abandoned while `pending`) proves nothing either way.
+fn forbids_failover(attempt: &Attempt) -> bool {
+    let sent = attempt.sent_at.is_some();
+    match (attempt.state, attempt.error.as_ref()) {
+        (AttemptState::Abandoned, _) => sent,
+        (_, Some(error)) => !error.failure().permits_failover(),
+        (AttemptState::Failed, None) => sent,
+        // Open, or settled with an answer: the job is not queued, and a person's retry
+        // after an answer is theirs to make.
+        _ => false,
     }
 }
 

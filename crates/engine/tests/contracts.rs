@@ -245,6 +245,107 @@ async fn failover_only_to_a_fallback_that_passed_its_check() {
     assert!(done.events.iter().any(|ev| ev.kind == "job_retried"));
 }
 
+/// An `http` provider at `url`, routed first, before a validated fallback.
+async fn http_primary(engine: &Engine, url: &str, honours_key: bool) {
+    let config = json!({
+        "name": "payee", "kind": "http", "base_url": url,
+        "soft_timeout_ms": 400, "hard_timeout_ms": 2000,
+        "honours_idempotency_key": honours_key
+    });
+    engine
+        .add_provider(&config.to_string())
+        .await
+        .expect("provider");
+}
+
+/// A fallback that passed the `summary` check, so the route may fail over to it.
+async fn validated_fallback(engine: &Engine) -> Sandbox {
+    let server = sandbox(quick()).await;
+    openai(engine, "fallback-ai", &server, json!({})).await;
+    let check = engine
+        .check_contract("summary", "fallback-ai")
+        .await
+        .expect("check");
+    assert!(check.passed && check.current, "{check:#?}");
+    server
+}
+
+/// SPEC §7: the whole history at a provider decides failover. A keyed `500` may have done the
+/// work (only the primary knows the key); a later `503` there, which alone would permit
+/// failover, does not make it safe to send the job to the fallback.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_earlier_keyed_5xx_forbids_failover_after_a_later_503() {
+    let ledger = Ledger::new().await;
+    let e = &ledger.engine;
+    add_contract(e, &summary_contract()).await;
+    let fallback = validated_fallback(e).await;
+    let answered = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let count = answered.clone();
+    let primary = onejob_testkit::RawServer::start(move |_| {
+        match count.fetch_add(1, std::sync::atomic::Ordering::SeqCst) {
+            0 => onejob_testkit::raw_http::json_response("500 Internal Server Error", "{}"),
+            1 => onejob_testkit::raw_http::json_response("503 Service Unavailable", "{}"),
+            _ => onejob_testkit::raw_http::json_response(
+                "200 OK",
+                r#"{"summary": "paid", "words": 1}"#,
+            ),
+        }
+    })
+    .expect("primary");
+    http_primary(e, &primary.url, true).await;
+    let (_executor, _stop) = start(e);
+    let job_id = submit(e, "keyed-then-503", &["payee", "fallback-ai"], 3).await;
+    let done = until(e, &job_id, terminal).await;
+    let providers: Vec<_> = done.attempts.iter().map(|a| a.provider.as_str()).collect();
+    assert_eq!(providers, ["payee"; 3], "{done:#?}");
+    assert_eq!(
+        requests_for(&fallback, &job_id),
+        0,
+        "the fallback never saw it"
+    );
+    assert_eq!(done.job.status, JobStatus::Succeeded);
+    assert_eq!(primary.requests().len(), 3);
+}
+
+/// The same for an attempt a person abandoned after it was sent: a `never_sent` retry at the
+/// same provider afterwards proves nothing about the abandoned one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_abandoned_attempt_forbids_failover_after_a_later_never_sent() {
+    let ledger = Ledger::new().await;
+    let e = &ledger.engine;
+    add_contract(e, &summary_contract()).await;
+    let fallback = validated_fallback(e).await;
+    // Takes one request and never answers it, then stops listening: every later connection
+    // is refused, so nothing more is sent.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let url = format!("http://{}", listener.local_addr().expect("addr"));
+    let held = std::thread::spawn(move || {
+        let taken = listener.accept().map(|(stream, _)| stream);
+        drop(listener);
+        std::thread::sleep(Duration::from_secs(3));
+        drop(taken);
+    });
+    http_primary(e, &url, false).await;
+    let (_executor, _stop) = start(e);
+    let job_id = submit(e, "abandoned-then-refused", &["payee", "fallback-ai"], 4).await;
+    let unknown = until(e, &job_id, |d| d.job.status == JobStatus::Unknown).await;
+    ledger.abandon(&unknown.attempts[0].id).await;
+    let done = until(e, &job_id, |d| {
+        matches!(d.job.status, JobStatus::Succeeded | JobStatus::Failed)
+    })
+    .await;
+    let providers: Vec<_> = done.attempts.iter().map(|a| a.provider.as_str()).collect();
+    assert_eq!(providers, ["payee"; 4], "{done:#?}");
+    assert_eq!(
+        requests_for(&fallback, &job_id),
+        0,
+        "the fallback never saw it"
+    );
+    assert_eq!(done.job.status, JobStatus::Failed);
+    assert_eq!(error_code(&done), Some("attempts_exhausted"));
+    held.join().expect("held");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn changing_the_schema_template_or_provider_invalidates_earlier_checks() {
     let ledger = Ledger::new().await;
