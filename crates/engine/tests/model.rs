@@ -17,9 +17,10 @@
 //!   none, or a `Retry-After` longer than the hour it is capped at. `TimePasses` moves the
 //!   clock past every lease nobody renews (its executor crashed) and past every backoff, by
 //!   writing only those two time columns: the test moves the clock, never the ledger;
-//! - not played: contract checks, which need a provider answering over HTTP. No job has a
-//!   contract, so no fallback is ever validated and automatic failover always ends in
-//!   `fallback_not_validated`.
+//! - contract checks are not run (they need a provider answering over HTTP); instead a
+//!   provider is validated for the contract some jobs name by writing a passed, current check
+//!   for it (`Validate`), as a check that passed would. Re-adding a provider invalidates it,
+//!   as in the ledger, so automatic failover (SPEC §7) is played both ways.
 
 mod common;
 
@@ -105,11 +106,26 @@ impl Prov {
     }
 }
 
+/// The contract some jobs name; a provider validated for it may take over by itself.
+const CONTRACT: &str = "reply";
+
+fn contract() -> String {
+    json!({
+        "name": CONTRACT,
+        "schema": {"type": "object", "additionalProperties": true},
+        "template": {"system": "Answer in JSON.", "user": "Reply to {{key}}"},
+        "samples": [{"key": "sample"}]
+    })
+    .to_string()
+}
+
 /// The idempotency keys a person submits under; keys repeat, so do submits.
 struct Key {
     name: &'static str,
     route: &'static [Prov],
     max_attempts: Option<u32>,
+    /// Whether the intent names [`CONTRACT`], so that a validated fallback may take over.
+    contract: bool,
 }
 
 impl Key {
@@ -124,41 +140,49 @@ const KEYS: [Key; 8] = [
         name: "draft-a",
         route: &[Prov::Plain, Prov::Spare],
         max_attempts: Some(3),
+        contract: true,
     },
     Key {
         name: "draft-b",
         route: &[Prov::Keyed],
         max_attempts: Some(2),
+        contract: false,
     },
     Key {
         name: "draft-c",
         route: &[Prov::Keyed, Prov::Plain],
         max_attempts: None,
+        contract: true,
     },
     Key {
         name: "draft-d",
         route: &[Prov::Ai, Prov::Spare],
         max_attempts: Some(4),
+        contract: true,
     },
     Key {
         name: "draft-e",
         route: &[Prov::Plain],
         max_attempts: Some(1),
+        contract: false,
     },
     Key {
         name: "draft-f",
         route: &[Prov::Spare, Prov::Keyed],
         max_attempts: Some(1),
+        contract: false,
     },
     Key {
         name: "draft-g",
         route: &[Prov::Keyed, Prov::Ai],
-        max_attempts: Some(2),
+        max_attempts: Some(4),
+        contract: true,
     },
     Key {
         name: "draft-h",
         route: &[Prov::Plain, Prov::Ai, Prov::Spare],
         max_attempts: None,
+        contract: true,
     },
 ];
 
@@ -171,6 +195,9 @@ fn intent(key: usize, variant: u8) -> String {
     });
     if let Some(max) = k.max_attempts {
         intent["max_attempts"] = json!(max);
+    }
+    if k.contract {
+        intent["contract"] = json!(CONTRACT);
     }
     intent.to_string()
 }
@@ -298,7 +325,15 @@ fn classify(reply: Reply, provider: Prov, number: u32, budget: usize) -> Settle 
             Prov::Keyed => fail(FailureKind::ServerErrorKeyed, Some(500)),
             Prov::Ai => fail(FailureKind::ServerError, Some(500)),
         },
-        Reply::InvalidAnswer => fail(FailureKind::InvalidAnswer, None),
+        // An `http` 2xx says the work was done, readable or not.
+        Reply::InvalidAnswer => match provider {
+            Prov::Plain | Prov::Spare => Settle::Unknown(FailureKind::InvalidAnswerUnknown),
+            Prov::Keyed if number as usize >= budget => {
+                Settle::Unknown(FailureKind::InvalidAnswerUnknown)
+            }
+            Prov::Keyed => fail(FailureKind::InvalidAnswerKeyed, Some(200)),
+            Prov::Ai => fail(FailureKind::InvalidAnswer, Some(200)),
+        },
         Reply::ContractViolation => fail(FailureKind::ContractViolation, None),
         Reply::Timeout => Settle::Unknown(FailureKind::Timeout),
         Reply::ConnectionBroken => Settle::Unknown(FailureKind::ConnectionBroken),
@@ -421,6 +456,8 @@ enum Op<J = JobRef, A = AttemptRef> {
     },
     RemoveProvider(Prov),
     AddProvider(Prov),
+    /// A passed, current check of [`CONTRACT`] against the provider is recorded.
+    Validate(Prov),
 }
 
 impl<J: Copy, A: Copy> Op<J, A> {
@@ -513,6 +550,7 @@ impl<J: Copy, A: Copy> Op<J, A> {
             },
             Op::RemoveProvider(p) => Op::RemoveProvider(p),
             Op::AddProvider(p) => Op::AddProvider(p),
+            Op::Validate(p) => Op::Validate(p),
         })
     }
 }
@@ -570,15 +608,36 @@ struct MAttempt {
     lapsed: bool,
     /// Whether the provider did the work, once anything has shown it.
     work: Option<bool>,
-    /// The work was answered and judged invalid (`invalid_answer`, `contract_violation`).
-    /// SPEC §6-§7 retry after these as after a refusal, so rule 4 does not count them: an
-    /// `http` provider that does not honour the key and answers a 2xx that is not JSON may be
-    /// sent the job again, and do the work twice.
+    /// The work was answered and judged invalid (an AI provider's `invalid_answer`, or a
+    /// `contract_violation`). SPEC §6-§7 retry after these as after a refusal, so rule 4 does
+    /// not count them. An `http` provider's unreadable 2xx is not judged: it is `unknown`.
     judged: bool,
     ever_unknown: bool,
 }
 
 impl MAttempt {
+    /// Whether its outcome leaves open that the work happened at its provider, so that the
+    /// job may not leave it by itself (SPEC §7): given up on after it was sent, or ended in a
+    /// way that does not prove the work was not done.
+    fn forbids_failover(&self) -> bool {
+        match (self.state, self.error) {
+            (AttemptState::Abandoned, _) => self.sends > 0,
+            (_, Some(kind)) => !matches!(
+                kind,
+                "never_sent"
+                    | "throttled"
+                    | "reconciled_failed"
+                    | "resolved_by_person"
+                    | "misconfigured"
+                    | "rejected"
+                    | "invalid_answer"
+                    | "server_error"
+                    | "contract_violation"
+            ),
+            _ => false,
+        }
+    }
+
     /// A send that may have had an effect at the provider.
     fn effect(&self, undecided_counts: bool) -> bool {
         self.sends > 0
@@ -647,6 +706,8 @@ struct Model {
     jobs: Vec<MJob>,
     attempts: Vec<MAttempt>,
     present: [bool; 4],
+    /// Whether the provider's last check of [`CONTRACT`] passed and is current.
+    validated: [bool; 4],
     lives: [u32; 2],
     expect: Expect,
     /// What a step reached that is worth counting (see `tally`).
@@ -659,10 +720,11 @@ type Step = Result<Expect, Expect>;
 const INVALID: Expect = Expect::Refused("invalid_transition");
 
 impl Model {
-    fn new(swarm: [u32; DIALS], favoured: usize) -> Model {
+    fn new(swarm: [u32; DIALS], favoured: usize, validated: [bool; 4]) -> Model {
         Model {
             swarm,
             favoured,
+            validated,
             jobs: Vec::new(),
             attempts: Vec::new(),
             present: [true; 4],
@@ -768,8 +830,7 @@ impl Model {
         Ok(a)
     }
 
-    /// SPEC §7 for a job without a contract: where its next automatic attempt goes, or the
-    /// code it fails with.
+    /// SPEC §7: where a job's next automatic attempt goes, or the code it fails with.
     fn policy(&self, j: usize) -> Result<Prov, String> {
         let job = &self.jobs[j];
         let key = &KEYS[job.key];
@@ -780,19 +841,15 @@ impl Model {
         let Some(last) = tries.last() else {
             return Ok(key.route[0]);
         };
-        // (retry at the same provider, fail over permitted, the failure's name)
-        let (retry_here, failover, what) = match last.error {
+        // (retry at the same provider, the failure's name)
+        let (retry_here, what) = match last.error {
             // Abandoned without an error: it may have happened.
-            None => (true, false, "abandoned"),
-            // Proven not to have happened, or received and judged.
-            Some(
-                k @ ("never_sent" | "throttled" | "reconciled_failed" | "resolved_by_person"
-                | "invalid_answer" | "server_error"),
-            ) => (true, true, k),
-            Some(k @ ("rejected" | "misconfigured" | "contract_violation")) => (false, true, k),
-            // An `http` 5xx, or an outcome that stayed unknown: the same provider only.
-            Some(k) => (true, false, k),
+            None => (true, "abandoned"),
+            Some(k @ ("rejected" | "misconfigured" | "contract_violation")) => (false, k),
+            Some(k) => (true, k),
         };
+        // The whole history decides whether the route may move on.
+        let failover = !tries.iter().any(|t| t.forbids_failover());
         let here = last.provider;
         let tries_here = tries
             .iter()
@@ -808,6 +865,7 @@ impl Model {
             None => Some(key.route[0]),
         };
         match next {
+            Some(next) if failover && key.contract && self.validated[next.index()] => Ok(next),
             Some(_) if failover => Err("fallback_not_validated".into()),
             _ if retry_here => Ok(here),
             _ => Err(what.into()),
@@ -1035,7 +1093,8 @@ impl Model {
             | Op::TimePasses
             | Op::Crash { .. }
             | Op::RemoveProvider(_)
-            | Op::AddProvider(_) => true,
+            | Op::AddProvider(_)
+            | Op::Validate(_) => true,
         }
     }
 
@@ -1065,9 +1124,12 @@ impl Model {
                 ..
             } => {
                 self.attempts[attempt].channel = Channel::Closed;
-                if self.attempts[attempt].work.is_none()
-                    && matches!(reply, Reply::InvalidAnswer | Reply::ContractViolation)
-                {
+                let judged = match reply {
+                    Reply::InvalidAnswer => self.attempts[attempt].provider == Prov::Ai,
+                    Reply::ContractViolation => true,
+                    _ => false,
+                };
+                if self.attempts[attempt].work.is_none() && judged {
                     self.attempts[attempt].judged = true;
                 }
                 self.learn(attempt, reply.proves_work().unwrap_or(did_work));
@@ -1139,6 +1201,17 @@ impl Model {
                 }
                 let code = match self.policy(job) {
                     Ok(p) if self.present[p.index()] => {
+                        let last = self.jobs[job].attempts.last().map(|&a| &self.attempts[a]);
+                        if last.is_some_and(|l| l.provider != p) {
+                            self.note = "failed over to a validated fallback";
+                        } else if last.is_some_and(|l| !l.forbids_failover())
+                            && self.jobs[job]
+                                .attempts
+                                .iter()
+                                .any(|&a| self.attempts[a].forbids_failover())
+                        {
+                            self.note = "kept at its provider by an earlier outcome";
+                        }
                         let a = self.start(job, p)?;
                         return Ok(Expect::Claimed(Claimed::Attempt(a)));
                     }
@@ -1321,10 +1394,21 @@ impl Model {
                     return Err(Expect::Refused("not_found"));
                 }
                 self.present[p.index()] = false;
+                // A check of a provider that is not configured is not current.
+                self.validated[p.index()] = false;
                 Ok(Expect::Ok)
             }
             Op::AddProvider(p) => {
                 self.present[p.index()] = true;
+                // Its configuration changed since any check: none is current.
+                self.validated[p.index()] = false;
+                Ok(Expect::Ok)
+            }
+            Op::Validate(p) => {
+                if !self.present[p.index()] {
+                    return Err(Expect::Refused("not_found"));
+                }
+                self.validated[p.index()] = true;
                 Ok(Expect::Ok)
             }
         }
@@ -1415,8 +1499,14 @@ impl ReferenceStateMachine for LedgerModel {
 
     fn init_state() -> BoxedStrategy<Model> {
         let dial = prop_oneof![Just(0u32), Just(1), Just(3)];
-        (proptest::array::uniform11(dial), 0..Reply::ALL.len())
-            .prop_map(|(swarm, favoured)| Model::new(swarm, favoured))
+        // Each case starts with some providers validated for the contract.
+        let validated = proptest::array::uniform4(proptest::bool::weighted(0.6));
+        (
+            proptest::array::uniform11(dial),
+            0..Reply::ALL.len(),
+            validated,
+        )
+            .prop_map(|(swarm, favoured, validated)| Model::new(swarm, favoured, validated))
             .boxed()
     }
 
@@ -1670,6 +1760,18 @@ impl LedgerModel {
                     .boxed(),
             ));
         }
+        let unvalidated: Vec<Prov> = Prov::ALL
+            .into_iter()
+            .filter(|p| m.present[p.index()] && !m.validated[p.index()])
+            .collect();
+        if !unvalidated.is_empty() {
+            arms.push((
+                2 * dial(Dial::Providers).max(1),
+                proptest::sample::select(unvalidated)
+                    .prop_map(Op::Validate)
+                    .boxed(),
+            ));
+        }
         arms.retain(|(weight, _)| *weight > 0);
         Union::new_weighted(arms).boxed()
     }
@@ -1714,6 +1816,7 @@ impl Ledger {
         for p in Prov::ALL {
             first.add_provider(&p.config()).await.expect("provider");
         }
+        first.add_contract(&contract()).await.expect("contract");
         let mut engines = vec![first];
         for _ in 0..2 {
             engines.push(Engine::open(&location).await.expect("open"));
@@ -2038,10 +2141,41 @@ impl Ledger {
                 self.done(removed)
             }
             Op::AddProvider(p) => {
+                // Its new `updated_at` differs from the one any earlier check recorded.
+                tokio::time::sleep(Duration::from_millis(2)).await;
                 let added = self.person().add_provider(&p.config()).await;
                 self.done(added)
             }
+            Op::Validate(p) => {
+                if self.validate(p).await == 1 {
+                    Expect::Ok
+                } else {
+                    Expect::Refused("not_found")
+                }
+            }
         }
+    }
+
+    /// Records a passed check of [`CONTRACT`] against `p` as it is configured now, as a check
+    /// that passed would; the rows written (none when `p` is not configured).
+    async fn validate(&self, p: Prov) -> u64 {
+        let check = Sql {
+            sqlite: "INSERT INTO contract_checks (id, contract, contract_hash, provider,
+                                 provider_updated_at, passed, samples, checked_at)
+                             SELECT $1, c.name, c.hash, p.name, p.updated_at, 1, '[]',
+                                 strftime('%Y-%m-%dT%H:%M:%fZ', 'now')
+                             FROM contracts c, providers p WHERE c.name = $2 AND p.name = $3",
+            postgres: "INSERT INTO contract_checks (id, contract, contract_hash, provider,
+                                   provider_updated_at, passed, samples, checked_at)
+                               SELECT CAST($1 AS uuid), c.name, c.hash, p.name, p.updated_at,
+                                   true, CAST('[]' AS json), onejob_now()
+                               FROM contracts c, providers p WHERE c.name = $2 AND p.name = $3",
+        };
+        let id = uuid::Uuid::now_v7().to_string();
+        self.raw
+            .execute(check, &[&id, CONTRACT, p.name()])
+            .await
+            .expect("a check")
     }
 
     /// After every step: the ledger agrees with the model, and keeps every rule on its own.
@@ -2256,6 +2390,35 @@ fn ledger_rules(d: &JobDetail, ctx: &str) {
             a.state
         );
     }
+    // Rule 9 (SPEC §7): once an attempt may have done the work at its provider, the job never
+    // reaches another provider by itself; only a person's explicit attempt may move it.
+    let mut pinned: Option<&str> = None;
+    let mut previous: Option<&str> = None;
+    for a in &d.attempts {
+        let explicit = d.events.iter().any(|e| {
+            e.kind == "attempt_created"
+                && e.attempt_id.as_deref() == Some(a.id.as_str())
+                && e.detail["explicit"] == json!(true)
+        });
+        if let (Some(at), false) = (pinned, explicit) {
+            assert_eq!(
+                Some(a.provider.as_str()),
+                previous,
+                "{ctx}: rule 9: attempt {} went to {} by itself after an outcome at {at} that forbids failover",
+                a.number,
+                a.provider
+            );
+        }
+        let forbids = match (a.state, &a.error) {
+            (Abandoned, _) => a.sent_at.is_some(),
+            (_, Some(error)) => !error.failure().permits_failover(),
+            _ => false,
+        };
+        if forbids {
+            pinned = Some(a.provider.as_str());
+        }
+        previous = Some(a.provider.as_str());
+    }
     // Rule 6 for the job, and its version counting the writes that decided its outcome.
     let count = |kind: &str| d.events.iter().filter(|e| e.kind == kind).count();
     let last_decision = d
@@ -2321,12 +2484,18 @@ impl StateMachineTest for LedgerTest {
     type SystemUnderTest = Sut;
     type Reference = LedgerModel;
 
-    fn init_test(_: &Model) -> Sut {
+    fn init_test(m: &Model) -> Sut {
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .expect("runtime");
-        let ledger = rt.block_on(Ledger::new());
+        let ledger = rt.block_on(async {
+            let ledger = Ledger::new().await;
+            for p in Prov::ALL.into_iter().filter(|p| m.validated[p.index()]) {
+                assert_eq!(ledger.validate(p).await, 1, "{p:?} validated at the start");
+            }
+            ledger
+        });
         Sut { rt, ledger }
     }
 
