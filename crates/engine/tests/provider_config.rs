@@ -1,12 +1,14 @@
 //! A provider configuration is a closed set of fields, also in rows stored before the set was
 //! closed; its URLs carry no credential, and no message repeats a URL's user info or query
-//! string (SPEC §12).
+//! string (SPEC §12). No test reaches the keyring of the desktop it runs on.
 
 mod common;
 
 use common::{start, until, Ledger, Raw, Sql, OWNER};
+use onejob_engine::providers::keys::SERVICE;
 use onejob_engine::providers::PROVIDER_FIELDS;
-use onejob_engine::{Engine, Error, JobStatus};
+use onejob_engine::{Engine, Error, JobStatus, KeyStatus};
+use onejob_testkit::DesktopSession;
 use serde_json::{json, Value};
 
 /// A value planted where a secret would go; no refusal, listing or message may repeat it.
@@ -342,4 +344,36 @@ async fn a_contract_check_never_puts_the_urls_query_string_in_a_reason() {
         "the reasons still say where: {shown}"
     );
     assert!(!shown.contains(PLANTED), "{shown}");
+}
+
+#[tokio::test]
+async fn a_test_run_in_a_desktop_session_never_touches_its_keyring() {
+    const PERSONS_KEY: &str = "sk-a-persons-own-key-5e2a";
+    if DesktopSession::inside() {
+        // What the engine's tests do, in process: `primary` on the tests' ledger, its key
+        // looked up and cleared, the provider removed.
+        let ledger = Ledger::new().await;
+        let status = ledger.engine.key_status("primary").await.expect("status");
+        assert_eq!(status, KeyStatus::NotSet { required: false });
+        let cleared = ledger.engine.clear_provider_key("primary").await;
+        assert!(
+            matches!(cleared, Err(Error::Storage { .. })),
+            "no keyring is reachable: {cleared:?}"
+        );
+        ledger
+            .engine
+            .remove_provider("primary")
+            .await
+            .expect("removed");
+        return;
+    }
+    let desktop = DesktopSession::start().expect("a desktop session's keyring");
+    desktop
+        .store(SERVICE, "primary", PERSONS_KEY)
+        .expect("the person's key");
+    desktop
+        .run_test("a_test_run_in_a_desktop_session_never_touches_its_keyring")
+        .expect("the test passes in the session");
+    let kept = desktop.lookup(SERVICE, "primary").expect("looked up");
+    assert_eq!(kept.as_deref(), Some(PERSONS_KEY));
 }
