@@ -80,6 +80,8 @@ struct Headless {
 }
 
 fn headless_app() -> Headless {
+    // The commands remove providers and clear keys: never in the keyring of the desktop.
+    onejob_testkit::isolate_keyring();
     let dir = tempfile::tempdir().unwrap();
     let provider = r#"{"name": "sandbox", "kind": "sandbox", "base_url": "http://127.0.0.1:9",
         "soft_timeout_ms": 1000, "hard_timeout_ms": 2000, "honours_idempotency_key": true}"#;

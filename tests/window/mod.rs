@@ -71,6 +71,8 @@ impl Window {
         F: FnOnce(Engine) -> Fut,
         Fut: std::future::Future<Output = ()>,
     {
+        // The driver and the app inherit it: their keyring is the one `options.env` names, or none.
+        onejob_testkit::isolate_keyring();
         let dir = tempfile::tempdir().unwrap();
         let (data, config, cache) = (
             dir.path().join("data"),

@@ -1,7 +1,7 @@
 //! API keys in the OS keyring through the real binary: each test runs its own Secret Service
 //! (gnome-keyring on a private D-Bus) and a real provider on 127.0.0.1 that records what it
 //! was sent. The key must reach the provider's header and nothing else: no output, no
-//! database file.
+//! database file. No test reaches the keyring of the desktop the tests run on.
 
 mod common;
 
@@ -9,8 +9,9 @@ use std::io::Write;
 use std::process::Stdio;
 
 use common::{finish, parse, Ledger, Run};
+use onejob_engine::providers::keys::SERVICE;
 use onejob_testkit::raw_http::{header, json_response};
-use onejob_testkit::{RawServer, SecretService};
+use onejob_testkit::{DesktopSession, RawServer, SecretService};
 use serde_json::{json, Value};
 
 /// A key no test output or file may contain.
@@ -344,4 +345,44 @@ fn removing_a_provider_removes_its_key() {
     assert_eq!(run.code, 0, "{run:?}");
     assert_eq!(authorizations(&world.provider), vec![None]);
     world.assert_key_nowhere(KEY);
+}
+
+/// A key in the keyring of the desktop the tests run on, which no test may touch.
+const PERSONS_KEY: &str = "sk-a-persons-own-key-5e2a";
+
+#[test]
+fn a_test_run_in_a_desktop_session_never_touches_its_keyring() {
+    if DesktopSession::inside() {
+        // What the command line's tests do: `primary` added, its key cleared, then removed.
+        let ledger = Ledger::new();
+        let cleared = ledger.run(&["provider", "key", "clear", "primary"]);
+        assert!(
+            cleared.code != 0 && cleared.stderr.contains("storage"),
+            "no keyring is reachable: {cleared:?}"
+        );
+        let removed = ledger.run(&["provider", "remove", "primary"]);
+        assert_eq!(removed.ok()["removed"], json!("primary"));
+        return;
+    }
+    let desktop = DesktopSession::start().expect("a desktop session's keyring");
+    desktop
+        .store(SERVICE, "primary", PERSONS_KEY)
+        .expect("the person's key");
+    desktop
+        .run_test("a_test_run_in_a_desktop_session_never_touches_its_keyring")
+        .expect("the test passes in the session");
+    let kept = desktop.lookup(SERVICE, "primary").expect("looked up");
+    assert_eq!(kept.as_deref(), Some(PERSONS_KEY));
+
+    // The person's own `onejob` does reach it there: the test would have seen a leak.
+    let ledger = Ledger::new();
+    let removed = finish(
+        ledger
+            .command(&["provider", "remove", "primary"])
+            .envs(desktop.env())
+            .output()
+            .expect("onejob ran"),
+    );
+    assert_eq!(removed.ok()["removed"], json!("primary"));
+    assert_eq!(desktop.lookup(SERVICE, "primary").expect("looked up"), None);
 }

@@ -1,11 +1,14 @@
-//! A provider configuration is a closed set of fields, its URLs carry no credential, and no
-//! message repeats a URL's user info or query string (SPEC §12).
+//! A provider configuration is a closed set of fields, also in rows stored before the set was
+//! closed; its URLs carry no credential, and no message repeats a URL's user info or query
+//! string (SPEC §12). No test reaches the keyring of the desktop it runs on.
 
 mod common;
 
-use common::{start, until, Ledger, Sql, OWNER};
+use common::{start, until, Ledger, Raw, Sql, OWNER};
+use onejob_engine::providers::keys::SERVICE;
 use onejob_engine::providers::PROVIDER_FIELDS;
-use onejob_engine::{Engine, Error, JobStatus};
+use onejob_engine::{Engine, Error, JobStatus, KeyStatus};
+use onejob_testkit::DesktopSession;
 use serde_json::{json, Value};
 
 /// A value planted where a secret would go; no refusal, listing or message may repeat it.
@@ -199,18 +202,82 @@ async fn a_listed_provider_carries_only_accepted_fields() {
     let raw = ledger.raw().await;
     let mut legacy = http_provider("legacy", "http://127.0.0.1:9/x");
     legacy["authorization"] = json!(format!("Bearer {PLANTED}"));
-    let insert = Sql {
-        sqlite: "INSERT INTO providers (name, kind, config, created_at, updated_at) \
-                 VALUES ('legacy', 'http', $1, '2024-01-01T00:00:00Z', '2024-01-01T00:00:00Z')",
-        postgres: "INSERT INTO providers (name, kind, config, created_at, updated_at) \
-                   VALUES ('legacy', 'http', CAST($1 AS json), '2024-01-01T00:00:00Z', '2024-01-01T00:00:00Z')",
-    };
-    raw.execute(insert, &[&legacy.to_string()])
-        .await
-        .expect("insert a legacy row");
+    store_the_old_way(&raw, &legacy).await;
     raw.close().await;
     let provider = listed(&ledger.engine, "legacy").await;
     assert_only_accepted_fields(&provider);
+}
+
+/// Writes a provider's row as a version before the closed set did: `config` as given, whatever
+/// fields it holds.
+async fn store_the_old_way(raw: &Raw, config: &Value) {
+    let insert = Sql {
+        sqlite: "INSERT INTO providers (name, kind, config, created_at, updated_at) \
+                 VALUES ($1, $2, $3, '2024-01-01T00:00:00Z', '2024-01-01T00:00:00Z')",
+        postgres: "INSERT INTO providers (name, kind, config, created_at, updated_at) \
+                   VALUES ($1, $2, CAST($3 AS json), '2024-01-01T00:00:00Z', '2024-01-01T00:00:00Z')",
+    };
+    let (name, kind) = (config["name"].as_str(), config["kind"].as_str());
+    let (name, kind) = (name.expect("a name"), kind.expect("a kind"));
+    raw.execute(insert, &[name, kind, &config.to_string()])
+        .await
+        .expect("insert a legacy row");
+}
+
+/// A provider's row as stored: its configuration's text and its `updated_at`.
+async fn stored(raw: &Raw, name: &str) -> (String, String) {
+    let select = Sql {
+        sqlite: "SELECT config, updated_at FROM providers WHERE name = $1",
+        postgres:
+            "SELECT CAST(config AS text), CAST(updated_at AS text) FROM providers WHERE name = $1",
+    };
+    raw.fetch_one(select, &[name]).await.expect("the row")
+}
+
+/// The migration that rewrites stored configurations to the closed set, as `_sqlx_migrations`
+/// names it on both backends.
+const CLOSED_SET_MIGRATION: &str = "provider fields";
+
+#[tokio::test]
+async fn a_configuration_stored_before_the_set_was_closed_keeps_only_its_fields_once_the_ledger_is_opened(
+) {
+    let ledger = Ledger::new().await;
+    // The ledger as a version before the migration left it: the migration not applied, and a
+    // row holding a pasted key and headers beside the fields of the set.
+    let raw = ledger.raw().await;
+    let forgotten = raw
+        .execute(
+            Sql::both("DELETE FROM _sqlx_migrations WHERE description = $1"),
+            &[CLOSED_SET_MIGRATION],
+        )
+        .await
+        .expect("forget the migration");
+    assert_eq!(forgotten, 1, "{CLOSED_SET_MIGRATION:?} was applied once");
+    let known = http_provider("legacy", "http://127.0.0.1:9/x");
+    let mut legacy = known.clone();
+    legacy["api_key"] = json!(format!("{PLANTED}-4f1c"));
+    legacy["headers"] = json!({ "Authorization": format!("Bearer {PLANTED}"), "X-Trace": "1" });
+    store_the_old_way(&raw, &legacy).await;
+    let (_, updated_at) = stored(&raw, "legacy").await;
+    // Stored by the engine, so it holds only fields of the set.
+    let primary = stored(&raw, "primary").await;
+    raw.close().await;
+
+    let reopened = ledger.reopen().await;
+    let raw = ledger.raw().await;
+    let (config, updated_at_after) = stored(&raw, "legacy").await;
+    assert!(!config.contains(PLANTED), "{config}");
+    let config: Value = serde_json::from_str(&config).expect("json");
+    assert_eq!(config, known, "only the fields of the set, as they were");
+    assert_eq!(
+        updated_at_after, updated_at,
+        "the provider is unchanged, so its contract checks stay current"
+    );
+    assert_eq!(stored(&raw, "primary").await, primary, "left as it was");
+    raw.close().await;
+    let provider = listed(&reopened, "legacy").await;
+    assert_only_accepted_fields(&provider);
+    assert_eq!(provider["base_url"], "http://127.0.0.1:9/x");
 }
 
 #[tokio::test]
@@ -277,4 +344,36 @@ async fn a_contract_check_never_puts_the_urls_query_string_in_a_reason() {
         "the reasons still say where: {shown}"
     );
     assert!(!shown.contains(PLANTED), "{shown}");
+}
+
+#[tokio::test]
+async fn a_test_run_in_a_desktop_session_never_touches_its_keyring() {
+    const PERSONS_KEY: &str = "sk-a-persons-own-key-5e2a";
+    if DesktopSession::inside() {
+        // What the engine's tests do, in process: `primary` on the tests' ledger, its key
+        // looked up and cleared, the provider removed.
+        let ledger = Ledger::new().await;
+        let status = ledger.engine.key_status("primary").await.expect("status");
+        assert_eq!(status, KeyStatus::NotSet { required: false });
+        let cleared = ledger.engine.clear_provider_key("primary").await;
+        assert!(
+            matches!(cleared, Err(Error::Storage { .. })),
+            "no keyring is reachable: {cleared:?}"
+        );
+        ledger
+            .engine
+            .remove_provider("primary")
+            .await
+            .expect("removed");
+        return;
+    }
+    let desktop = DesktopSession::start().expect("a desktop session's keyring");
+    desktop
+        .store(SERVICE, "primary", PERSONS_KEY)
+        .expect("the person's key");
+    desktop
+        .run_test("a_test_run_in_a_desktop_session_never_touches_its_keyring")
+        .expect("the test passes in the session");
+    let kept = desktop.lookup(SERVICE, "primary").expect("looked up");
+    assert_eq!(kept.as_deref(), Some(PERSONS_KEY));
 }

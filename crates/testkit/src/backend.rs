@@ -57,7 +57,8 @@ pub fn sqlite_only(about: &str) -> bool {
 /// Where a test's ledger lives: `sqlite_path` (as given) on SQLite; on PostgreSQL a new, empty
 /// database of its own on the [`TEST_POSTGRES`] server, as a `postgres://` URL. Either is what
 /// `Engine::open`, `--db` and `ONEJOB_DB` take; a test that reopens "the same ledger" reopens
-/// this location.
+/// this location. The test process is cut off the desktop's keyring first
+/// ([`crate::isolate_keyring`]).
 ///
 /// # Panics
 ///
@@ -70,6 +71,8 @@ pub fn ledger_location(sqlite_path: &Path) -> String {
 
 /// [`ledger_location`] with the server given rather than read from the environment.
 pub fn ledger_location_on(server: Option<&str>, sqlite_path: &Path) -> std::io::Result<String> {
+    // Before the test's first ledger, so nothing it runs on one can reach a desktop's keyring.
+    crate::isolate_keyring();
     let Some(server) = server else {
         return sqlite_path.to_str().map(str::to_owned).ok_or_else(|| {
             Error::new(

@@ -8,11 +8,16 @@
 //! whose every reply byte a test decides. [`Postgres`] is a throwaway PostgreSQL cluster on
 //! loopback. [`seed_jobs`] fills a SQLite ledger with many finished jobs at once.
 //!
+//! [`isolate_keyring`] is the one place that decides which keyring a test reaches: a private
+//! [`SecretService`] it hands to a child, or none; never the keyring of the desktop the tests
+//! run on. Everything here that makes a ledger or a service for a test applies it.
+//!
 //! [`ledger_location`] is where a test's ledger lives: a SQLite file, or a fresh PostgreSQL
 //! database when [`TEST_POSTGRES`] names a server (`with-postgres` starts one and sets it), so
 //! the engine's and the command line's tests run unchanged on both backends.
 
 mod backend;
+mod keyring;
 mod mock_llm;
 mod notifications;
 mod postgres;
@@ -23,6 +28,7 @@ pub use backend::{
     backend, is_url, ledger_contents, ledger_exists, ledger_location, ledger_location_on,
     postgres_backend, sqlite_only, Backend, TEST_POSTGRES,
 };
+pub use keyring::{isolate_keyring, DesktopSession, NO_SESSION_BUS};
 pub use mock_llm::MockLlm;
 pub use notifications::Notifications;
 pub use postgres::Postgres;
@@ -55,6 +61,8 @@ impl SecretService {
     /// collection answers on the bus. Fails when either program is missing (`scripts/setup`
     /// installs them) or does not come up within 20 s.
     pub fn start() -> std::io::Result<SecretService> {
+        // The service is for the children the test hands it to; the test process reaches none.
+        isolate_keyring();
         let root = tempfile::Builder::new().prefix("onejob-ss-").tempdir()?;
         let dirs = Dirs::new(root.path())?;
         let (mut bus, address) = start_bus(&dirs)?;

@@ -113,6 +113,8 @@ impl Postgres {
 
     /// Creates database `name` and returns its URL: one cluster serves many tests.
     pub fn database(&self, name: &str) -> std::io::Result<String> {
+        // A ledger for a test: nothing run on it may reach a desktop's keyring.
+        crate::isolate_keyring();
         crate::backend::psql(&self.url(), &format!("CREATE DATABASE \"{name}\""))
             .map_err(|e| Error::other(format!("cannot create database {name}: {e}")))?;
         Ok(format!("{}/{name}", self.server_url()))

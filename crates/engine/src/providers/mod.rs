@@ -406,3 +406,33 @@ fn first_bad_field(fields: &Map<String, Value>) -> Option<String> {
         .find(|(k, v)| !v.is_null() && !expect(k, v))
         .map(|(k, _)| format!("provider.{k}"))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::PROVIDER_FIELDS;
+
+    /// Every single-quoted text of a migration, in order, its comments left out.
+    fn quoted(sql: &str) -> Vec<&str> {
+        sql.lines()
+            .map(|line| line.split("--").next().unwrap_or_default())
+            .flat_map(|code| code.split('\'').skip(1).step_by(2))
+            .collect()
+    }
+
+    #[test]
+    fn the_migrations_that_drop_unknown_fields_keep_exactly_the_provider_fields() {
+        let migrations = [
+            (
+                "0006_provider_fields.sql",
+                include_str!("../../../../migrations/0006_provider_fields.sql"),
+            ),
+            (
+                "postgres/0004_provider_fields.sql",
+                include_str!("../../../../migrations/postgres/0004_provider_fields.sql"),
+            ),
+        ];
+        for (file, sql) in migrations {
+            assert_eq!(quoted(sql), PROVIDER_FIELDS, "{file} keeps other fields");
+        }
+    }
+}
