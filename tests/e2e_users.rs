@@ -1,6 +1,7 @@
 //! End-to-end tests of what a person does in the window to use onejob for real: a provider
 //! and its API key added in the form, a contract written and checked there and a job
-//! submitted through its form, a provider in use removed, one job found among 100,000, and
+//! submitted through its form, a contract tried on the built-in sandbox from the first-run
+//! guide of a fresh ledger, a provider in use removed, one job found among 100,000, and
 //! the window on a PostgreSQL ledger showing another host's job as it is submitted.
 //! The harness is in `window/`; screenshots go to `artifacts/`.
 
@@ -310,6 +311,53 @@ fn a_contract_added_in_the_window_is_checked_and_a_job_submitted_through_its_for
         assert_eq!(asked[1].idempotency_key.as_deref(), Some(id.as_str()));
         w.close().await;
         chat.stop().await;
+    });
+}
+
+#[test]
+fn on_a_fresh_ledger_a_contract_is_tried_on_the_built_in_sandbox_and_a_job_by_it_succeeds() {
+    run(async {
+        // Nothing seeded: the ledger has only the provider every new one gets, `sandbox`.
+        let w = Window::open(|_| async {}).await;
+        let providers = w.engine.providers().await.unwrap();
+        assert_eq!(providers.len(), 1, "{providers:?}");
+
+        // The first-run guide makes the sample contract and checks it against the sandbox.
+        w.click("[data-testid=first-run-contract]").await;
+        w.wait_text("[data-testid=first-run-contract-result]", |t| {
+            t.contains("passed") && t.contains("2 of 2")
+        })
+        .await;
+        w.screenshot("first-run-contract").await;
+        let checks = w.engine.contract_checks("sandbox-sample").await.unwrap();
+        assert!(
+            checks.len() == 1 && checks[0].passed && checks[0].provider == "sandbox",
+            "{checks:?}"
+        );
+
+        w.click("[data-testid=first-run-contract-submit]").await;
+        pick(&w, "[data-testid=submit-contract]", "sandbox-sample").await;
+        w.wait_for("[data-testid=submit-route] [data-provider=sandbox]")
+            .await;
+        fill(&w, "[data-testid=submit-field-name]", "Grace").await;
+        w.click("[data-testid=submit]").await;
+        let id = submitted_job(&w).await;
+        let done = wait_status(&w.engine, &id, JobStatus::Succeeded).await;
+        assert_eq!(done.job.intent["contract"], json!("sandbox-sample"));
+        assert_eq!(done.job.intent["route"], json!(["sandbox"]));
+        assert_eq!(done.job.intent["input"], json!({"name": "Grace"}));
+        // The sandbox's chat answer, made to fit the contract's schema.
+        assert_eq!(
+            done.job.result,
+            Some(json!({"greeting": "sandbox", "language": "en"}))
+        );
+        w.open_job(&id).await;
+        w.wait_text("[data-testid=job-tokens]", |t| {
+            !t.is_empty() && !t.contains("none reported")
+        })
+        .await;
+        w.screenshot("first-run-contract-job").await;
+        w.close().await;
     });
 }
 

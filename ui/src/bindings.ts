@@ -430,7 +430,10 @@ export type ProviderKind =
 "anthropic" | 
 /**  Any JSON-over-HTTP endpoint: the job's input is the body, the JSON answer the result. */
 "http" | 
-/**  The built-in loopback provider with fault dials. */
+/**
+ *  The built-in loopback provider with fault dials. It echoes a job's input; a job with a
+ *  contract it answers at its Chat Completions endpoint, as an `openai` provider would.
+ */
 "sandbox";
 
 /**

@@ -292,3 +292,46 @@ fn job_shows_the_tokens_of_each_attempt_and_their_sum() {
         "one attempt: the job's total is its own"
     );
 }
+
+#[test]
+fn a_contract_checks_and_runs_against_the_built_in_sandbox_on_a_new_ledger() {
+    // Nothing added but the contract: the sandbox is the one every new ledger has, in-process.
+    let ledger = Ledger::empty();
+    let sample = json!({
+        "name": "sandbox-sample",
+        "schema": {"type": "object", "properties": {"greeting": {"type": "string"}}, "required": ["greeting"]},
+        "template": {"system": "You greet people.", "user": "Greet {{name}}."},
+        "samples": [{"name": "Ada"}]
+    });
+    ledger
+        .run(&["contract", "add", "--json", &sample.to_string()])
+        .ok();
+    let checked = ledger.run(&[
+        "contract",
+        "check",
+        "sandbox-sample",
+        "--provider",
+        "sandbox",
+    ]);
+    assert_eq!(checked.code, 0, "{checked:?}");
+    let doc = parse(&checked.stdout);
+    assert_eq!(doc["check"]["passed"], json!(true), "{doc}");
+    assert_eq!(doc["check"]["samples"][0]["passed"], json!(true), "{doc}");
+
+    let intent =
+        json!({"route": ["sandbox"], "input": {"name": "Grace"}, "contract": "sandbox-sample"});
+    let submitted = ledger.run(&[
+        "submit",
+        "--key",
+        "greet-grace",
+        "--intent",
+        &intent.to_string(),
+        "--wait",
+        "--timeout-s",
+        "30",
+    ]);
+    assert_eq!(submitted.code, 0, "{submitted:?}");
+    let job = &parse(&submitted.stdout)["job"];
+    assert_eq!(job["status"], "succeeded", "{job}");
+    assert_eq!(job["result"], json!({"greeting": "sandbox"}));
+}

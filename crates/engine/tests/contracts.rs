@@ -7,7 +7,7 @@ mod common;
 use std::time::Duration;
 
 use common::{sandbox, start, until, Ledger, OWNER};
-use onejob_engine::sandbox::{Dials, Sandbox};
+use onejob_engine::sandbox::{Dials, Sandbox, CHAT_PATH};
 use onejob_engine::{AttemptState, Engine, JobDetail, JobStatus};
 use serde_json::{json, Value};
 
@@ -696,4 +696,131 @@ async fn token_usage_is_read_per_attempt_and_summed_per_job() {
     let plain = ledger.submit("no-usage").await.job;
     let detail = e.job(OWNER, &plain.id).await.expect("job");
     assert_eq!(detail.usage, None);
+}
+
+/// A `sandbox` provider: its own in-process sandbox with `dials`, or the one at `base_url`.
+async fn sandbox_provider(engine: &Engine, name: &str, base_url: Option<&str>, dials: Value) {
+    let mut config = json!({
+        "name": name, "kind": "sandbox", "soft_timeout_ms": 2000, "hard_timeout_ms": 5000,
+        "honours_idempotency_key": true
+    });
+    match base_url {
+        Some(url) => config["base_url"] = json!(url),
+        None => config["dials"] = dials,
+    }
+    engine
+        .add_provider(&config.to_string())
+        .await
+        .expect("provider");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_with_a_contract_at_a_sandbox_provider_is_answered_by_its_chat_endpoint() {
+    let ledger = Ledger::new().await;
+    let e = &ledger.engine;
+    let server = sandbox(quick()).await;
+    add_contract(e, &summary_contract()).await;
+    sandbox_provider(e, "sbx", Some(&server.url()), json!({})).await;
+    let (_executor, _stop) = start(e);
+
+    let job_id = submit(e, "by-contract", &["sbx"], 3).await;
+    let done = until(e, &job_id, terminal).await;
+    assert_eq!(done.job.status, JobStatus::Succeeded, "{done:#?}");
+    assert_eq!(
+        done.job.result,
+        Some(json!({"summary": "sandbox", "words": 0})),
+        "the content of the chat answer, held to the contract"
+    );
+    let usage = e
+        .attempt_usage(&done.attempts[0].id)
+        .await
+        .expect("usage")
+        .expect("recorded");
+    assert!(usage.get("total_tokens").is_some(), "{usage}");
+    let asked = server.log();
+    assert_eq!(asked.len(), 1, "{asked:?}");
+    assert_eq!(asked[0].path, CHAT_PATH);
+    assert_eq!(asked[0].idempotency_key.as_deref(), Some(job_id.as_str()));
+
+    // Without a contract the same provider echoes the input, as before.
+    let plain = json!({"route": ["sbx"], "input": {"order": 7}});
+    let plain = e
+        .submit(OWNER, "plain", &plain.to_string())
+        .await
+        .expect("submit")
+        .job
+        .id;
+    let done = until(e, &plain, terminal).await;
+    assert_eq!(done.job.status, JobStatus::Succeeded, "{done:#?}");
+    assert_eq!(
+        done.job.result.expect("result")["echo"],
+        json!({"order": 7})
+    );
+    assert_eq!(server.log()[1].path, "/");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_built_in_sandbox_passes_a_contract_check_and_answers_its_jobs() {
+    let ledger = Ledger::new().await;
+    let e = &ledger.engine;
+    add_contract(e, &summary_contract()).await;
+    // The provider every new ledger has: in-process, no base_url, default dials.
+    let check = e.check_contract("summary", "sandbox").await.expect("check");
+    assert!(check.passed, "{check:#?}");
+    assert_eq!(check.samples.len(), 2);
+    assert!(check.samples.iter().all(|s| s.passed && s.usage.is_some()));
+    assert!(check.current);
+
+    let (_executor, _stop) = start(e);
+    let job_id = submit(e, "built-in", &["sandbox"], 3).await;
+    let done = until(e, &job_id, terminal).await;
+    assert_eq!(done.job.status, JobStatus::Succeeded, "{done:#?}");
+    assert_eq!(
+        done.job.result,
+        Some(json!({"summary": "sandbox", "words": 0}))
+    );
+    assert!(done.attempts[0]
+        .request_id
+        .as_deref()
+        .is_some_and(|id| id.starts_with("sbx-")));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sandbox_providers_dials_break_its_contract_answers() {
+    let ledger = Ledger::new().await;
+    let e = &ledger.engine;
+    add_contract(e, &summary_contract()).await;
+    let (_executor, _stop) = start(e);
+    let quick = json!({"latency_ms": 5, "jitter_ms": 0});
+    let cases = [
+        ("extra_key", "at /unexpected"),
+        ("prose", "not JSON"),
+        ("missing_required_key", "at /summary"),
+        ("wrong_type", "at /summary"),
+    ];
+    for (dial, path) in cases {
+        let mut dials = quick.clone();
+        dials[dial] = json!(1.0);
+        let name = dial.replace('_', "-");
+        sandbox_provider(e, &name, None, dials).await;
+        let job_id = submit(e, &name, &[&name], 3).await;
+        let done = until(e, &job_id, terminal).await;
+        assert_eq!(done.job.status, JobStatus::Failed, "{dial}: {done:#?}");
+        assert_eq!(done.job.result, None, "{dial}: never the job's result");
+        assert_eq!(done.attempts.len(), 1, "{dial}: not retried here");
+        let error = done.attempts[0].error.clone().expect("an error");
+        assert_eq!(error.kind, "contract_violation", "{dial}");
+        assert!(error.message.contains(path), "{dial}: {}", error.message);
+        assert_eq!(error_code(&done), Some("contract_violation"));
+
+        let check = e.check_contract("summary", &name).await.expect("check");
+        assert!(!check.passed, "{dial}: {check:#?}");
+        assert!(
+            check
+                .samples
+                .iter()
+                .all(|s| s.reason.contains("contract_violation")),
+            "{dial}: {check:#?}"
+        );
+    }
 }

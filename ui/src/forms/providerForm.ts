@@ -79,7 +79,7 @@ export function explain(field: ProviderField, d: ProviderDraft): string {
         openai: "An OpenAI-compatible Chat Completions API.",
         anthropic: "The Anthropic Messages API.",
         http: "Any JSON-over-HTTP API: the job's input is the body, the JSON answer the result.",
-        sandbox: "The built-in loopback provider with fault dials.",
+        sandbox: "The built-in loopback provider with fault dials: it echoes a job's input, and answers a job with a contract as a model would.",
       }[d.kind];
     case "base_url":
       return {

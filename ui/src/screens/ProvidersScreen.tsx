@@ -101,7 +101,16 @@ function FactRow({ label, value }: { label: string; value: string }) {
   );
 }
 
-type Probability = "never_answer" | "drop_after_processing" | "server_error" | "throttle" | "malformed_json" | "extra_key";
+type Probability =
+  | "never_answer"
+  | "drop_after_processing"
+  | "server_error"
+  | "throttle"
+  | "malformed_json"
+  | "extra_key"
+  | "prose"
+  | "missing_required_key"
+  | "wrong_type";
 
 const FAULTS: { dial: Probability; label: string }[] = [
   { dial: "never_answer", label: "Never answer (the attempt times out: unknown)" },
@@ -110,6 +119,10 @@ const FAULTS: { dial: Probability; label: string }[] = [
   { dial: "throttle", label: "429 throttled" },
   { dial: "malformed_json", label: "Malformed JSON" },
   { dial: "extra_key", label: "An extra top-level key" },
+  // A job with a contract is answered as a model would; these break that answer only.
+  { dial: "prose", label: "Prose instead of JSON (jobs with a contract)" },
+  { dial: "missing_required_key", label: "A required key missing (jobs with a contract)" },
+  { dial: "wrong_type", label: "A value of the wrong type (jobs with a contract)" },
 ];
 
 /** The sandbox's dials and its timeouts, edited together and saved as one configuration. */

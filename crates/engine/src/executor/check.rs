@@ -19,7 +19,8 @@ impl Engine {
     /// Runs the contract check (SPEC §8) of `contract` against `provider` and stores it.
     /// Every sample is sent at temperature 0; the check passes only if every answer keeps the
     /// contract and every rendered prompt fits the provider's context window. A `sandbox`
-    /// provider without a `base_url` is checked against a sandbox started for the check.
+    /// provider is asked at its Chat Completions endpoint; one without a `base_url` is checked
+    /// against a sandbox started for the check.
     pub async fn check_contract(&self, contract: &str, provider: &str) -> Result<Check> {
         let contract = self.contract(contract).await?;
         let provider = self.provider(provider).await?;
@@ -105,7 +106,8 @@ async fn run_sample(
             return result;
         }
     };
-    if matches!(config.kind, ProviderKind::Openai | ProviderKind::Anthropic) {
+    // Every kind but `http` is sent the rendered prompt (a `sandbox` at its chat endpoint).
+    if config.kind != ProviderKind::Http {
         let count = tokens::count(client, config, base_url, &prompt).await;
         result.prompt_tokens = count.tokens;
         result.tokenizer = count.by.clone();
@@ -146,7 +148,7 @@ async fn run_sample(
     let classified = http::exchange(request, config, async |_| {}).await;
     result.latency_ms = Some(u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX));
     let judged = match classified {
-        Classified::Answer(body) => decode(config.kind, body).and_then(|decoded| {
+        Classified::Answer(body) => decode(config.kind, Some(contract), body).and_then(|decoded| {
             result.usage = decoded.usage.clone();
             judge(decoded.output, Some(contract))
         }),

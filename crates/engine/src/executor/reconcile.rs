@@ -117,7 +117,7 @@ impl Executor {
                     Some(name) => Some(engine.contract(name).await?),
                     None => None,
                 };
-                let judged = decode(provider.config.kind, result)
+                let judged = decode(provider.config.kind, contract.as_ref(), result)
                     .and_then(|decoded| judge(decoded.output, contract.as_ref()));
                 let result = match judged {
                     Ok(result) => result,

@@ -255,7 +255,7 @@ impl Executor {
         let Classified::Answer(body) = outcome else {
             return Ok(outcome);
         };
-        let decoded = match decode(config.kind, body) {
+        let decoded = match decode(config.kind, contract, body) {
             Ok(decoded) => decoded,
             Err(error) => return Ok(answered_but(error)),
         };

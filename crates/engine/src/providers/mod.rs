@@ -25,7 +25,8 @@ pub enum ProviderKind {
     Anthropic,
     /// Any JSON-over-HTTP endpoint: the job's input is the body, the JSON answer the result.
     Http,
-    /// The built-in loopback provider with fault dials.
+    /// The built-in loopback provider with fault dials. It echoes a job's input; a job with a
+    /// contract it answers at its Chat Completions endpoint, as an `openai` provider would.
     Sandbox,
 }
 
@@ -138,10 +139,16 @@ pub enum Output {
 }
 
 /// Reads the answer out of a 2xx JSON body by the provider's kind; a body that is not the
-/// kind's envelope is `invalid_answer`.
-pub fn decode(kind: ProviderKind, body: Value) -> std::result::Result<Decoded, AttemptError> {
+/// kind's envelope is `invalid_answer`. A `sandbox` answers a job with a contract as a Chat
+/// Completion (see [`build_request`]), so that answer is read as an `openai` one.
+pub fn decode(
+    kind: ProviderKind,
+    contract: Option<&Contract>,
+    body: Value,
+) -> std::result::Result<Decoded, AttemptError> {
     match kind {
         ProviderKind::Openai => openai::decode(&body),
+        ProviderKind::Sandbox if contract.is_some() => openai::decode(&body),
         ProviderKind::Anthropic => anthropic::decode(&body),
         ProviderKind::Http | ProviderKind::Sandbox => Ok(Decoded {
             output: Output::Json(body),
@@ -170,7 +177,9 @@ pub fn judge(
 
 /// Builds an attempt's request for the provider's kind, to `base_url` as configured: the
 /// job's input as the body for `http` and `sandbox`, the rendered contract prompt (or the
-/// input's own messages) for `openai` and `anthropic`. `params` are the intent's;
+/// input's own messages) for `openai` and `anthropic`. A job with a contract at a `sandbox`
+/// goes to the sandbox's Chat Completions endpoint as an `openai` job would, so its answer is
+/// made to the contract's schema and its dials can break it. `params` are the intent's;
 /// `api_key` is the one [`keys::api_key`] read for this call, and goes only into a header.
 #[allow(clippy::too_many_arguments)]
 pub fn build_request(
@@ -184,6 +193,15 @@ pub fn build_request(
     api_key: Option<&str>,
 ) -> std::result::Result<reqwest::RequestBuilder, AttemptError> {
     match config.kind {
+        ProviderKind::Sandbox if contract.is_some() => {
+            let body = openai::body(config, contract, input, params)?;
+            let url = sandbox::chat_url(base_url).ok_or_else(|| {
+                misconfigured(
+                    "the sandbox's base_url is not a URL its chat endpoint can be found from",
+                )
+            })?;
+            Ok(http::build(client, &url, job_id, &body, api_key))
+        }
         ProviderKind::Http | ProviderKind::Sandbox => {
             Ok(http::build(client, base_url, job_id, input, api_key))
         }

@@ -10,7 +10,8 @@
 //!   answer is 200 `{"echo": <body>, "request_id": "sbx-<n>", "answered_at": <time>}`; every
 //!   reply carries `X-Request-Id: sbx-<n>`, the id of the request it answers.
 //! - `POST /v1/chat/completions` — the same, speaking OpenAI's Chat Completions (an `openai`
-//!   provider whose `base_url` is the sandbox's url plus `/v1`). The answer is a chat completion
+//!   provider whose `base_url` is the sandbox's url plus `/v1`, and every job with a contract
+//!   at a `sandbox` provider, see [`chat_url`]). The answer is a chat completion
 //!   whose `choices[0].message.content` is a JSON text made to fit the schema of the request's
 //!   `response_format` (every property, the first of an `enum`, `"sandbox"` for a string, the
 //!   minimum or 0 for a number), with a usage block; `extra_key` puts an `"unexpected"` key
@@ -61,6 +62,17 @@ use crate::error::{Error, Result};
 
 /// The path of the chat mode, as an `openai` provider with `base_url` `<sandbox url>/v1` posts.
 pub const CHAT_PATH: &str = "/v1/chat/completions";
+
+/// The chat endpoint of the sandbox whose job endpoint is `base_url`: the same server, at
+/// [`CHAT_PATH`] (the job endpoint answers on any path, so the base URL's own path and query
+/// are dropped). `None` when `base_url` is not an http(s) URL.
+pub fn chat_url(base_url: &str) -> Option<String> {
+    let url = reqwest::Url::parse(base_url).ok()?;
+    if !matches!(url.scheme(), "http" | "https") || !url.has_host() {
+        return None;
+    }
+    url.join(CHAT_PATH).ok().map(String::from)
+}
 
 /// One request the sandbox saw on its job endpoint.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, specta::Type)]
@@ -182,4 +194,17 @@ impl Sandbox {
 /// A poisoned lock only means another request panicked; the data is still consistent.
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_chat_endpoint_is_found_from_any_job_endpoint_url() {
+        let chat = Some("http://127.0.0.1:8080/v1/chat/completions".to_owned());
+        assert_eq!(chat_url("http://127.0.0.1:8080"), chat);
+        assert_eq!(chat_url("http://127.0.0.1:8080/pay/?order=45"), chat);
+        assert_eq!(chat_url("not a url"), None);
+    }
 }
