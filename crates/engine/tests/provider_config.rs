@@ -367,13 +367,12 @@ async fn a_test_run_in_a_desktop_session_never_touches_its_keyring() {
             .expect("removed");
         return;
     }
-    let desktop = DesktopSession::start().expect("a desktop session's keyring");
-    desktop
-        .store(SERVICE, "primary", PERSONS_KEY)
-        .expect("the person's key");
-    desktop
-        .run_test("a_test_run_in_a_desktop_session_never_touches_its_keyring")
-        .expect("the test passes in the session");
-    let kept = desktop.lookup(SERVICE, "primary").expect("looked up");
+    let (_desktop, kept) = DesktopSession::run_beside_key(
+        "a_test_run_in_a_desktop_session_never_touches_its_keyring",
+        SERVICE,
+        "primary",
+        PERSONS_KEY,
+    )
+    .expect("the test passes in a desktop session holding the person's key");
     assert_eq!(kept.as_deref(), Some(PERSONS_KEY));
 }

@@ -98,6 +98,22 @@ impl DesktopSession {
             .then(|| String::from_utf8_lossy(&out.stdout).into_owned()))
     }
 
+    /// Starts a session whose keyring holds `secret` for `service` and `user`, runs the test
+    /// `name` in it ([`DesktopSession::run_test`]), and returns the session with what its
+    /// keyring holds for them afterwards.
+    pub fn run_beside_key(
+        name: &str,
+        service: &str,
+        user: &str,
+        secret: &str,
+    ) -> std::io::Result<(DesktopSession, Option<String>)> {
+        let desktop = DesktopSession::start()?;
+        desktop.store(service, user, secret)?;
+        desktop.run_test(name)?;
+        let kept = desktop.lookup(service, user)?;
+        Ok((desktop, kept))
+    }
+
     /// Runs the test `name` of this test binary again, alone, in a process started in this
     /// session ([`DesktopSession::env`], [`DesktopSession::inside`] true there). An error, with
     /// the run's output, unless that one test ran and passed.
