@@ -23,6 +23,15 @@ pub async fn submit(
     state.engine.submit(&state.owner, &key, &intent_json).await
 }
 
+/// The fingerprint of an intent (JSON text), as a submit would store it: the hex SHA-256 of
+/// its canonical JSON. The Submit screen asks it to tell an edit from the same intent
+/// rewritten; a bad intent is `invalid_input` naming the field.
+#[tauri::command]
+#[specta::specta]
+pub async fn fingerprint(intent_json: String) -> Result<String, Error> {
+    Ok(onejob_engine::intent::parse_intent(&intent_json)?.fingerprint)
+}
+
 /// One page of jobs, newest first (oldest first with `oldest_first`), optionally of one
 /// status, matching `search` (the start of an idempotency key or a job id) and naming
 /// `provider`; pass the previous page's `next` as `after` to continue in the same direction.

@@ -67,6 +67,7 @@ pub fn specta_builder<R: Runtime>() -> tauri_specta::Builder<R> {
     tauri_specta::Builder::new()
         .commands(tauri_specta::collect_commands![
             commands::submit,
+            commands::fingerprint,
             commands::list_jobs,
             commands::count_jobs,
             commands::needs_attention,

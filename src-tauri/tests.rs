@@ -218,6 +218,30 @@ fn a_repeated_submit_of_one_draft_returns_the_same_job_and_a_new_intent_is_a_con
 }
 
 #[test]
+fn the_fingerprint_is_the_one_a_submit_stores_and_ignores_how_the_intent_is_written() {
+    let app = headless_app();
+    let intent = r#"{"route": ["sandbox"], "input": {"n": 1, "text": "a"}}"#;
+    let job = invoke(
+        &app.window,
+        "submit",
+        json!({"key": "draft-1", "intentJson": intent}),
+    )
+    .unwrap();
+    let fingerprint = |text: &str| invoke(&app.window, "fingerprint", json!({"intentJson": text}));
+    assert_eq!(fingerprint(intent).unwrap(), job["job"]["fingerprint"]);
+    // Another order, other whitespace, another number form and a null optional field: the same intent.
+    let rewritten = "{ \"input\": {\"text\": \"a\", \"n\": 1.0},\n  \"route\": [\"sandbox\"], \"params\": null }";
+    assert_eq!(fingerprint(rewritten).unwrap(), job["job"]["fingerprint"]);
+    let other = fingerprint(r#"{"route": ["sandbox"], "input": {"n": 2, "text": "a"}}"#).unwrap();
+    assert_ne!(other, job["job"]["fingerprint"]);
+
+    let bad = fingerprint(r#"{"route": ["sandbox"], "input": {"n": 1"#).unwrap_err();
+    assert_eq!(bad["code"], json!("invalid_input"));
+    let unknown = fingerprint(r#"{"route": ["sandbox"], "input": {}, "paramz": {}}"#).unwrap_err();
+    assert_eq!(unknown["details"]["field"], json!("intent.paramz"));
+}
+
+#[test]
 fn retry_cancel_and_resolve_reach_the_engine() {
     let app = headless_app();
     let job_id = submit(&app.engine, OWNER, "draft-1");

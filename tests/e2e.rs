@@ -52,9 +52,9 @@ fn two_clicks_within_50_ms_make_one_job_and_an_edited_intent_a_new_one() {
         })
         .await;
 
-        // Editing the intent after a submit starts a new draft with a new key. The text is
-        // selected and typed over, as a person does: WebDriver's clear() sets the value behind
-        // React's back, so a re-render (a ledger change) would put the old intent back.
+        // A different intent after a submit gets a new key. The text is selected and typed
+        // over, as a person does: WebDriver's clear() sets the value behind React's back, so a
+        // re-render (a ledger change) would put the old intent back.
         let edit = r#"{"route": ["sandbox"], "input": {"prompt": "Say hello again"}}"#;
         let intent = w.wait_for("[data-testid=intent]").await;
         w.client
@@ -70,8 +70,8 @@ fn two_clicks_within_50_ms_make_one_job_and_an_edited_intent_a_new_one() {
             Some(edit),
             "the typed intent replaced the old one"
         );
-        let new_key = w.attr("[data-testid=draft-key]", "title").await.unwrap();
-        assert_ne!(new_key, key, "an edit after a submit makes a new key");
+        // The key follows once the engine has fingerprinted the new intent.
+        let new_key = wait_key(&w, |k| k != key).await;
         w.click("[data-testid=submit]").await;
         w.wait_text("[data-testid=outcomes]", |t| {
             t.contains("Submitted: new job")
@@ -88,6 +88,7 @@ fn two_clicks_within_50_ms_make_one_job_and_an_edited_intent_a_new_one() {
         assert_eq!(job_ids(&w).await, vec![fresh[0].clone(), fresh[0].clone()]);
         let page = w.engine.jobs("local", &Default::default()).await.unwrap();
         assert_eq!(page.jobs.len(), 2);
+        assert!(page.jobs.iter().any(|j| j.idempotency_key == new_key));
 
         w.click("[data-screen=settings]").await;
         let db = w.attr("[data-testid=db-path]", "title").await.unwrap();
@@ -129,6 +130,118 @@ fn two_clicks_within_50_ms_make_one_job_and_an_edited_intent_a_new_one() {
         w.screenshot("jobs").await;
         w.close().await;
     });
+}
+
+#[test]
+fn a_draft_and_its_key_survive_a_visit_to_the_job_and_back() {
+    run(async {
+        let w = Window::open(|_| async {}).await;
+        w.click("[data-screen=submit]").await;
+        let key = w.attr("[data-testid=draft-key]", "title").await.unwrap();
+        let intent = w
+            .wait_for("[data-testid=intent]")
+            .await
+            .prop("value")
+            .await
+            .unwrap();
+        w.click("[data-testid=submit]").await;
+        w.wait_text("[data-testid=outcomes]", |t| {
+            t.contains("Submitted: new job")
+        })
+        .await;
+        w.click("[data-testid=submit]").await;
+        w.wait_text("[data-testid=outcomes]", |t| {
+            t.contains("Already submitted")
+        })
+        .await;
+
+        // The job, opened from the "already submitted" line, then back to Submit.
+        w.click("[data-testid=outcomes] [data-kind=replayed] [data-job-id]")
+            .await;
+        w.wait_for("#job-title").await;
+        w.click("[data-screen=submit]").await;
+        assert_eq!(
+            w.attr("[data-testid=draft-key]", "title").await.unwrap(),
+            key,
+            "the draft came back with its key"
+        );
+        let field = w.wait_for("[data-testid=intent]").await;
+        assert_eq!(field.prop("value").await.unwrap(), intent);
+        assert_eq!(job_ids(&w).await.len(), 2, "and with its outcomes");
+        w.click("[data-testid=submit]").await;
+        w.wait_text("[data-testid=outcomes]", |t| {
+            t.matches("Already submitted").count() == 2
+        })
+        .await;
+        let page = w.engine.jobs("local", &Default::default()).await.unwrap();
+        assert_eq!(page.jobs.len(), 1, "three clicks and a visit, one job");
+        assert_eq!(page.jobs[0].idempotency_key, key);
+
+        // Spaces added to the JSON are the same intent: the same key, already submitted.
+        w.client
+            .execute(
+                "const t = arguments[0]; t.focus(); t.setSelectionRange(t.value.length, t.value.length);",
+                vec![serde_json::to_value(&field).unwrap()],
+            )
+            .await
+            .unwrap();
+        field.send_keys("   ").await.unwrap();
+        let spaced = format!("{}   ", intent.as_deref().unwrap());
+        assert_eq!(
+            field.prop("value").await.unwrap().as_deref(),
+            Some(&*spaced)
+        );
+        w.click("[data-testid=submit]").await;
+        w.wait_text("[data-testid=outcomes]", |t| {
+            t.matches("Already submitted").count() == 3
+        })
+        .await;
+        assert_eq!(wait_key(&w, |_| true).await, key);
+
+        // A reload of the window keeps the draft too.
+        w.client.refresh().await.unwrap();
+        w.click("[data-screen=submit]").await;
+        assert_eq!(wait_key(&w, |_| true).await, key);
+        assert_eq!(
+            w.wait_for("[data-testid=intent]")
+                .await
+                .prop("value")
+                .await
+                .unwrap()
+                .as_deref(),
+            Some(&*spaced)
+        );
+        assert_eq!(job_ids(&w).await.len(), 4);
+        let page = w.engine.jobs("local", &Default::default()).await.unwrap();
+        assert_eq!(page.jobs.len(), 1, "one intent, one job");
+
+        // New draft is the one way to a new key on purpose: the next click makes a new job.
+        w.click("[data-testid=new-draft]").await;
+        let fresh = wait_key(&w, |k| k != key).await;
+        w.click("[data-testid=submit]").await;
+        w.wait_text("[data-testid=outcomes]", |t| {
+            t.contains("Submitted: new job")
+        })
+        .await;
+        let page = w.engine.jobs("local", &Default::default()).await.unwrap();
+        assert_eq!(page.jobs.len(), 2);
+        assert!(page.jobs.iter().any(|j| j.idempotency_key == fresh));
+        w.screenshot("submit-draft").await;
+        w.close().await;
+    });
+}
+
+/// Waits up to 20 s for the draft's key to satisfy `check`, and returns it.
+async fn wait_key(w: &Window, check: impl Fn(&str) -> bool) -> String {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let key = w.attr("[data-testid=draft-key]", "title").await.unwrap();
+        if check(&key) {
+            return key;
+        }
+        assert!(Instant::now() < deadline, "the draft's key stayed {key}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }
 
 async fn job_ids(w: &Window) -> Vec<String> {

@@ -13,6 +13,12 @@ export const commands = {
 	 */
 	submit: (key: string, intentJson: string) => typedError<Submitted, Error>(__TAURI_INVOKE("submit", { key, intentJson })),
 	/**
+	 *  The fingerprint of an intent (JSON text), as a submit would store it: the hex SHA-256 of
+	 *  its canonical JSON. The Submit screen asks it to tell an edit from the same intent
+	 *  rewritten; a bad intent is `invalid_input` naming the field.
+	 */
+	fingerprint: (intentJson: string) => typedError<string, Error>(__TAURI_INVOKE("fingerprint", { intentJson })),
+	/**
 	 *  One page of jobs, newest first (oldest first with `oldest_first`), optionally of one
 	 *  status, matching `search` (the start of an idempotency key or a job id) and naming
 	 *  `provider`; pass the previous page's `next` as `after` to continue in the same direction.

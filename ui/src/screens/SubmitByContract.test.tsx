@@ -6,7 +6,13 @@ import { job } from "../test/fixtures";
 import { SubmitScreen } from "./SubmitScreen";
 
 vi.mock("../bindings", () => ({
-  commands: { submit: vi.fn(), providers: vi.fn(), contracts: vi.fn() },
+  commands: {
+    submit: vi.fn(),
+    // Every intent here is a different one: its text is its fingerprint.
+    fingerprint: vi.fn((text: string) => Promise.resolve({ status: "ok", data: text })),
+    providers: vi.fn(),
+    contracts: vi.fn(),
+  },
 }));
 
 const submit = vi.mocked(commands.submit);
@@ -26,7 +32,18 @@ const contract: ContractView = {
   ],
 };
 
-const type = (testId: string, value: string) => fireEvent.change(screen.getByTestId(testId), { target: { value } });
+/** Lets every pending answer (fingerprints, the clicks' decisions, submits) land. */
+const settle = () => act(async () => new Promise<void>((resolve) => setTimeout(resolve, 0)));
+
+async function type(testId: string, value: string) {
+  fireEvent.change(screen.getByTestId(testId), { target: { value } });
+  await settle();
+}
+
+async function click(testId: string) {
+  fireEvent.click(screen.getByTestId(testId));
+  await settle();
+}
 
 async function renderLoaded() {
   vi.mocked(commands.providers).mockResolvedValue({ status: "ok", data: ["model-a", "model-b", "model-c"].map(provider) });
@@ -39,24 +56,25 @@ async function renderLoaded() {
 
 afterEach(() => {
   cleanup();
+  sessionStorage.clear();
   submit.mockReset();
 });
 
 describe("submit by contract", () => {
   it("turns the contract's fields into inputs and builds the intent from them and the route", async () => {
     await renderLoaded();
-    type("submit-contract", "summary");
+    await type("submit-contract", "summary");
     expect(screen.queryByTestId("intent")).toBeNull();
-    type("submit-field-text", "The cat sat.");
-    type("submit-field-style.lang", "pl");
-    type("submit-route-add", "model-b");
-    type("submit-route-add", "model-c");
+    await type("submit-field-text", "The cat sat.");
+    await type("submit-field-style.lang", "pl");
+    await type("submit-route-add", "model-b");
+    await type("submit-route-add", "model-c");
     expect(screen.getByTestId("submit-route-validated-model-b").textContent).toBe("validated fallback");
     expect(screen.getByTestId("submit-route-unvalidated-model-c").textContent).toBe("not validated: no automatic failover");
-    fireEvent.click(screen.getByTestId("submit-route-up-model-c"));
-    type("submit-max-attempts", "3");
-    type("submit-params", '{"temperature": 0}');
-    fireEvent.click(screen.getByTestId("submit-show-json"));
+    await click("submit-route-up-model-c");
+    await type("submit-max-attempts", "3");
+    await type("submit-params", '{"temperature": 0}');
+    await click("submit-show-json");
     const shown = (screen.getByTestId("intent") as HTMLTextAreaElement).value;
     expect(JSON.parse(shown)).toEqual({
       route: ["model-a", "model-c", "model-b"],
@@ -65,32 +83,32 @@ describe("submit by contract", () => {
       max_attempts: 3,
       params: { temperature: 0 },
     });
-    await act(async () => fireEvent.click(screen.getByTestId("submit")));
+    await click("submit");
     expect(submit.mock.calls[0]?.[1]).toBe(shown);
   });
 
   it("keeps the draft's key for every click and makes a new one when the form changes after a submit", async () => {
     await renderLoaded();
     const key = screen.getByTestId("draft-key").title;
-    type("submit-contract", "summary");
-    type("submit-field-text", "one");
+    await type("submit-contract", "summary");
+    await type("submit-field-text", "one");
     expect(screen.getByTestId("draft-key").title).toBe(key);
-    await act(async () => fireEvent.click(screen.getByTestId("submit")));
-    await act(async () => fireEvent.click(screen.getByTestId("submit")));
+    await click("submit");
+    await click("submit");
     expect(submit.mock.calls.map(([k]) => k)).toEqual([key, key]);
-    type("submit-field-text", "two");
+    await type("submit-field-text", "two");
     const fresh = screen.getByTestId("draft-key").title;
     expect(fresh).not.toBe(key);
-    await act(async () => fireEvent.click(screen.getByTestId("submit")));
+    await click("submit");
     expect(submit.mock.calls[2]?.[0]).toBe(fresh);
     expect(JSON.parse(submit.mock.calls[2]?.[1] ?? "{}")).toMatchObject({ input: { text: "two" } });
   });
 
   it("sends nothing while a form field is wrong, and says which", async () => {
     await renderLoaded();
-    type("submit-contract", "summary");
-    type("submit-params", "[1]");
-    fireEvent.click(screen.getByTestId("submit"));
+    await type("submit-contract", "summary");
+    await type("submit-params", "[1]");
+    await click("submit");
     expect(screen.getByTestId("submit-error-params").textContent).toMatch(/A JSON object/);
     expect(submit).not.toHaveBeenCalled();
   });

@@ -7,7 +7,12 @@ import { job } from "../test/fixtures";
 import { SubmitScreen } from "./SubmitScreen";
 
 vi.mock("../bindings", () => ({
-  commands: { submit: vi.fn(), providers: vi.fn(() => Promise.resolve({ status: "ok", data: [] })) },
+  commands: {
+    submit: vi.fn(),
+    // Every intent here is a different one: its text is its fingerprint.
+    fingerprint: vi.fn((text: string) => Promise.resolve({ status: "ok", data: text })),
+    providers: vi.fn(() => Promise.resolve({ status: "ok", data: [] })),
+  },
 }));
 
 type Answer = Result<Submitted, EngineError>;
@@ -22,8 +27,12 @@ function pendingSubmits(): ((answer: Answer) => void)[] {
 
 const ok = (id: string, replayed: boolean): Answer => ({ status: "ok", data: { job: job(id), replayed } });
 
+/** Lets every pending answer (fingerprints, the clicks' decisions) land. */
+const settle = () => act(async () => new Promise<void>((resolve) => setTimeout(resolve, 0)));
+
 afterEach(() => {
   cleanup();
+  sessionStorage.clear();
   submit.mockReset();
 });
 
@@ -34,6 +43,7 @@ describe("the Submit screen", () => {
     const key = screen.getByTestId("draft-key").title;
     fireEvent.click(screen.getByTestId("submit"));
     fireEvent.click(screen.getByTestId("submit"));
+    await settle();
     expect(submit.mock.calls.map(([k]) => k)).toEqual([key, key]);
     // The second answer arrives first; the outcomes stay in click order.
     await act(async () => answers[1]?.(ok("job-1", true)));
@@ -49,10 +59,13 @@ describe("the Submit screen", () => {
     fireEvent.change(screen.getByTestId("intent"), { target: { value: '{"route": ["sandbox"], "input": {}}' } });
     expect(screen.getByTestId("draft-key").title).toBe(key);
     fireEvent.click(screen.getByTestId("submit"));
+    await settle();
     fireEvent.change(screen.getByTestId("intent"), { target: { value: '{"route": ["sandbox"], "input": {"n": 2}}' } });
+    await settle();
     const fresh = screen.getByTestId("draft-key").title;
     expect(fresh).not.toBe(key);
     fireEvent.click(screen.getByTestId("submit"));
+    await settle();
     expect(submit.mock.calls.map(([k]) => k)).toEqual([key, fresh]);
     await act(async () => answers[0]?.(ok("old-job", false)));
     await act(async () => answers[1]?.(ok("new-job", false)));

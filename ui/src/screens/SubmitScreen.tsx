@@ -1,59 +1,36 @@
-// The Submit screen: one draft, one idempotency key, however often Submit is clicked. An intent
-// is written as JSON, or built by contract: the contract's {{fields}} become inputs and the
-// route is picked from the configured providers; the JSON stays one click away.
-import { useRef, useState } from "react";
+// The Submit screen: one draft, one idempotency key per intent, however often Submit is
+// clicked. An intent is written as JSON, or built by contract: the contract's {{fields}} become
+// inputs and the route is picked from the configured providers; the JSON stays one click away.
+// The draft lives above the screen (draftStore), so leaving and coming back changes nothing.
+import { useState } from "react";
 
-import { call, useLedger, useRead } from "../api";
-import { commands, type ContractView, type Submitted } from "../bindings";
+import { useLedger, useRead } from "../api";
+import { commands, type ContractView } from "../bindings";
 import { CopyId } from "../components/CopyId";
 import { FieldError } from "../components/ProviderForm";
 import { StatusBadge } from "../components/StatusBadge";
-import { clicked, edited, startDraft, type Draft } from "../draft";
+import { shownOutcomes, type Outcome } from "../draft";
+import { editForm, editIntent, newDraft, showJson as setShowJson, submitDraft, useDraft } from "../draftStore";
 import { existingJob, type Shown } from "../errors";
 import { hasErrors, type FieldErrors } from "../forms/fields";
 import { checkIntentForm, intentOf, validated, type IntentForm } from "../forms/intentForm";
 
-/** What a new draft starts with: a job for the built-in sandbox. */
-export const TEMPLATE = `{
-  "route": ["sandbox"],
-  "input": {"prompt": "Say hello"}
-}`;
-
-/** What one click on Submit came to. */
-type Outcome =
-  | { click: number; kind: "submitted" | "replayed"; submitted: Submitted }
-  | { click: number; kind: "error"; error: Shown };
-
 export function SubmitScreen({ open }: { open: (jobId: string) => void }) {
-  const [draft, setDraft] = useState<Draft>(() => startDraft(TEMPLATE));
-  const [outcomes, setOutcomes] = useState<Outcome[]>([]);
-  // The click counter lives outside state so two clicks in one frame get distinct numbers.
-  const clicks = useRef(0);
-  // Read at click time, so a click uses the draft as it is now, not as it was rendered.
-  const current = useRef(draft);
-  current.current = draft;
+  const draft = useDraft();
+  const { form, showJson } = draft;
   const { changed } = useLedger();
   const providers = useRead(() => commands.providers(), []);
   const contracts = useRead(() => commands.contracts(), []);
-  const [form, setForm] = useState<IntentForm>({ contract: "", inputs: {}, route: [], maxAttempts: "", params: "" });
-  const [showJson, setShowJson] = useState(false);
   const [formErrors, setFormErrors] = useState<FieldErrors>({});
   const contract = contracts.data?.find((c) => c.name === form.contract) ?? null;
   const fields = contract?.fields ?? [];
 
   /** A change to the form: the intent is rebuilt from it, under the draft's key rules. */
   const onForm = (next: IntentForm) => {
-    setForm(next);
     setFormErrors({});
     const chosen = contracts.data?.find((c) => c.name === next.contract) ?? null;
-    if (chosen !== null) onEdit(intentOf(next, chosen.fields));
-  };
-
-  const onEdit = (intent: string) => {
-    const next = edited(current.current, intent);
-    if (next.key !== current.current.key) setOutcomes([]);
-    current.current = next;
-    setDraft(next);
+    if (chosen !== null) editIntent(intentOf(next, chosen.fields), next);
+    else editForm(next);
   };
 
   const onSubmit = () => {
@@ -62,21 +39,7 @@ export function SubmitScreen({ open }: { open: (jobId: string) => void }) {
       setFormErrors(found);
       if (hasErrors(found)) return;
     }
-    const click = ++clicks.current;
-    const d = clicked(current.current);
-    current.current = d;
-    setDraft(d);
-    void call(() => commands.submit(d.key, d.intent)).then((result) => {
-      const outcome: Outcome =
-        result.status === "ok"
-          ? { click, kind: result.data.replayed ? "replayed" : "submitted", submitted: result.data }
-          : { click, kind: "error", error: result.error };
-      // An answer for a draft that has since been edited away belongs to no outcome shown now.
-      if (current.current.key === d.key) {
-        setOutcomes((all) => [...all, outcome].sort((a, b) => a.click - b.click));
-      }
-      changed();
-    });
+    submitDraft(changed);
   };
 
   const names = providers.data?.map((p) => p.name) ?? [];
@@ -85,12 +48,27 @@ export function SubmitScreen({ open }: { open: (jobId: string) => void }) {
       <h2 id="submit-title">Submit a job</h2>
       <p className="muted">
         This draft has one idempotency key. Clicking Submit again sends the same key: you get
-        the same job, never a second one. Editing the intent after a submit starts a new draft
-        with a new key.
+        the same job, never a second one. It stays while you visit other screens. Only a
+        different intent gets a new key; rewriting it (spaces, key order) or editing it back
+        keeps the key. To run the same intent again on purpose, start a new draft.
       </p>
       <div className="field">
         <span className="label">Idempotency key</span>
-        <CopyId value={draft.key} full testId="draft-key" />
+        <span className="draft-key">
+          <CopyId value={draft.key} full testId="draft-key" />{" "}
+          <button
+            type="button"
+            className="button"
+            onClick={() => {
+              setFormErrors({});
+              newDraft();
+            }}
+            title="Keep what is written, with a new idempotency key: the next Submit makes a new job"
+            data-testid="new-draft"
+          >
+            New draft
+          </button>
+        </span>
       </div>
       <label className="field">
         <span className="label">Contract — pick one to fill its fields in a form</span>
@@ -134,7 +112,7 @@ export function SubmitScreen({ open }: { open: (jobId: string) => void }) {
             spellCheck={false}
             rows={8}
             value={draft.intent}
-            onChange={(e) => onEdit(e.currentTarget.value)}
+            onChange={(e) => editIntent(e.currentTarget.value)}
             data-testid="intent"
           />
         </label>
@@ -148,7 +126,7 @@ export function SubmitScreen({ open }: { open: (jobId: string) => void }) {
         </button>
       </div>
       <ol className="outcomes" aria-live="polite" data-testid="outcomes">
-        {outcomes.map((o) => (
+        {shownOutcomes(draft).map((o) => (
           <li key={o.click} className={`outcome outcome-${o.kind}`} data-kind={o.kind}>
             <OutcomeLine outcome={o} open={open} />
           </li>
@@ -281,7 +259,7 @@ function OutcomeLine({ outcome, open }: { outcome: Outcome; open: (jobId: string
   if (outcome.kind === "error") {
     return <span>{explain(outcome.error)}</span>;
   }
-  const { job } = outcome.submitted;
+  const { job } = outcome;
   return (
     <span>
       {outcome.kind === "submitted" ? "Submitted: new job " : "Already submitted: the same job "}
@@ -302,7 +280,7 @@ export function explain(error: Shown): string {
     case "idempotency_conflict": {
       const job = existingJob(error);
       const which = job === null ? "another job" : `job ${job}`;
-      return `This key already belongs to ${which}, submitted with a different intent (${error.message}). Edit the intent to start a new draft with a new key.`;
+      return `This key already belongs to ${which}, submitted with a different intent (${error.message}). Edit the intent, or click New draft, to start a new draft with a new key.`;
     }
     case "invalid_input":
       return `The intent is not valid: ${error.message}`;
