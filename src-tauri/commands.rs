@@ -20,7 +20,10 @@ pub async fn submit(
     key: String,
     intent_json: String,
 ) -> Result<Submitted, Error> {
-    state.engine.submit(&state.owner, &key, &intent_json).await
+    state
+        .engine()?
+        .submit(&state.owner, &key, &intent_json)
+        .await
 }
 
 /// The fingerprint of an intent (JSON text), as a submit would store it: the hex SHA-256 of
@@ -54,7 +57,7 @@ pub async fn list_jobs(
         limit,
         oldest_first: oldest_first.unwrap_or(false),
     };
-    state.engine.jobs(&state.owner, &query).await
+    state.engine()?.jobs(&state.owner, &query).await
 }
 
 /// How many jobs the same filters as `list_jobs` give: the length of the Jobs list.
@@ -72,21 +75,21 @@ pub async fn count_jobs(
         provider,
         ..Default::default()
     };
-    state.engine.count_jobs(&state.owner, &query).await
+    state.engine()?.count_jobs(&state.owner, &query).await
 }
 
 /// How many jobs need a person: `unknown` ones and those flagged for review.
 #[tauri::command]
 #[specta::specta]
 pub async fn needs_attention(state: State<'_, AppState>) -> Result<u32, Error> {
-    state.engine.needs_attention(&state.owner).await
+    state.engine()?.needs_attention(&state.owner).await
 }
 
 /// One job with its attempts and event history.
 #[tauri::command]
 #[specta::specta]
 pub async fn job(state: State<'_, AppState>, id: String) -> Result<JobDetail, Error> {
-    state.engine.job(&state.owner, &id).await
+    state.engine()?.job(&state.owner, &id).await
 }
 
 /// A person's retry: the next attempt starts now, at `provider` or where the last one ran;
@@ -99,7 +102,7 @@ pub async fn retry(
     provider: Option<String>,
 ) -> Result<JobAttempt, Error> {
     state
-        .engine
+        .engine()?
         .retry(&state.owner, &job_id, provider.as_deref())
         .await
 }
@@ -114,7 +117,7 @@ pub async fn resolve(
     resolution: Resolution,
 ) -> Result<JobAttempt, Error> {
     state
-        .engine
+        .engine()?
         .resolve(&state.owner, &attempt_id, verdict, resolution)
         .await
 }
@@ -123,7 +126,7 @@ pub async fn resolve(
 #[tauri::command]
 #[specta::specta]
 pub async fn cancel(state: State<'_, AppState>, job_id: String) -> Result<Job, Error> {
-    state.engine.cancel(&state.owner, &job_id).await
+    state.engine()?.cancel(&state.owner, &job_id).await
 }
 
 /// Every configured provider, by name: its configuration (never a key) and, for the
@@ -131,7 +134,8 @@ pub async fn cancel(state: State<'_, AppState>, job_id: String) -> Result<Job, E
 #[tauri::command]
 #[specta::specta]
 pub async fn providers(state: State<'_, AppState>) -> Result<Vec<ProviderView>, Error> {
-    ProviderView::all(&state.engine, state.engine.providers().await?).await
+    let engine = state.engine()?;
+    ProviderView::all(engine, engine.providers().await?).await
 }
 
 /// Adds a provider from its JSON configuration, replacing one of the same name.
@@ -141,8 +145,9 @@ pub async fn save_provider(
     state: State<'_, AppState>,
     config_json: String,
 ) -> Result<ProviderView, Error> {
-    let (provider, _) = state.engine.add_provider(&config_json).await?;
-    ProviderView::of(&state.engine, provider).await
+    let engine = state.engine()?;
+    let (provider, _) = engine.add_provider(&config_json).await?;
+    ProviderView::of(engine, provider).await
 }
 
 /// Stores a provider's API key in the OS keyring, replacing any before. The key is never
@@ -154,14 +159,14 @@ pub async fn set_provider_key(
     name: String,
     key: String,
 ) -> Result<(), Error> {
-    state.engine.set_provider_key(&name, &key).await
+    state.engine()?.set_provider_key(&name, &key).await
 }
 
 /// Removes a provider's API key from the OS keyring; done when there is none.
 #[tauri::command]
 #[specta::specta]
 pub async fn clear_provider_key(state: State<'_, AppState>, name: String) -> Result<(), Error> {
-    state.engine.clear_provider_key(&name).await
+    state.engine()?.clear_provider_key(&name).await
 }
 
 /// How many open jobs (`queued`, `running`, `unknown`, of every owner) name a provider: what
@@ -169,14 +174,14 @@ pub async fn clear_provider_key(state: State<'_, AppState>, name: String) -> Res
 #[tauri::command]
 #[specta::specta]
 pub async fn provider_in_use(state: State<'_, AppState>, name: String) -> Result<OpenJobs, Error> {
-    state.engine.jobs_naming_provider(&name).await
+    state.engine()?.jobs_naming_provider(&name).await
 }
 
 /// Removes a provider; jobs and attempts that name it keep the name.
 #[tauri::command]
 #[specta::specta]
 pub async fn remove_provider(state: State<'_, AppState>, name: String) -> Result<(), Error> {
-    state.engine.remove_provider(&name).await
+    state.engine()?.remove_provider(&name).await
 }
 
 /// Every contract, by name, with its last check against each provider it was checked with.
@@ -184,8 +189,9 @@ pub async fn remove_provider(state: State<'_, AppState>, name: String) -> Result
 #[specta::specta]
 pub async fn contracts(state: State<'_, AppState>) -> Result<Vec<ContractView>, Error> {
     let mut views = Vec::new();
-    for contract in state.engine.contracts().await? {
-        let checks = state.engine.contract_checks(&contract.name).await?;
+    let engine = state.engine()?;
+    for contract in engine.contracts().await? {
+        let checks = engine.contract_checks(&contract.name).await?;
         views.push(ContractView::new(contract, checks));
     }
     Ok(views)
@@ -200,8 +206,9 @@ pub async fn save_contract(
     state: State<'_, AppState>,
     contract_json: String,
 ) -> Result<ContractView, Error> {
-    let added = state.engine.add_contract(&contract_json).await?;
-    let checks = state.engine.contract_checks(&added.contract.name).await?;
+    let engine = state.engine()?;
+    let added = engine.add_contract(&contract_json).await?;
+    let checks = engine.contract_checks(&added.contract.name).await?;
     Ok(ContractView::new(added.contract, checks))
 }
 
@@ -210,7 +217,7 @@ pub async fn save_contract(
 #[tauri::command]
 #[specta::specta]
 pub async fn contract_in_use(state: State<'_, AppState>, name: String) -> Result<OpenJobs, Error> {
-    state.engine.jobs_naming_contract(&name).await
+    state.engine()?.jobs_naming_contract(&name).await
 }
 
 /// Removes a contract and its checks; jobs keep its name, and an open one fails
@@ -218,7 +225,7 @@ pub async fn contract_in_use(state: State<'_, AppState>, name: String) -> Result
 #[tauri::command]
 #[specta::specta]
 pub async fn remove_contract(state: State<'_, AppState>, name: String) -> Result<(), Error> {
-    state.engine.remove_contract(&name).await
+    state.engine()?.remove_contract(&name).await
 }
 
 /// Runs a contract check: every sample is sent to the provider at temperature 0, and the stored
@@ -231,7 +238,7 @@ pub async fn check_contract(
     provider: String,
 ) -> Result<CheckView, Error> {
     Ok(state
-        .engine
+        .engine()?
         .check_contract(&contract, &provider)
         .await?
         .into())

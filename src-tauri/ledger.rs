@@ -5,9 +5,11 @@
 //! app starts next: the running app keeps the ledger it opened. A PostgreSQL URL is saved
 //! without a password, and one that carries a password is refused: the password belongs in
 //! `~/.pgpass` (or `PGPASSFILE`, or `PGPASSWORD`), where PostgreSQL's own tools look too, so
-//! the app never writes it down.
+//! the app never writes it down. A file is saved as an absolute path, `~` expanded, so the
+//! folder the app starts from never changes which file it opens; and a saved file that is
+//! gone at start is not made anew behind the person's back (see [`is_missing`]).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use onejob_engine::{default_db_path, Engine, Error};
 
@@ -53,6 +55,46 @@ pub fn to_open() -> (String, Source) {
     (default_db_path().display().to_string(), Source::Default)
 }
 
+/// Whether the ledger to open is a file chosen in Settings that is not there any more (its
+/// drive unmounted, or the file removed): opening it would make a new, empty ledger in its
+/// place, so the app asks first. A file named by `ONEJOB_DB` or the default file is made when
+/// missing, as the CLI does.
+pub fn is_missing(location: &str, source: Source) -> bool {
+    source == Source::Settings
+        && !onejob_engine::store::postgres::is_url(location)
+        && !Path::new(location).exists()
+}
+
+/// A file ledger's path as it is checked, saved and shown: `~` and `~/…` expanded to the home
+/// folder, then made absolute against the current folder. A URL is left as it is.
+pub fn absolute(location: &str) -> Result<String, Error> {
+    if onejob_engine::store::postgres::is_url(location) || location.contains("://") {
+        return Ok(location.to_owned());
+    }
+    let path = match location.strip_prefix('~') {
+        Some(rest) if rest.is_empty() || rest.starts_with(['/', std::path::MAIN_SEPARATOR]) => {
+            let home = dirs::home_dir().ok_or_else(|| {
+                Error::invalid_input(
+                    "ledger",
+                    "~ names the home folder, which is not known here; give the full path",
+                )
+            })?;
+            match rest.trim_start_matches(['/', std::path::MAIN_SEPARATOR]) {
+                "" => home,
+                rest => home.join(rest),
+            }
+        }
+        _ => PathBuf::from(location),
+    };
+    let path = std::path::absolute(&path).map_err(|e| {
+        Error::invalid_input(
+            "ledger",
+            format!("{location} cannot be made a full path: {e}"),
+        )
+    })?;
+    Ok(path.display().to_string())
+}
+
 /// Where the ledger the app opened was named.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, specta::Type)]
 #[serde(rename_all = "snake_case")]
@@ -65,9 +107,10 @@ pub enum Source {
     Default,
 }
 
-/// Checks `location` by opening it, then saves it as the ledger to open from the next start.
-/// Empty text goes back to the default file. A URL that carries a password is refused
-/// (`invalid_input`, field `ledger`) without being opened or repeated.
+/// Checks `location` by opening it, then saves it as the ledger to open from the next start;
+/// a file as its absolute path (see [`absolute`]). Empty text goes back to the default file.
+/// A URL that carries a password is refused (`invalid_input`, field `ledger`) without being
+/// opened or repeated.
 pub async fn choose(location: &str) -> Result<Option<String>, Error> {
     let location = location.trim();
     let file = choice_file();
@@ -86,6 +129,8 @@ pub async fn choose(location: &str) -> Result<Option<String>, Error> {
              tools find it too",
         ));
     }
+    let location = absolute(location)?;
+    let location = location.as_str();
     // Opened once now, so a mistake is reported here and not at the next start.
     let engine = Engine::open(location).await.map_err(|e| match e {
         Error::InvalidInput { message, .. } => Error::invalid_input("ledger", message),
@@ -118,6 +163,49 @@ pub(crate) fn storage(message: String) -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_typed_path_is_made_absolute_with_the_home_folder_for_a_tilde() {
+        let home = dirs::home_dir().expect("a home folder");
+        let cwd = std::env::current_dir().expect("a current folder");
+        assert_eq!(
+            absolute("~/team.db").unwrap(),
+            home.join("team.db").display().to_string()
+        );
+        assert_eq!(absolute("~").unwrap(), home.display().to_string());
+        assert_eq!(
+            absolute("team.db").unwrap(),
+            cwd.join("team.db").display().to_string()
+        );
+        // Only the home folder is `~`; a file named so elsewhere stays a name.
+        assert_eq!(
+            absolute("~team.db").unwrap(),
+            cwd.join("~team.db").display().to_string()
+        );
+        let full = cwd.join("a").join("team.db").display().to_string();
+        assert_eq!(absolute(&full).unwrap(), full);
+        assert_eq!(absolute("postgres://a@h/db").unwrap(), "postgres://a@h/db");
+    }
+
+    #[test]
+    fn only_a_file_chosen_in_settings_that_is_gone_is_missing() {
+        let dir = tempfile::tempdir().expect("a folder");
+        let there = dir.path().join("team.db");
+        std::fs::write(&there, b"").expect("a file");
+        let gone = dir.path().join("unmounted").join("team.db");
+        let (there, gone) = (there.display().to_string(), gone.display().to_string());
+        assert!(is_missing(&gone, Source::Settings));
+        assert!(!is_missing(&there, Source::Settings));
+        assert!(
+            !is_missing(&gone, Source::Environment),
+            "ONEJOB_DB makes it, as the CLI"
+        );
+        assert!(
+            !is_missing(&gone, Source::Default),
+            "the first start makes it"
+        );
+        assert!(!is_missing("postgres://a@127.0.0.1/db", Source::Settings));
+    }
 
     #[test]
     fn a_password_in_a_url_is_noticed_and_a_path_is_never_a_url() {

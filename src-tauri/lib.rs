@@ -12,7 +12,7 @@ pub mod webview;
 use std::time::Duration;
 
 use onejob_engine::executor::{Executor, ExecutorOptions};
-use onejob_engine::Engine;
+use onejob_engine::{Engine, OpenOptions};
 use tauri::{AppHandle, Context, Runtime, Wry};
 use tauri_specta::Event;
 
@@ -26,8 +26,10 @@ pub const OWNER: &str = "local";
 
 /// What every command works with: the engine on the app's database and the owner it acts for.
 pub struct AppState {
-    /// The ledger; clones share its pools.
-    pub engine: Engine,
+    /// The ledger; clones share its pools. `None` when the one chosen in Settings is missing.
+    engine: Option<Engine>,
+    /// The ledger chosen in Settings that was not found at start, so none was opened.
+    pub missing: Option<String>,
     /// Every read and write of the app is scoped to this owner.
     pub owner: String,
     /// The executor running inside the app, when one does (the headless tests run none).
@@ -38,7 +40,19 @@ impl AppState {
     /// State acting for the app's own profile, [`OWNER`].
     pub fn new(engine: Engine) -> Self {
         AppState {
-            engine,
+            engine: Some(engine),
+            missing: None,
+            owner: OWNER.to_owned(),
+            executor: None,
+        }
+    }
+
+    /// State with no ledger open, since the file chosen in Settings (`location`) is missing:
+    /// every command but Settings' says so.
+    pub fn ledger_missing(location: String) -> Self {
+        AppState {
+            engine: None,
+            missing: Some(location),
             owner: OWNER.to_owned(),
             executor: None,
         }
@@ -50,6 +64,17 @@ impl AppState {
             executor: Some(executor),
             ..self
         }
+    }
+
+    /// The open ledger, or `storage` naming the missing one.
+    pub fn engine(&self) -> Result<&Engine, onejob_engine::Error> {
+        self.engine.as_ref().ok_or_else(|| {
+            ledger::storage(format!(
+                "no ledger is open: the ledger chosen in Settings, {}, is missing (was its drive \
+                 unmounted?); in Settings, create a new one there or choose another",
+                self.missing.as_deref().unwrap_or("?")
+            ))
+        })
     }
 
     /// How many attempts the app sends at once: its executor's, or the saved setting.
@@ -109,7 +134,9 @@ pub fn with_commands<R: Runtime>(builder: tauri::Builder<R>, state: AppState) ->
         .invoke_handler(specta.invoke_handler())
         .setup(move |app| {
             specta.mount_events(app);
-            forward_changes(app.handle().clone(), engine);
+            if let Some(engine) = engine {
+                forward_changes(app.handle().clone(), engine);
+            }
             Ok(())
         })
 }
@@ -137,14 +164,25 @@ fn forward_changes<R: Runtime>(app: AppHandle<R>, engine: Engine) {
 
 /// Opens the ledger (see [`ledger::to_open`]: `ONEJOB_DB`, the choice saved in Settings, or
 /// the file in the app's data folder, which the CLI uses by default too) and runs the app
-/// until its last window closes.
+/// until its last window closes. A file chosen in Settings that is gone is not made anew: the
+/// window opens with no ledger and says so.
 pub fn run(context: Context<Wry>) -> Result<(), RunError> {
     // WebKit's settings are its environment: set before any thread or window exists.
     webview::prepare(&webview::chosen());
     let (location, source) = ledger::to_open();
     ledger::opened_from(source);
+    if ledger::is_missing(&location, source) {
+        let app = with_commands(
+            tauri::Builder::default(),
+            AppState::ledger_missing(location),
+        )
+        .build(context)
+        .map_err(RunError::Window)?;
+        app.run(|_, _| {});
+        return Ok(());
+    }
     // Opened before any window exists, so no command can arrive before the state does.
-    let engine = tauri::async_runtime::block_on(Engine::open(&location))
+    let (engine, seen) = tauri::async_runtime::block_on(open_ledger(&location))
         .map_err(|e| RunError::Database(location_shown(&location), e))?;
     // The executor runs inside the app for as long as the app runs.
     let options = ExecutorOptions {
@@ -158,10 +196,25 @@ pub fn run(context: Context<Wry>) -> Result<(), RunError> {
         .plugin(tauri_plugin_notification::init())
         .build(context)
         .map_err(RunError::Window)?;
-    let to_open = std::sync::Arc::new(notify::ToOpen::default());
-    notify::watch(app.handle().clone(), engine, to_open.clone());
-    app.run(move |handle, event| notify::on_run_event(handle, &event, &to_open));
+    notify::open_on_click(app.handle());
+    notify::watch(app.handle().clone(), engine, seen);
+    app.run(|_, _| {});
     Ok(())
+}
+
+/// Opens the ledger at `location` and reads what already needs attention there before
+/// recovery turns the attempts a crash left in flight into `unknown`, so those are announced.
+pub async fn open_ledger(
+    location: &str,
+) -> Result<(Engine, attention::Seen), onejob_engine::Error> {
+    let open = OpenOptions {
+        recover: false,
+        ..OpenOptions::default()
+    };
+    let engine = Engine::open_with(location, open).await?;
+    let seen = notify::starting_point(&engine).await?;
+    engine.recover_expired_leases().await?;
+    Ok((engine, seen))
 }
 
 /// A ledger's location as it may be shown: a URL without its password.

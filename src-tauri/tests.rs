@@ -57,6 +57,13 @@ fn every_command_is_permitted_and_granted_to_the_window() {
         .filter_map(|rest| rest.split('"').next())
         .collect();
     assert!(!commands.is_empty(), "no command found in the bindings");
+    // Notifications are shown and followed from the backend: the window may not use them.
+    assert!(
+        granted
+            .iter()
+            .all(|p| !p.as_str().unwrap_or("").starts_with("notification:")),
+        "capabilities/default.json grants the window a notification permission it does not use"
+    );
     for command in commands {
         let permission = format!("allow-{}", command.replace('_', "-"));
         assert!(
@@ -707,4 +714,216 @@ fn a_removal_is_preceded_by_the_open_jobs_that_name_it() {
                 .is_err_and(|e| e["code"] == json!("not_found")),
         "{unknown:?}"
     );
+}
+
+/// What the attention watcher announces, as it announces it, on a real ledger.
+struct Watched {
+    shown: std::sync::mpsc::Receiver<attention::Announcement>,
+}
+
+impl Watched {
+    /// Starts the watcher on `engine` beyond `seen`, as the app does.
+    fn start(engine: &Engine, seen: attention::Seen) -> Watched {
+        let (tx, shown) = std::sync::mpsc::channel();
+        let engine = engine.clone();
+        tauri::async_runtime::spawn(notify::announce_news(engine, seen, move |a| {
+            let _ = tx.send(a);
+        }));
+        Watched { shown }
+    }
+
+    /// The next announcement, waiting up to 15 s for it.
+    fn next(&self) -> attention::Announcement {
+        self.shown
+            .recv_timeout(std::time::Duration::from_secs(15))
+            .expect("an announcement")
+    }
+
+    /// Nothing more is announced in the next `secs` seconds.
+    fn quiet_for(&self, secs: u64) {
+        let more = self
+            .shown
+            .recv_timeout(std::time::Duration::from_secs(secs));
+        assert!(more.is_err(), "announced again: {more:?}");
+    }
+}
+
+/// Sends the job's next attempt and loses its answer: the attempt and the job become
+/// `unknown`, as when a soft timeout passes. Returns the attempt's id.
+fn goes_unknown(engine: &Engine, job_id: &str) -> String {
+    use onejob_engine::FailureKind;
+    tauri::async_runtime::block_on(async {
+        let attempt = engine
+            .claim_attempt(job_id, "sandbox")
+            .await
+            .unwrap()
+            .attempt;
+        engine
+            .mark_sent(&attempt.id, "test", std::time::Duration::from_secs(60))
+            .await
+            .unwrap();
+        let why = FailureKind::SoftTimeout.because("no answer in time");
+        engine.mark_unknown(&attempt.id, why).await.unwrap();
+        attempt.id
+    })
+}
+
+/// A job of the app's owner, with a sandbox provider to send it to.
+fn ledger_with_a_job(dir: &Path) -> (Engine, String) {
+    let provider = r#"{"name": "sandbox", "kind": "sandbox", "base_url": "http://127.0.0.1:9",
+        "soft_timeout_ms": 1000, "hard_timeout_ms": 2000, "honours_idempotency_key": true}"#;
+    let engine = tauri::async_runtime::block_on(async {
+        let engine = Engine::open(dir.join("onejob.db")).await.unwrap();
+        engine.add_provider(provider).await.unwrap();
+        engine
+    });
+    let job = submit(&engine, OWNER, "order-1");
+    (engine, job)
+}
+
+fn one(announcement: attention::Announcement) -> attention::Notice {
+    match announcement {
+        attention::Announcement::One(notice) => notice,
+        many => panic!("one job expected, got {many:?}"),
+    }
+}
+
+#[test]
+fn a_job_that_becomes_unknown_again_after_an_abandon_is_announced_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let (engine, job) = ledger_with_a_job(dir.path());
+    let seen = tauri::async_runtime::block_on(notify::starting_point(&engine)).unwrap();
+    let watched = Watched::start(&engine, seen);
+
+    let first = goes_unknown(&engine, &job);
+    let told = one(watched.next());
+    assert_eq!(
+        (told.job_id.as_str(), told.attempt_id.as_str()),
+        (job.as_str(), first.as_str())
+    );
+
+    tauri::async_runtime::block_on(engine.resolve(
+        OWNER,
+        &first,
+        onejob_engine::Verdict::Abandoned,
+        Default::default(),
+    ))
+    .unwrap();
+    let second = goes_unknown(&engine, &job);
+    let told = one(watched.next());
+    assert_eq!(
+        (told.job_id.as_str(), told.attempt_id.as_str()),
+        (job.as_str(), second.as_str())
+    );
+    watched.quiet_for(2);
+}
+
+#[test]
+fn jobs_a_crash_left_in_flight_are_announced_once_recovery_at_start_makes_them_unknown() {
+    let dir = tempfile::tempdir().unwrap();
+    let (engine, job) = ledger_with_a_job(dir.path());
+    let announced_before = submit(&engine, OWNER, "order-2");
+    goes_unknown(&engine, &announced_before);
+    tauri::async_runtime::block_on(async {
+        let attempt = engine.claim_attempt(&job, "sandbox").await.unwrap().attempt;
+        // Sent, then the app stopped: its lease ran out with nobody renewing it.
+        let lease = std::time::Duration::from_millis(1);
+        engine.mark_sent(&attempt.id, "gone", lease).await.unwrap();
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        engine.close().await;
+    });
+
+    let location = dir.path().join("onejob.db").display().to_string();
+    let (engine, seen) = tauri::async_runtime::block_on(open_ledger(&location)).unwrap();
+    let detail = tauri::async_runtime::block_on(engine.job(OWNER, &job)).unwrap();
+    assert_eq!(
+        detail.job.status,
+        onejob_engine::JobStatus::Unknown,
+        "recovered"
+    );
+    let watched = Watched::start(&engine, seen);
+    let told = one(watched.next());
+    assert_eq!(told.job_id, job, "only the job recovery made unknown");
+    watched.quiet_for(2);
+}
+
+#[test]
+fn a_burst_of_jobs_becoming_unknown_is_one_notification_counting_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let (engine, first) = ledger_with_a_job(dir.path());
+    let seen = tauri::async_runtime::block_on(notify::starting_point(&engine)).unwrap();
+    let mut jobs = vec![first];
+    jobs.extend((2..=37).map(|i| submit(&engine, OWNER, &format!("order-{i}"))));
+    for job in &jobs {
+        goes_unknown(&engine, job);
+    }
+    let watched = Watched::start(&engine, seen);
+    let shown = watched.next();
+    assert_eq!(shown, attention::Announcement::Many(37));
+    assert_eq!(shown.title(), "37 jobs need you");
+    watched.quiet_for(3);
+}
+
+#[test]
+fn a_ledger_typed_with_a_tilde_is_saved_and_shown_as_its_full_path() {
+    let (_config_lock, config) = own_config_folder();
+    let home = tempfile::tempdir().unwrap();
+    let real_home = std::env::var_os("HOME");
+    std::env::set_var("HOME", home.path());
+    let app = headless_app();
+    let settings = invoke(
+        &app.window,
+        "choose_ledger",
+        json!({"location": "~/ledgers/../team.db"}),
+    );
+    match real_home {
+        Some(real) => std::env::set_var("HOME", real),
+        None => std::env::remove_var("HOME"),
+    }
+    let settings = settings.unwrap();
+    let full = std::path::absolute(home.path().join("ledgers/../team.db")).unwrap();
+    let full = full.display().to_string();
+    assert!(full.starts_with('/') && !full.contains('~'), "{full}");
+    let saved = config.path().join("dev.onejob.app").join("ledger");
+    assert_eq!(std::fs::read_to_string(saved).unwrap().trim(), full);
+    if std::env::var_os(ledger::ENV).is_none() {
+        assert_eq!(settings["next_start"], json!(full), "shown as saved");
+    }
+    assert!(
+        home.path().join("team.db").exists(),
+        "the file in the home folder"
+    );
+}
+
+#[test]
+fn with_the_chosen_ledger_missing_the_window_says_so_and_can_make_a_new_one_there() {
+    let (_config_lock, _config) = own_config_folder();
+    let drive = tempfile::tempdir().unwrap();
+    let gone = drive.path().join("unmounted").join("team.db");
+    let gone_text = gone.display().to_string();
+    let app = with_commands(mock_builder(), AppState::ledger_missing(gone_text.clone()))
+        .build(mock_context(noop_assets()))
+        .unwrap();
+    let window = WebviewWindowBuilder::new(&app, "main", Default::default())
+        .build()
+        .unwrap();
+
+    let settings = invoke(&window, "settings", json!({})).unwrap();
+    assert_eq!(settings["missing"], json!(true));
+    assert_eq!(settings["db_path"], json!(gone_text));
+    let refused = invoke(&window, "list_jobs", json!({})).unwrap_err();
+    assert_eq!(refused["code"], json!("storage"));
+    let message = refused["message"].as_str().unwrap();
+    assert!(
+        message.contains("missing") && message.contains(&gone_text),
+        "{message}"
+    );
+    assert!(!gone.exists(), "nothing made behind the person's back");
+
+    // "Create a new one there".
+    let settings = invoke(&window, "choose_ledger", json!({"location": gone_text})).unwrap();
+    assert!(gone.exists());
+    if std::env::var_os(ledger::ENV).is_none() {
+        assert_eq!(settings["next_start"], json!(gone_text));
+    }
 }

@@ -202,8 +202,11 @@ fn saturating_u32(n: u64) -> u32 {
 #[derive(Debug, Clone, Serialize, specta::Type)]
 pub struct Settings {
     /// The ledger the app uses: the file (which the CLI uses by default too), or the
-    /// PostgreSQL URL without its password.
+    /// PostgreSQL URL without its password. When `missing`, the file that was not found.
     pub db_path: String,
+    /// The file chosen here was not found at start (its drive unmounted, or it was removed),
+    /// so no ledger is open: a new one can be made there, or another chosen.
+    pub missing: bool,
     /// Whether it is a PostgreSQL ledger shared with other hosts.
     pub shared: bool,
     /// Where it was named: `ONEJOB_DB`, the choice saved here, or the default file.
@@ -219,14 +222,21 @@ pub struct Settings {
 impl Settings {
     /// The settings of the running app.
     pub fn of(state: &crate::AppState) -> Settings {
-        let engine = &state.engine;
+        let (location, shared) = match (state.engine(), &state.missing) {
+            (Ok(engine), _) => (engine.location().to_owned(), engine.is_shared()),
+            (Err(_), missing) => (missing.clone().unwrap_or_default(), false),
+        };
         let (next, _) = crate::ledger::to_open();
         let next = onejob_engine::store::postgres::redact(&next);
+        // A missing file made anew here is what the next start opens: worth saying.
+        let next_differs =
+            next != location || (state.missing.is_some() && std::path::Path::new(&next).exists());
         Settings {
-            db_path: engine.location().to_owned(),
-            shared: engine.is_shared(),
+            missing: state.missing.is_some(),
+            db_path: location,
+            shared,
             source: crate::ledger::source(),
-            next_start: (next != engine.location()).then_some(next),
+            next_start: next_differs.then_some(next),
             owner: crate::OWNER.to_owned(),
             concurrency: state.concurrency(),
         }
@@ -240,8 +250,8 @@ pub struct LedgerChanged {
     pub seq: u32,
 }
 
-/// Sent to the window when it should show a job: the job of the last attention notification,
-/// when the window next gains focus (the notification itself cannot report a click on Linux).
+/// Sent to the window when it should show a job: the one whose attention notification was
+/// clicked.
 #[derive(Debug, Clone, Serialize, Deserialize, specta::Type, tauri_specta::Event)]
 pub struct OpenJob {
     pub id: String,

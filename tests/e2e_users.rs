@@ -537,6 +537,109 @@ fn a_notification_for_a_job_that_became_unknown_opens_that_job_when_clicked() {
 }
 
 #[test]
+fn a_job_that_becomes_unknown_twice_is_announced_twice() {
+    run(async {
+        let secrets = SecretService::start().expect("a private session bus starts");
+        let bus: Vec<(String, String)> = secrets
+            .env()
+            .into_iter()
+            .filter(|(k, _)| k == "DBUS_SESSION_BUS_ADDRESS")
+            .collect();
+        let w = Window::open_with(Options { env: bus.clone() }, |e| async move {
+            // Every answer is dropped after the work is done: each attempt becomes unknown.
+            // The key is not honoured, so a second attempt is not answered from the first.
+            sandbox(
+                &e,
+                300,
+                json!({"latency_ms": 50, "drop_after_processing": 1.0,
+                    "honour_idempotency_key": false}),
+            )
+            .await;
+        })
+        .await;
+        let notifications =
+            Notifications::start(&w.display, &bus).expect("dunst starts (apt-get install dunst)");
+        let shown = |n: u32| {
+            let notifications = &notifications;
+            async move {
+                let deadline = Instant::now() + Duration::from_secs(20);
+                while notifications.displayed().unwrap() < n {
+                    assert!(Instant::now() < deadline, "notification {n} was not shown");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+                tokio::time::sleep(Duration::from_millis(1500)).await;
+                assert_eq!(
+                    notifications.displayed().unwrap(),
+                    n,
+                    "one per time it became unknown"
+                );
+            }
+        };
+
+        let intent = json!({"route": ["sandbox"], "input": {"order": 21}});
+        let job = w
+            .engine
+            .submit("local", "order-21", &intent.to_string())
+            .await
+            .unwrap()
+            .job;
+        let first = wait_status(&w.engine, &job.id, JobStatus::Unknown).await;
+        shown(1).await;
+
+        // A person abandons the attempt and sends the job again; that attempt times out too.
+        let resolution = onejob_engine::Resolution {
+            retry_on: Some("sandbox".into()),
+            ..Default::default()
+        };
+        let attempt = &first.attempts[0].id;
+        w.engine
+            .resolve(
+                "local",
+                attempt,
+                onejob_engine::Verdict::Abandoned,
+                resolution,
+            )
+            .await
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let detail = w.engine.job("local", &job.id).await.unwrap();
+            if detail.job.status == JobStatus::Unknown && detail.attempts.len() == 2 {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the second attempt never became unknown: {:?} {:?}",
+                detail.job.status,
+                detail.attempts
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        shown(2).await;
+
+        // Another job after it: the click opens the job of the notification clicked, not the
+        // last one shown.
+        let other = json!({"route": ["sandbox"], "input": {"order": 22}});
+        let other = w
+            .engine
+            .submit("local", "order-22", &other.to_string())
+            .await
+            .unwrap()
+            .job;
+        wait_status(&w.engine, &other.id, JobStatus::Unknown).await;
+        shown(3).await;
+        // The other job's notification is dismissed; the first job's newest is clicked.
+        notifications.close_newest().unwrap();
+        assert_eq!(notifications.displayed().unwrap(), 2);
+        w.screenshot("announced-twice").await;
+        notifications.click(0).unwrap();
+        w.wait_for(&format!(".screen.job[data-job-id='{}']", job.id))
+            .await;
+        w.close().await;
+    });
+}
+
+#[test]
 fn the_window_on_a_shared_postgres_ledger_shows_another_hosts_job_as_it_is_submitted() {
     run(async {
         let cluster = Postgres::start().unwrap();

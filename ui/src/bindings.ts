@@ -414,8 +414,8 @@ export type NotFoundDetails = {
 };
 
 /**
- *  Sent to the window when it should show a job: the job of the last attention notification,
- *  when the window next gains focus (the notification itself cannot report a click on Linux).
+ *  Sent to the window when it should show a job: the one whose attention notification was
+ *  clicked.
  */
 export type OpenJob = {
 	id: string,
@@ -497,9 +497,14 @@ export type SampleView = {
 export type Settings = {
 	/**
 	 *  The ledger the app uses: the file (which the CLI uses by default too), or the
-	 *  PostgreSQL URL without its password.
+	 *  PostgreSQL URL without its password. When `missing`, the file that was not found.
 	 */
 	db_path: string,
+	/**
+	 *  The file chosen here was not found at start (its drive unmounted, or it was removed),
+	 *  so no ledger is open: a new one can be made there, or another chosen.
+	 */
+	missing: boolean,
 	/**  Whether it is a PostgreSQL ledger shared with other hosts. */
 	shared: boolean,
 	/**  Where it was named: `ONEJOB_DB`, the choice saved here, or the default file. */

@@ -97,6 +97,10 @@ pub struct OpenOptions {
     /// A cap on the file's size in pages; a write past it fails with `storage` as on a full
     /// disk. `None` leaves SQLite's own limit.
     pub max_page_count: Option<u32>,
+    /// Whether opening turns expired leases into `unknown` before it returns (SPEC §9). A face
+    /// that must first see the ledger as it was opens without, then calls
+    /// [`Engine::recover_expired_leases`] itself.
+    pub recover: bool,
 }
 
 /// A ledger is a file path or a `postgres://` URL. Any other value that reads as a URL
@@ -130,6 +134,7 @@ impl Default for OpenOptions {
         OpenOptions {
             busy_timeout: BUSY_TIMEOUT,
             max_page_count: None,
+            recover: true,
         }
     }
 }
@@ -143,7 +148,8 @@ impl Engine {
         Engine::open_with(path, OpenOptions::default()).await
     }
 
-    /// [`Engine::open`] with options (they apply to a SQLite file).
+    /// [`Engine::open`] with options (`recover` applies to every ledger, the others to a SQLite
+    /// file).
     pub async fn open_with(path: impl AsRef<Path>, open: OpenOptions) -> Result<Engine> {
         let path = path.as_ref();
         let text = path.to_str().unwrap_or_default();
@@ -166,7 +172,9 @@ impl Engine {
             submits,
             writes,
         };
-        engine.recover_expired_leases().await?;
+        if open.recover {
+            engine.recover_expired_leases().await?;
+        }
         Ok(engine)
     }
 

@@ -74,6 +74,11 @@ impl Notifications {
         self.ctl(&["action", &position.to_string()]).map(|_| ())
     }
 
+    /// Closes the newest notification on screen, as a person dismissing it.
+    pub fn close_newest(&self) -> std::io::Result<()> {
+        self.ctl(&["close"]).map(|_| ())
+    }
+
     fn ctl(&self, args: &[&str]) -> std::io::Result<String> {
         let out = Command::new("dunstctl")
             .args(args)

@@ -10,6 +10,7 @@ vi.mock("../bindings", () => ({
 
 const base: Settings = {
   db_path: "/data/onejob.db",
+  missing: false,
   shared: false,
   source: "default",
   next_start: null,

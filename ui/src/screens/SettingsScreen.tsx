@@ -21,6 +21,7 @@ export function SettingsScreen() {
     <section className="screen settings" aria-labelledby="settings-title">
       <h2 id="settings-title">Settings</h2>
       {read.error !== null && <ErrorBanner error={read.error} />}
+      {read.data?.missing === true && <MissingLedger path={read.data.db_path} onSaved={setSaved} />}
       {settings !== null && (
         <dl className="facts">
           <dt>Ledger</dt>
@@ -53,6 +54,54 @@ export function SettingsScreen() {
       )}
       <LedgerForm onSaved={setSaved} />
     </section>
+  );
+}
+
+/**
+ * The ledger chosen here was not found at start (an unmounted drive, a removed file), so the
+ * app opened none rather than a new, empty one in its place: make one there, or choose another.
+ */
+function MissingLedger({ path, onSaved }: { path: string; onSaved: (s: Settings) => void }) {
+  const [error, setError] = useState<Shown | null>(null);
+  const [busy, setBusy] = useState(false);
+  const [done, setDone] = useState(false);
+
+  async function create() {
+    setBusy(true);
+    const result = await call(() => commands.chooseLedger(path));
+    setBusy(false);
+    if (result.status === "ok") {
+      setError(null);
+      setDone(true);
+      onSaved(result.data);
+    } else {
+      setError(result.error);
+    }
+  }
+
+  return (
+    <div className="ledger-missing" role="alert" data-testid="ledger-missing">
+      <p>
+        <strong>The ledger is missing.</strong> The file chosen here, <code>{path}</code>, is not
+        there: was its drive unmounted, or the file moved? onejob opened no ledger, so it did not
+        make a new, empty one in its place. Mount the drive and restart onejob, create a new ledger
+        there, or choose another below.
+      </p>
+      {error !== null && (
+        <p className="field-error" data-testid="ledger-missing-error">
+          {error.message}
+        </p>
+      )}
+      {done ? (
+        <p data-testid="ledger-created">A new, empty ledger was made there. Restart onejob to use it.</p>
+      ) : (
+        <div className="actions">
+          <button type="button" className="button" disabled={busy} onClick={() => void create()}>
+            Create a new ledger there
+          </button>
+        </div>
+      )}
+    </div>
   );
 }
 
@@ -90,8 +139,9 @@ function LedgerForm({ onSaved }: { onSaved: (s: Settings) => void }) {
         A file path keeps an embedded ledger on this computer. A URL such as{" "}
         <code>postgres://alice@db.example/onejob</code> shares one ledger with a team: every app and
         worker pointed at it sends each attempt once. The password goes in{" "}
-        <code>~/.pgpass</code> (or <code>PGPASSWORD</code>), never in the URL. The ledger is checked
-        now and used from the next start.
+        <code>~/.pgpass</code> (or <code>PGPASSWORD</code>), never in the URL. A path may begin with{" "}
+        <code>~</code> for your home folder; it is saved as its full path. The ledger is checked now
+        and used from the next start.
       </p>
       <label>
         File or PostgreSQL URL
