@@ -285,6 +285,11 @@ export type Error =
 { code: "not_found"; message: string; details: NotFoundDetails } | 
 /**  Automatic failover to a provider that has not passed the contract check was refused. */
 { code: "fallback_not_validated"; message: string; details: FallbackDetails } | 
+/**
+ *  A missing, unknown or revoked API token (SPEC §15); the message is the same for each,
+ *  so it tells nothing about which tokens exist.
+ */
+{ code: "unauthorized"; message: string; details: EmptyDetails } | 
 /**  The database failed. */
 { code: "storage"; message: string; details: EmptyDetails } | 
 /**  A provider failed in a way that is not an attempt's outcome. */

@@ -43,6 +43,13 @@ pub enum Error {
         message: String,
         details: FallbackDetails,
     },
+    /// A missing, unknown or revoked API token (SPEC §15); the message is the same for each,
+    /// so it tells nothing about which tokens exist.
+    #[error("{message}")]
+    Unauthorized {
+        message: String,
+        details: EmptyDetails,
+    },
     /// The database failed.
     #[error("{message}")]
     Storage {
@@ -156,6 +163,14 @@ impl Error {
         }
     }
 
+    /// `unauthorized`: the one answer to every token that does not let its bearer in.
+    pub fn unauthorized() -> Self {
+        Error::Unauthorized {
+            message: "a valid API token is required".to_owned(),
+            details: EmptyDetails {},
+        }
+    }
+
     /// `internal`, for states the engine should never reach.
     pub fn internal(message: impl Into<String>) -> Self {
         Error::Internal {
@@ -173,13 +188,14 @@ impl Error {
             Error::InvalidTransition { .. } => "invalid_transition",
             Error::NotFound { .. } => "not_found",
             Error::FallbackNotValidated { .. } => "fallback_not_validated",
+            Error::Unauthorized { .. } => "unauthorized",
             Error::Storage { .. } => "storage",
             Error::Provider { .. } => "provider",
             Error::Internal { .. } => "internal",
         }
     }
 
-    /// The CLI exit code of SPEC §11.
+    /// The CLI exit code of SPEC §11 (and 7 for `unauthorized`, which §11 does not list).
     pub fn exit_code(&self) -> i32 {
         match self {
             Error::InvalidInput { .. } => 2,
@@ -187,6 +203,7 @@ impl Error {
             Error::AttemptBlocked { .. } | Error::InvalidTransition { .. } => 4,
             Error::NotFound { .. } => 5,
             Error::FallbackNotValidated { .. } => 6,
+            Error::Unauthorized { .. } => 7,
             Error::Storage { .. } | Error::Provider { .. } | Error::Internal { .. } => 1,
         }
     }
@@ -199,6 +216,7 @@ impl Error {
             Error::AttemptBlocked { .. } | Error::InvalidTransition { .. } => 409,
             Error::NotFound { .. } => 404,
             Error::FallbackNotValidated { .. } => 409,
+            Error::Unauthorized { .. } => 401,
             Error::Storage { .. } | Error::Provider { .. } | Error::Internal { .. } => 500,
         }
     }

@@ -254,6 +254,23 @@ pub enum AfterFailure {
     FailJob(JobError),
 }
 
+/// An API token of the HTTP API as listed (SPEC §15): never the token, which is shown once
+/// when it is made and kept nowhere.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Type)]
+pub struct TokenInfo {
+    /// UUIDv7; what `revoke_token` takes.
+    pub id: String,
+    /// The owner every request carrying the token acts as.
+    pub owner_id: String,
+    /// A person's label for it, if given.
+    pub name: Option<String>,
+    pub created_at: String,
+    /// When it was last used, recorded at most about once a minute.
+    pub last_used_at: Option<String>,
+    /// When it was revoked; a revoked token never works again.
+    pub revoked_at: Option<String>,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

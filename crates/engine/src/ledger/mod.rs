@@ -14,8 +14,10 @@ mod person;
 mod providers;
 mod read;
 mod submit;
+mod tokens;
 pub(crate) use group::WriteQueue;
 pub(crate) use submit::SubmitQueue;
+pub use tokens::{LAST_USED_EVERY, MAX_TOKEN_NAME, TOKEN_PREFIX};
 
 use crate::store::Handle;
 use serde_json::Value;

@@ -17,6 +17,7 @@ pub mod jobs;
 pub mod postgres;
 pub mod providers;
 pub mod sqlite;
+pub mod tokens;
 
 use std::time::Duration;
 

@@ -1,0 +1,6 @@
+-- The token whose hex SHA-256 is $1: its id, owner, whether it is revoked, and whether its
+-- last use was recorded longer than $2 milliseconds ago (or never), by the database's clock.
+SELECT id::text AS id, owner_id, revoked_at IS NOT NULL AS revoked,
+       (last_used_at IS NULL OR last_used_at < onejob_now() - $2 * interval '1 millisecond')
+           AS stale
+FROM tokens WHERE sha256 = $1
