@@ -101,6 +101,9 @@ pub enum Command {
     /// Output contracts an AI provider's answers must keep, and checks of providers against them
     #[command(subcommand)]
     Contract(crate::contract::ContractCommand),
+    /// API tokens of the HTTP API: each acts as one owner; the ledger keeps only its SHA-256
+    #[command(subcommand)]
+    Token(TokenCommand),
     /// Look up an unknown attempt at its provider's status URL: completed, failed, or still unknown
     #[command(
         after_help = "Prints {\"job\", \"attempt\", \"outcome\"} as they stand after the lookup. \
@@ -230,6 +233,25 @@ impl From<VerdictArg> for Verdict {
             VerdictArg::Abandoned => Verdict::Abandoned,
         }
     }
+}
+
+#[derive(Debug, Subcommand)]
+pub enum TokenCommand {
+    /// Make a token for the owner given by --owner; prints {"token", "id", …} once: the token
+    /// is stored nowhere and cannot be shown again
+    Create {
+        /// A label to tell the token apart in `token list` (1-128 characters)
+        #[arg(long, value_name = "TEXT")]
+        name: Option<String>,
+    },
+    /// List every token of every owner: id, owner, name, created, last used, revoked; never
+    /// the token
+    List,
+    /// Revoke a token for good; requests carrying it are refused from then on
+    Revoke {
+        /// The token's id (from `token create` or `token list`)
+        id: String,
+    },
 }
 
 #[derive(Debug, Subcommand)]

@@ -10,7 +10,7 @@ use onejob_engine::{Engine, Error, JobsQuery, Resolution, Result};
 use serde::Serialize;
 use serde_json::{json, Value};
 
-use crate::args::{Cli, Command, ProviderCommand, SandboxArgs, Submit};
+use crate::args::{Cli, Command, ProviderCommand, SandboxArgs, Submit, TokenCommand};
 use crate::output::Reply;
 use crate::signals::Signals;
 use crate::{wait, worker};
@@ -150,6 +150,29 @@ async fn run_once(db: &Path, owner: &str, command: Command) -> Result<Value> {
                 let open_jobs = engine.jobs_naming_provider(&name).await?;
                 engine.remove_provider(&name).await?;
                 Ok(json!({ "removed": name, "open_jobs": open_jobs }))
+            })
+            .await
+        }
+        Command::Token(TokenCommand::Create { name }) => {
+            with_engine(db, async |engine| {
+                let (token, info) = engine.create_token(owner, name.as_deref()).await?;
+                let mut doc = to_json(info)?;
+                if let Some(fields) = doc.as_object_mut() {
+                    fields.insert("token".to_owned(), Value::String(token));
+                }
+                Ok(doc)
+            })
+            .await
+        }
+        Command::Token(TokenCommand::List) => {
+            with_engine(db, async |engine| {
+                Ok(json!({ "tokens": engine.tokens().await? }))
+            })
+            .await
+        }
+        Command::Token(TokenCommand::Revoke { id }) => {
+            with_engine(db, async |engine| {
+                Ok(json!({ "token": engine.revoke_token(&id).await? }))
             })
             .await
         }
