@@ -2,11 +2,15 @@
 //! app's owner.
 
 use onejob_engine::{
-    Error, Job, JobAttempt, JobDetail, JobPage, JobStatus, JobsQuery, OpenJobs, Resolution,
+    Error, Job, JobAttempt, JobPage, JobPart, JobStatus, JobsQuery, OpenJobs, Resolution,
     Submitted, Verdict,
 };
+use serde_json::Value;
 use tauri::State;
 
+use crate::bench;
+use crate::files::{self, SavedFile};
+use crate::job_view::JobView;
 use crate::view::{CheckView, ContractView, ProviderView, Settings};
 use crate::AppState;
 
@@ -85,11 +89,41 @@ pub async fn needs_attention(state: State<'_, AppState>) -> Result<u32, Error> {
     state.engine()?.needs_attention(&state.owner).await
 }
 
-/// One job with its attempts and event history.
+/// One job with its attempts and event history; a large intent, result or event detail comes
+/// only as its size and first part.
 #[tauri::command]
 #[specta::specta]
-pub async fn job(state: State<'_, AppState>, id: String) -> Result<JobDetail, Error> {
-    state.engine()?.job(&state.owner, &id).await
+pub async fn job(state: State<'_, AppState>, id: String) -> Result<JobView, Error> {
+    state
+        .engine()?
+        .job(&state.owner, &id)
+        .await
+        .map(JobView::of)
+}
+
+/// One value of a job, whole, when a person asks to see all of it: its intent, its result, or
+/// the detail of one event of its history.
+#[tauri::command]
+#[specta::specta]
+pub async fn job_part(
+    state: State<'_, AppState>,
+    id: String,
+    part: JobPart,
+) -> Result<Value, Error> {
+    state.engine()?.job_part(&state.owner, &id, part).await
+}
+
+/// Saves one value of a job, whole, as pretty JSON to a new file in the Downloads folder, and
+/// says where.
+#[tauri::command]
+#[specta::specta]
+pub async fn save_job_part(
+    state: State<'_, AppState>,
+    id: String,
+    part: JobPart,
+) -> Result<SavedFile, Error> {
+    let value = state.engine()?.job_part(&state.owner, &id, part).await?;
+    files::save(&files::folder()?, &id, part, &value)
 }
 
 /// A person's retry: the next attempt starts now, at `provider` or where the last one ran;
@@ -277,15 +311,27 @@ pub async fn set_concurrency(state: State<'_, AppState>, n: u32) -> Result<Setti
 }
 
 /// Prints the wall-clock time (Unix ms) at which the window first showed the Jobs screen's
-/// content, once, when `ONEJOB_REPORT_FIRST_PAINT=1`: the cold-start benchmark's end mark.
+/// content, once, when `ONEJOB_REPORT_FIRST_PAINT=1`: the cold-start benchmark's end mark; and
+/// then, for the benchmark's time to the Job screen, opens the job it names (see `bench`).
 #[tauri::command]
 #[specta::specta]
 pub fn first_paint() {
-    if std::env::var_os("ONEJOB_REPORT_FIRST_PAINT").is_some_and(|v| v == "1") {
-        let ms = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_millis())
-            .unwrap_or(0);
-        println!("first-paint-epoch-ms {ms}");
+    if reporting_paint() {
+        println!("first-paint-epoch-ms {}", bench::epoch_ms());
+        bench::after_first_paint();
     }
+}
+
+/// Prints the wall-clock time (Unix ms) at which the Job screen first showed a job, when
+/// `ONEJOB_REPORT_FIRST_PAINT=1`: the end mark of the benchmark's time to the Job screen.
+#[tauri::command]
+#[specta::specta]
+pub fn job_paint() {
+    if reporting_paint() {
+        println!("job-paint-epoch-ms {}", bench::epoch_ms());
+    }
+}
+
+fn reporting_paint() -> bool {
+    std::env::var_os("ONEJOB_REPORT_FIRST_PAINT").is_some_and(|v| v == "1")
 }

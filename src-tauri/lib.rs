@@ -2,7 +2,10 @@
 //! the UI the commands in [`commands`], and owns no rule of its own.
 
 pub mod attention;
+pub mod bench;
 pub mod commands;
+pub mod files;
+pub mod job_view;
 pub mod ledger;
 pub mod notify;
 pub mod sending;
@@ -97,6 +100,8 @@ pub fn specta_builder<R: Runtime>() -> tauri_specta::Builder<R> {
             commands::count_jobs,
             commands::needs_attention,
             commands::job,
+            commands::job_part,
+            commands::save_job_part,
             commands::retry,
             commands::resolve,
             commands::cancel,
@@ -115,6 +120,7 @@ pub fn specta_builder<R: Runtime>() -> tauri_specta::Builder<R> {
             commands::choose_ledger,
             commands::set_concurrency,
             commands::first_paint,
+            commands::job_paint,
         ])
         .events(tauri_specta::collect_events![LedgerChanged, OpenJob])
         // The engine's own fields are u32 or strings; the only 64-bit integers are inside
@@ -196,6 +202,7 @@ pub fn run(context: Context<Wry>) -> Result<(), RunError> {
         .plugin(tauri_plugin_notification::init())
         .build(context)
         .map_err(RunError::Window)?;
+    bench::arm(app.handle());
     notify::open_on_click(app.handle());
     notify::watch(app.handle().clone(), engine, seen);
     app.run(|_, _| {});

@@ -927,3 +927,157 @@ fn with_the_chosen_ledger_missing_the_window_says_so_and_can_make_a_new_one_ther
         assert_eq!(settings["next_start"], json!(gone_text));
     }
 }
+
+/// A job of the local owner that succeeded with `result`, its answer recorded as the executor
+/// would; its intent carries `intent_input`.
+fn succeeded_with(engine: &Engine, key: &str, intent_input: Value, result: &Value) -> String {
+    let intent = json!({"route": ["sandbox"], "input": intent_input}).to_string();
+    tauri::async_runtime::block_on(async {
+        let job = engine.submit(OWNER, key, &intent).await.unwrap().job;
+        let claimed = engine.claim_attempt(&job.id, "sandbox").await.unwrap();
+        let id = &claimed.attempt.id;
+        engine
+            .mark_sent(id, "executor-test", std::time::Duration::from_secs(10))
+            .await
+            .unwrap();
+        engine
+            .complete(id, result, onejob_engine::Cause::Answer)
+            .await
+            .unwrap();
+        job.id
+    })
+}
+
+/// A result of about 5 MB, the size a provider may answer.
+fn five_megabytes() -> Value {
+    let rows: Vec<Value> = (0..50_000)
+        .map(|i| json!({"row": i, "text": "x".repeat(80)}))
+        .collect();
+    json!({ "rows": rows })
+}
+
+#[test]
+fn a_large_result_and_intent_reach_the_job_screen_as_their_size_and_first_part() {
+    let app = headless_app();
+    let big = five_megabytes();
+    let pretty = serde_json::to_string_pretty(&big).unwrap();
+    let id = succeeded_with(
+        &app.engine,
+        "large",
+        json!({"blob": "y".repeat(70_000)}),
+        &big,
+    );
+
+    let view = invoke(&app.window, "job", json!({ "id": id })).unwrap();
+    let result = &view["job"]["result"];
+    assert_eq!(result["shown"], json!("large"));
+    assert_eq!(result["size"], json!(pretty.len()));
+    let first = result["first_part"].as_str().unwrap();
+    assert!(!first.is_empty() && first.len() <= 4096, "{}", first.len());
+    assert!(pretty.starts_with(first));
+    assert_eq!(view["job"]["intent"]["shown"], json!("large"));
+    // The whole answer stays small: nothing of the values but their first parts.
+    let sent = view.to_string().len();
+    assert!(sent < 32 * 1024, "the Job screen's data is {sent} bytes");
+    assert!(
+        !view.to_string().contains("49999"),
+        "the last row is not sent"
+    );
+
+    let whole = invoke(
+        &app.window,
+        "job_part",
+        json!({"id": id, "part": {"part": "result"}}),
+    )
+    .unwrap();
+    assert_eq!(whole, big);
+    let intent = invoke(
+        &app.window,
+        "job_part",
+        json!({"id": id, "part": {"part": "intent"}}),
+    )
+    .unwrap();
+    assert_eq!(intent["input"]["blob"].as_str().map(str::len), Some(70_000));
+}
+
+#[test]
+fn a_small_result_and_event_details_reach_the_job_screen_whole() {
+    let app = headless_app();
+    let id = succeeded_with(&app.engine, "small", json!({"n": 1}), &json!({"ok": true}));
+    let view = invoke(&app.window, "job", json!({ "id": id })).unwrap();
+    assert_eq!(
+        view["job"]["result"],
+        json!({"shown": "whole", "value": {"ok": true}})
+    );
+    assert_eq!(
+        view["job"]["intent"],
+        json!({"shown": "whole", "value": {"route": ["sandbox"], "input": {"n": 1}}})
+    );
+    let events = view["events"].as_array().unwrap();
+    assert!(!events.is_empty());
+    for (index, event) in events.iter().enumerate() {
+        assert_eq!(event["detail"]["shown"], json!("whole"), "{event}");
+        let detail = invoke(
+            &app.window,
+            "job_part",
+            json!({"id": id, "part": {"part": "event_detail", "index": index}}),
+        )
+        .unwrap();
+        assert_eq!(detail, event["detail"]["value"]);
+    }
+    let past = invoke(
+        &app.window,
+        "job_part",
+        json!({"id": id, "part": {"part": "event_detail", "index": events.len()}}),
+    )
+    .unwrap_err();
+    assert_eq!(past["code"], json!("not_found"));
+}
+
+#[test]
+fn save_to_a_file_writes_the_whole_value_to_a_new_file_in_the_downloads_folder() {
+    let (_config_lock, config) = own_config_folder();
+    let downloads = tempfile::tempdir().unwrap();
+    std::fs::write(
+        config.path().join("user-dirs.dirs"),
+        format!("XDG_DOWNLOAD_DIR=\"{}\"\n", downloads.path().display()),
+    )
+    .unwrap();
+    let app = headless_app();
+    let big = five_megabytes();
+    let id = succeeded_with(&app.engine, "large", json!({"n": 1}), &big);
+    let args = json!({"id": id, "part": {"part": "result"}});
+
+    let first = invoke(&app.window, "save_job_part", args.clone()).unwrap();
+    let path = PathBuf::from(first["path"].as_str().unwrap());
+    assert_eq!(
+        path,
+        downloads.path().join(format!("onejob-{id}-result.json"))
+    );
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert_eq!(first["size"], json!(text.len()));
+    assert_eq!(text, serde_json::to_string_pretty(&big).unwrap());
+
+    // A second save never writes over the first.
+    std::fs::write(&path, "kept").unwrap();
+    let second = invoke(&app.window, "save_job_part", args).unwrap();
+    let again = downloads
+        .path()
+        .join(format!("onejob-{id}-result (2).json"));
+    assert_eq!(second["path"], json!(again.display().to_string()));
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "kept");
+    assert_eq!(
+        serde_json::from_str::<Value>(&std::fs::read_to_string(&again).unwrap()).unwrap(),
+        big
+    );
+
+    let other = submit(&app.engine, "someone-else", "theirs");
+    let refused = invoke(
+        &app.window,
+        "save_job_part",
+        json!({"id": other, "part": {"part": "intent"}}),
+    )
+    .unwrap_err();
+    assert_eq!(refused["code"], json!("not_found"));
+    assert_eq!(std::fs::read_dir(downloads.path()).unwrap().count(), 2);
+}

@@ -6,12 +6,16 @@
 # essentially empty page (src-tauri/bare_window.rs), which reports its first paint the same way.
 # The bare window runs twice: with WebKit's defaults (the baseline of every ratio), and with the
 # app's WebKit settings (src-tauri/webview.rs), the floor under the app's own cold start.
+# Then the time to the Job screen: a second after the Jobs screen's first paint the app opens
+# the ledger's one job, whose result is small or about 5 MB, and the time from asking to the Job
+# screen's first paint of it is printed for both, with their ratio.
 # Each case runs several times, the cases taking turns; it prints the medians, each beside its
 # ratio to the bare window. Prints the figures; asserts nothing.
 #
 # Needs Xvfb and the tools scripts/setup installs; builds the UI and the release binaries when
 # missing or stale. ONEJOB_BENCH_JOBS, ONEJOB_BENCH_IDLE_S and ONEJOB_BENCH_RUNS change the job
-# count, the idle time and the runs per case. ONEJOB_BENCH_VARIANTS adds cases on the same
+# count, the idle time and the runs per case. ONEJOB_BENCH_CASES picks the groups of cases:
+# `start` (the cold starts and the bare window) and `job` (the Job screen), both by default. ONEJOB_BENCH_VARIANTS adds cases on the same
 # ledger of jobs: each word is one environment assignment for the app (for instance
 # ONEJOB_WEBVIEW=none for WebKit's own defaults, ONEJOB_WEBVIEW=no-jit for one setting,
 # MALLOC_ARENA_MAX=2); the word `webview` stands for ONEJOB_WEBVIEW=none and each of the
@@ -23,7 +27,10 @@ cd "$root"
 jobs="${ONEJOB_BENCH_JOBS:-100000}"
 idle_s="${ONEJOB_BENCH_IDLE_S:-5}"
 runs="${ONEJOB_BENCH_RUNS:-3}"
+cases=" ${ONEJOB_BENCH_CASES:-start job} "
 timeout_s=120
+# The one job of the Job screen's ledgers.
+job_id="01900000-0000-7000-8000-000000000001"
 
 variants=()
 for word in ${ONEJOB_BENCH_VARIANTS:-}; do
@@ -84,8 +91,37 @@ seed() {
     FROM n;
     PRAGMA wal_checkpoint(TRUNCATE);" >/dev/null
 }
-seed "$scratch/ledger-empty" 0
-seed "$scratch/ledger-many" "$jobs"
+# A data directory whose ledger holds one succeeded job with a result of about `bytes` bytes
+# of compact JSON: rows of about 100 bytes, as a provider's list might answer.
+seed_job() {
+  local home="$1" bytes="$2"
+  local db="$home/data/dev.onejob.app/onejob.db"
+  seed "$home" 0
+  python3 - "$db" "$bytes" "$job_id" <<'PY'
+import json, sqlite3, sys
+db, size, job = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+rows = [{"row": i, "sku": f"sku-{i:08d}", "text": "x" * 60} for i in range(max(1, size // 100))]
+result = json.dumps({"rows": rows}, separators=(",", ":"))
+now = "2026-01-01T00:00:00.000Z"
+c = sqlite3.connect(db)
+with c:
+    c.execute("""INSERT INTO jobs (id, owner_id, idempotency_key, fingerprint, intent, status,
+                   version, completed_by, result, created_at, updated_at, finished_at)
+                 VALUES (?, 'local', 'seed-1', ?, '{"route":["sandbox"],"input":{}}', 'succeeded',
+                   1, 'seeded', ?, ?, ?, ?)""", (job, "0" * 64, result, now, now, now))
+c.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+c.close()
+PY
+}
+has() { [[ "$cases" == *" $1 "* ]]; }
+if has start; then
+  seed "$scratch/ledger-empty" 0
+  seed "$scratch/ledger-many" "$jobs"
+fi
+if has job; then
+  seed_job "$scratch/ledger-job-small" 100
+  seed_job "$scratch/ledger-job-large" 5000000
+fi
 
 # The process and everything it started (WebKit's web and network processes).
 family() {
@@ -119,6 +155,17 @@ measure() {
     sleep 0.05
   done
   [[ -n "$painted" ]] || { echo "bench_app: $case: no first paint within ${timeout_s}s" >&2; exit 1; }
+  if [[ "$assignment" == ONEJOB_BENCH_OPEN_JOB=* ]]; then
+    local opened="" shown=""
+    for _ in $(seq $((timeout_s * 20))); do
+      opened="$(awk '/^open-job-epoch-ms / {print $2; exit}' "$out")"
+      shown="$(awk '/^job-paint-epoch-ms / {print $2; exit}' "$out")"
+      [[ -n "$shown" ]] && break
+      sleep 0.05
+    done
+    [[ -n "$opened" && -n "$shown" ]] || { echo "bench_app: $case: no Job screen within ${timeout_s}s" >&2; exit 1; }
+    echo "$((shown - opened))" >>"$scratch/opened-$case"
+  fi
 
   sleep "$idle_s"
   local total=0 pid kb comm detail="" first=1 pids
@@ -143,18 +190,26 @@ measure() {
 
 RUN=0
 for run in $(seq "$runs"); do
-  measure bare "$bare" empty
-  measure bare-app "$bare" empty ONEJOB_WEBVIEW=default
-  measure empty "$app" empty
-  measure many "$app" many
-  for i in "${!variants[@]}"; do measure "variant$i" "$app" many "${variants[$i]}"; done
+  if has start; then
+    measure bare "$bare" empty
+    measure bare-app "$bare" empty ONEJOB_WEBVIEW=default
+    measure empty "$app" empty
+    measure many "$app" many
+    for i in "${!variants[@]}"; do measure "variant$i" "$app" many "${variants[$i]}"; done
+  fi
+  if has job; then
+    measure job-small "$app" job-small "ONEJOB_BENCH_OPEN_JOB=$job_id"
+    measure job-large "$app" job-large "ONEJOB_BENCH_OPEN_JOB=$job_id"
+  fi
 done
 
-# The medians of each case, each beside its ratio to the bare window's.
-python3 - "$scratch" "$jobs" "$idle_s" "$runs" "${variants[@]}" <<'PY'
+# The medians of each case, each beside its ratio to the bare window's; the Job screen's
+# times beside each other.
+python3 - "$scratch" "$jobs" "$idle_s" "$runs" "$cases" "${variants[@]}" <<'PY'
 import statistics, sys
 
-scratch, jobs, idle_s, runs, variants = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5:]
+scratch, jobs, idle_s, runs, cases, variants = (sys.argv[1], int(sys.argv[2]), sys.argv[3],
+                                                sys.argv[4], sys.argv[5].split(), sys.argv[6:])
 
 def load(case):
     rows = []
@@ -170,11 +225,24 @@ def load(case):
     return (med([r[0] for r in rows]), med([r[1] for r in rows]) / 1024,
             {n: med([per.get(n, 0) for _, _, per in rows]) / 1024 for n in names})
 
+print(f"medians of {runs} runs each")
+if "job" in cases:
+    opened = {case: statistics.median(int(line) for line in open(f"{scratch}/opened-{case}"))
+              for case in ("job-small", "job-large")}
+    small, large = opened["job-small"], opened["job-large"]
+    print(f"time to the Job screen, a small result {small:6.0f} ms")
+    print(f"time to the Job screen, a 5 MB result  {large:6.0f} ms (×{large / max(small, 1):.2f} the small one's)")
+    for case in ("job-small", "job-large"):
+        ms, mib, per = load(case)
+        print(f"{case}: cold start to first paint {ms:.0f} ms, resident after the job and {idle_s}s idle {mib:.0f} MiB")
+if "start" not in cases:
+    sys.exit(0)
+
 bare = load("bare")
 labels = [("bare", "bare window", 0), ("bare-app", "bare window, app's WebKit", 0),
           ("empty", "app empty", 0), ("many", "app", jobs)]
 labels += [(f"variant{i}", v, jobs) for i, v in enumerate(variants)]
-print(f"medians of {runs} runs each; (×N) is the ratio to the bare window's figure")
+print("(×N) is the ratio to the bare window's figure")
 for case, label, n in labels:
     ms, mib, per = load(case)
     detail = " ".join(

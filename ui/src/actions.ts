@@ -1,5 +1,5 @@
 // Which actions a job offers in its current state (SPEC §3, §4): only the valid ones.
-import type { Attempt, JobDetail } from "./bindings";
+import type { Attempt, JobStatus } from "./bindings";
 
 export interface Actions {
   cancel: boolean;
@@ -11,7 +11,7 @@ export interface Actions {
   retryBlocked: string | null;
 }
 
-export function actionsFor({ job, attempts }: JobDetail): Actions {
+export function actionsFor({ job, attempts }: { job: { status: JobStatus }; attempts: Attempt[] }): Actions {
   const open = attempts.find((a) => a.state === "pending" || a.state === "in_flight" || a.state === "unknown") ?? null;
   const terminal = job.status === "succeeded" || job.status === "cancelled";
   return {

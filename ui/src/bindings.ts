@@ -28,8 +28,21 @@ export const commands = {
 	countJobs: (status: JobStatus | null, search: string | null, provider: string | null) => typedError<number, Error>(__TAURI_INVOKE("count_jobs", { status, search, provider })),
 	/**  How many jobs need a person: `unknown` ones and those flagged for review. */
 	needsAttention: () => typedError<number, Error>(__TAURI_INVOKE("needs_attention")),
-	/**  One job with its attempts and event history. */
-	job: (id: string) => typedError<JobDetail, Error>(__TAURI_INVOKE("job", { id })),
+	/**
+	 *  One job with its attempts and event history; a large intent, result or event detail comes
+	 *  only as its size and first part.
+	 */
+	job: (id: string) => typedError<JobView, Error>(__TAURI_INVOKE("job", { id })),
+	/**
+	 *  One value of a job, whole, when a person asks to see all of it: its intent, its result, or
+	 *  the detail of one event of its history.
+	 */
+	jobPart: (id: string, part: JobPart) => typedError<Value, Error>(__TAURI_INVOKE("job_part", { id, part })),
+	/**
+	 *  Saves one value of a job, whole, as pretty JSON to a new file in the Downloads folder, and
+	 *  says where.
+	 */
+	saveJobPart: (id: string, part: JobPart) => typedError<SavedFile, Error>(__TAURI_INVOKE("save_job_part", { id, part })),
 	/**
 	 *  A person's retry: the next attempt starts now, at `provider` or where the last one ran;
 	 *  `attempt_blocked` while an attempt is open.
@@ -98,9 +111,15 @@ export const commands = {
 	setConcurrency: (n: number) => typedError<Settings, Error>(__TAURI_INVOKE("set_concurrency", { n })),
 	/**
 	 *  Prints the wall-clock time (Unix ms) at which the window first showed the Jobs screen's
-	 *  content, once, when `ONEJOB_REPORT_FIRST_PAINT=1`: the cold-start benchmark's end mark.
+	 *  content, once, when `ONEJOB_REPORT_FIRST_PAINT=1`: the cold-start benchmark's end mark; and
+	 *  then, for the benchmark's time to the Job screen, opens the job it names (see `bench`).
 	 */
 	firstPaint: () => __TAURI_INVOKE<void>("first_paint"),
+	/**
+	 *  Prints the wall-clock time (Unix ms) at which the Job screen first showed a job, when
+	 *  `ONEJOB_REPORT_FIRST_PAINT=1`: the end mark of the benchmark's time to the Job screen.
+	 */
+	jobPaint: () => __TAURI_INVOKE<void>("job_paint"),
 };
 
 /** Events */
@@ -297,16 +316,6 @@ export type Error =
 /**  A bug or an impossible state. */
 { code: "internal"; message: string; details: EmptyDetails };
 
-/**  One row of a job's append-only history (SPEC §10). */
-export type Event = {
-	job_id: string,
-	attempt_id: string | null,
-	at: string,
-	kind: string,
-	actor: Actor,
-	detail: Value,
-};
-
 /**  Details of `fallback_not_validated`. */
 export type FallbackDetails = {
 	job_id: string,
@@ -352,15 +361,6 @@ export type JobAttempt = {
 	next_attempt?: Attempt | null,
 };
 
-/**  A job with everything that happened to it. */
-export type JobDetail = {
-	job: Job,
-	attempts: Attempt[],
-	events: Event[],
-	/**  The tokens reported over all its attempts; `None` when no attempt reported any. */
-	usage: Usage | null,
-};
-
 /**  Why a job failed or was cancelled. */
 export type JobError = {
 	code: string,
@@ -372,6 +372,14 @@ export type JobPage = {
 	jobs: Job[],
 	next: string | null,
 };
+
+/**  Which value of a job a person asks for whole. */
+export type JobPart = { part: "intent" } | { part: "result" } | 
+/**
+ *  The detail of the job's event at `index` in its history, oldest first from 0 (the
+ *  history is append-only, so an index always names the same event).
+ */
+{ part: "event_detail"; index: number };
 
 /**  Where a job stands. The ledger moves it; nothing else writes `jobs.status`. */
 export type JobStatus = 
@@ -393,6 +401,16 @@ export type JobStatus =
 "failed" | 
 /**  A person cancelled it. Terminal; no attempt may start. */
 "cancelled";
+
+/**  What the Job screen shows of one job. */
+export type JobView = {
+	job: ShownJob,
+	attempts: Attempt[],
+	/**  Its history, oldest first: an event's place here is the index that names it. */
+	events: ShownEvent[],
+	/**  The tokens reported over all its attempts; `None` when no attempt reported any. */
+	usage: Usage | null,
+};
 
 /**  Where a provider's API key comes from at call time; never the key itself. */
 export type KeyStatus = 
@@ -498,6 +516,14 @@ export type SampleView = {
 	usage: Value | null,
 };
 
+/**  Where a value was saved. */
+export type SavedFile = {
+	/**  The new file's full path. */
+	path: string,
+	/**  Its length in bytes. */
+	size: number,
+};
+
 /**  What the Settings screen shows. */
 export type Settings = {
 	/**
@@ -521,6 +547,50 @@ export type Settings = {
 	/**  How many attempts the app's executor sends at once. */
 	concurrency: number,
 };
+
+/**  One event of the history, with its detail as shown. */
+export type ShownEvent = {
+	attempt_id: string | null,
+	at: string,
+	kind: string,
+	actor: Actor,
+	detail: ShownValue,
+};
+
+/**  A job as the engine gives it, with its intent and result as shown. */
+export type ShownJob = {
+	id: string,
+	owner_id: string,
+	idempotency_key: string,
+	/**  Hex SHA-256 of the intent's RFC 8785 canonical JSON. */
+	fingerprint: string,
+	intent: ShownValue,
+	status: JobStatus,
+	/**  Rises by one with every write that decides the outcome. */
+	version: number,
+	/**  The attempt whose answer won, once one has. */
+	completed_by: string | null,
+	result: ShownValue | null,
+	error: JobError | null,
+	/**  A late answer or a contradiction that a person should look at. */
+	flagged_for_review: boolean,
+	created_at: string,
+	updated_at: string,
+	finished_at: string | null,
+	/**  A queued job's backoff: no attempt starts before this time. */
+	not_before: string | null,
+};
+
+/**  A value as a screen receives it: whole, or when large only by its size and first part. */
+export type ShownValue = 
+/**  A value of at most [`LARGE_BYTES`], whole. */
+{ shown: "whole"; value: Value } | 
+/**
+ *  A larger value: the length in bytes of its pretty JSON text (2-space indent, the text
+ *  the screen shows and a saved file holds), and the start of that text, at most
+ *  [`FIRST_PART_BYTES`], cut on a character boundary and, when one is near, after a line.
+ */
+{ shown: "large"; size: number; first_part: string };
 
 /**  Where the ledger the app opened was named. */
 export type Source = 

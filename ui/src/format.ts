@@ -1,4 +1,4 @@
-// Small display helpers shared by the screens: ids, times, routes.
+// Small display helpers shared by the screens: ids, times, routes, sizes.
 import type { Value } from "./bindings";
 
 /** The tail of a UUIDv7: its head is a timestamp, so jobs made together share it. */
@@ -35,4 +35,11 @@ export function routeOf(intent: Value): string[] {
   const route = intent["route"];
   if (!Array.isArray(route)) return [];
   return route.filter((p): p is string => typeof p === "string");
+}
+
+/** "812 B", "64.0 KiB", "4.8 MiB": a length in bytes, in the units SPEC §13 speaks of. */
+export function byteSize(bytes: number): string {
+  if (bytes < 1024) return `${bytes} B`;
+  if (bytes < 1024 * 1024) return `${(bytes / 1024).toFixed(1)} KiB`;
+  return `${(bytes / (1024 * 1024)).toFixed(1)} MiB`;
 }

@@ -17,6 +17,7 @@ pub mod model;
 pub mod policy;
 pub mod providers;
 pub mod sandbox;
+pub mod shown;
 pub mod store;
 
 use std::path::{Path, PathBuf};
@@ -37,6 +38,7 @@ pub use ledger::{AddedContract, Claim, LAST_USED_EVERY, MAX_TOKEN_NAME, TOKEN_PR
 pub use model::*;
 pub use providers::keys::KeyStatus;
 pub use providers::{Provider, ProviderConfig, ProviderKind};
+pub use shown::{JobPart, ShownValue};
 
 /// The desktop app's identifier; its data directory is named after it.
 pub const APP_IDENTIFIER: &str = "dev.onejob.app";

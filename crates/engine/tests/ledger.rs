@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use common::{intent, kinds, why, Ledger, Sql, OWNER};
 use onejob_engine::{
-    AfterFailure, AttemptState, Cause, Error, JobStatus, JobsQuery, Outcome, Resolution, Verdict,
+    AfterFailure, AttemptState, Cause, Error, JobPart, JobStatus, JobsQuery, Outcome, Resolution,
+    ShownValue, Verdict,
 };
 use serde_json::json;
 
@@ -1047,4 +1048,55 @@ async fn every_move_writes_its_own_event_and_a_refused_move_none() {
     for (event, attempt) in history[1..4].iter().zip([&first.attempt.id; 3]) {
         assert_eq!(event.attempt_id.as_ref(), Some(attempt));
     }
+}
+
+#[tokio::test]
+async fn a_large_result_is_read_whole_only_when_asked_for_by_its_owner() {
+    let ledger = Ledger::new().await;
+    let e = &ledger.engine;
+    let big = json!({ "rows": vec!["x".repeat(100); 50_000] });
+    let a = ledger.in_flight("large").await.attempt;
+    e.complete(&a.id, &big, Cause::Answer)
+        .await
+        .expect("complete");
+    let id = a.job_id.clone();
+
+    // The job's detail and its history are read whole as before; the shown form is the face's.
+    let detail = e.job(OWNER, &id).await.expect("job");
+    assert!(matches!(
+        ShownValue::of(detail.job.result.clone().expect("result")),
+        ShownValue::Large { .. }
+    ));
+
+    assert_eq!(
+        e.job_part(OWNER, &id, JobPart::Result)
+            .await
+            .expect("result"),
+        big
+    );
+    assert_eq!(
+        e.job_part(OWNER, &id, JobPart::Intent)
+            .await
+            .expect("intent"),
+        detail.job.intent
+    );
+    let last = u32::try_from(detail.events.len() - 1).expect("a short history");
+    assert_eq!(
+        e.job_part(OWNER, &id, JobPart::EventDetail { index: last })
+            .await
+            .expect("detail"),
+        detail.events[last as usize].detail
+    );
+
+    let past = JobPart::EventDetail { index: last + 1 };
+    assert_eq!(code(e.job_part(OWNER, &id, past).await), "not_found");
+    assert_eq!(
+        code(e.job_part("someone-else", &id, JobPart::Result).await),
+        "not_found"
+    );
+    let queued = ledger.submit("no-result").await.job.id;
+    assert_eq!(
+        code(e.job_part(OWNER, &queued, JobPart::Result).await),
+        "not_found"
+    );
 }

@@ -1,8 +1,9 @@
 // A job's event history, read from the append-only job_events (SPEC §10).
-import type { Attempt, Event } from "../bindings";
+import type { Attempt, ShownEvent, Value } from "../bindings";
 import { exactTime, timeAgo } from "../format";
+import { ValueView } from "./ValueView";
 
-export function History({ events, attempts, now }: { events: Event[]; attempts: Attempt[]; now: number }) {
+export function History({ jobId, events, attempts, now }: { jobId: string; events: ShownEvent[]; attempts: Attempt[]; now: number }) {
   const number = new Map(attempts.map((a) => [a.id, a.number]));
   return (
     <table className="history">
@@ -24,9 +25,20 @@ export function History({ events, attempts, now }: { events: Event[]; attempts: 
             <td><code>{e.kind}</code></td>
             <td>{e.attempt_id === null ? "" : `#${number.get(e.attempt_id) ?? "?"}`}</td>
             <td>{e.actor}</td>
-            <td className="clip detail" title={JSON.stringify(e.detail)}>
-              {detailText(e.detail)}
-            </td>
+            {e.detail.shown === "whole" ? (
+              <td className="clip detail" title={JSON.stringify(e.detail.value)}>
+                {detailText(e.detail.value)}
+              </td>
+            ) : (
+              <td className="detail large">
+                <ValueView
+                  shown={e.detail}
+                  jobId={jobId}
+                  part={{ part: "event_detail", index: i }}
+                  whole={(v) => <pre className="json">{JSON.stringify(v, null, 2)}</pre>}
+                />
+              </td>
+            )}
           </tr>
         ))}
       </tbody>
@@ -34,7 +46,7 @@ export function History({ events, attempts, now }: { events: Event[]; attempts: 
   );
 }
 
-function detailText(detail: Event["detail"]): string {
+function detailText(detail: Value): string {
   if (detail === null || typeof detail !== "object" || Array.isArray(detail)) return JSON.stringify(detail);
   return Object.entries(detail)
     .map(([k, v]) => `${k}: ${typeof v === "string" ? v : JSON.stringify(v)}`)

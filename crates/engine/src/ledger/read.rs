@@ -1,8 +1,11 @@
 //! Reads: a job with its attempts and history, pages of jobs, counts for the UI.
 
-use crate::error::{Error, Result};
+use serde_json::Value;
+
+use crate::error::{Error, NotFoundDetails, Result};
 use crate::intent::validate_owner;
 use crate::model::{Attempt, Job, JobDetail, JobPage, Usage};
+use crate::shown::JobPart;
 use crate::store::{attempts as attempt_rows, events, jobs as job_rows};
 use crate::{Engine, JobsQuery, DEFAULT_PAGE, MAX_PAGE, MAX_SEARCH};
 
@@ -25,6 +28,34 @@ impl Engine {
             attempts,
             events,
             usage,
+        })
+    }
+
+    /// One value of the owner's job, whole: its intent, its result, or the detail of one event
+    /// of its history. Another owner's job, a job with no result yet, or an event index past
+    /// the history's end is `not_found`.
+    pub async fn job_part(&self, owner: &str, job_id: &str, part: JobPart) -> Result<Value> {
+        let mut conn = self.read().await?;
+        let job = owned_job_row(&mut conn, owner, job_id).await?.into_job()?;
+        let value = match part {
+            JobPart::Intent => Some(job.intent),
+            JobPart::Result => job.result,
+            JobPart::EventDetail { index } => events::for_job(&mut conn, job_id)
+                .await?
+                .into_iter()
+                .nth(index as usize)
+                .map(|e| e.detail),
+        };
+        let missing = match part {
+            JobPart::EventDetail { index } => format!("no event at index {index}"),
+            _ => format!("no {} yet", part.name()),
+        };
+        value.ok_or_else(|| Error::NotFound {
+            message: format!("job {job_id} has {missing}"),
+            details: NotFoundDetails {
+                entity: part.name(),
+                id: job_id.to_owned(),
+            },
         })
     }
 

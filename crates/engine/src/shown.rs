@@ -1,0 +1,199 @@
+//! How a face shows a value that may be large (SPEC §13): a result, intent or event detail whose
+//! JSON text is over 64 KiB is shown by its size and its first part, and read whole only when a
+//! person asks for it.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use specta::Type;
+
+/// A value whose pretty JSON text is longer than this many bytes is large.
+pub const LARGE_BYTES: usize = 64 * 1024;
+/// At most this many bytes of a large value's pretty JSON text are its first part.
+pub const FIRST_PART_BYTES: usize = 4 * 1024;
+
+/// A value as a screen receives it: whole, or when large only by its size and first part.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Type)]
+#[serde(tag = "shown", rename_all = "snake_case")]
+pub enum ShownValue {
+    /// A value of at most [`LARGE_BYTES`], whole.
+    Whole { value: Value },
+    /// A larger value: the length in bytes of its pretty JSON text (2-space indent, the text
+    /// the screen shows and a saved file holds), and the start of that text, at most
+    /// [`FIRST_PART_BYTES`], cut on a character boundary and, when one is near, after a line.
+    Large { size: u32, first_part: String },
+}
+
+impl ShownValue {
+    /// The value whole when its pretty JSON text is at most [`LARGE_BYTES`], else its size
+    /// and first part. One pass over the text, which is never held whole.
+    pub fn of(value: Value) -> ShownValue {
+        let mut text = Head::new(FIRST_PART_BYTES);
+        if serde_json::to_writer_pretty(&mut text, &value).is_err() || text.len <= LARGE_BYTES {
+            // A Value always serialises, and `Head` never fails: keep it whole either way.
+            return ShownValue::Whole { value };
+        }
+        ShownValue::Large {
+            size: u32::try_from(text.len).unwrap_or(u32::MAX),
+            first_part: first_part(&text.kept).to_owned(),
+        }
+    }
+}
+
+/// Which value of a job a person asks for whole.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Type)]
+#[serde(tag = "part", rename_all = "snake_case")]
+pub enum JobPart {
+    Intent,
+    Result,
+    /// The detail of the job's event at `index` in its history, oldest first from 0 (the
+    /// history is append-only, so an index always names the same event).
+    EventDetail {
+        index: u32,
+    },
+}
+
+impl JobPart {
+    /// A short name for files and messages: `intent`, `result`, `event-3`.
+    pub fn name(self) -> String {
+        match self {
+            JobPart::Intent => "intent".to_owned(),
+            JobPart::Result => "result".to_owned(),
+            JobPart::EventDetail { index } => format!("event-{index}"),
+        }
+    }
+}
+
+/// A writer that counts every byte and keeps only the first `keep`.
+struct Head {
+    keep: usize,
+    kept: Vec<u8>,
+    len: usize,
+}
+
+impl Head {
+    fn new(keep: usize) -> Head {
+        Head {
+            keep,
+            kept: Vec::with_capacity(keep),
+            len: 0,
+        }
+    }
+}
+
+impl std::io::Write for Head {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let room = self.keep.saturating_sub(self.kept.len());
+        self.kept.extend_from_slice(&buf[..room.min(buf.len())]);
+        self.len += buf.len();
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// The start of a text cut at an arbitrary byte: its whole characters, ending after its last
+/// line break when that keeps at least half of them.
+fn first_part(head: &[u8]) -> &str {
+    let text = match std::str::from_utf8(head) {
+        Ok(text) => text,
+        // Only the last character can be cut short, so what precedes it is valid.
+        Err(e) => std::str::from_utf8(&head[..e.valid_up_to()]).unwrap_or_default(),
+    };
+    match text.rfind('\n') {
+        Some(line) if line >= text.len() / 2 => &text[..line],
+        _ => text,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// An object whose pretty text is about `bytes` long: lines of `"kNNNNN": "xxxx…"`.
+    fn object_of(bytes: usize) -> Value {
+        let line = 64;
+        let map = (0..bytes / line)
+            .map(|i| (format!("k{i:06}"), json!("x".repeat(line - 18))))
+            .collect();
+        Value::Object(map)
+    }
+
+    fn pretty(value: &Value) -> String {
+        serde_json::to_string_pretty(value).unwrap()
+    }
+
+    #[test]
+    fn a_small_value_is_shown_whole() {
+        let value = json!({"answer": 42, "items": [1, 2, 3]});
+        assert_eq!(ShownValue::of(value.clone()), ShownValue::Whole { value });
+    }
+
+    #[test]
+    fn a_value_of_exactly_64_kib_is_whole_and_one_byte_more_is_large() {
+        // A string's pretty text is the string and its two quotes.
+        let at = json!("a".repeat(LARGE_BYTES - 2));
+        assert_eq!(pretty(&at).len(), LARGE_BYTES);
+        assert!(matches!(ShownValue::of(at), ShownValue::Whole { .. }));
+        let over = json!("a".repeat(LARGE_BYTES - 1));
+        assert_eq!(
+            ShownValue::of(over),
+            ShownValue::Large {
+                size: LARGE_BYTES as u32 + 1,
+                first_part: format!("\"{}", "a".repeat(FIRST_PART_BYTES - 1)),
+            }
+        );
+    }
+
+    #[test]
+    fn a_large_value_gives_the_size_of_its_pretty_text_and_its_first_lines() {
+        let value = object_of(5 * 1024 * 1024);
+        let text = pretty(&value);
+        let ShownValue::Large { size, first_part } = ShownValue::of(value) else {
+            panic!("a 5 MiB value is large");
+        };
+        assert_eq!(size as usize, text.len());
+        assert!(first_part.len() <= FIRST_PART_BYTES);
+        assert!(first_part.len() > FIRST_PART_BYTES / 2);
+        assert!(text.starts_with(&first_part));
+        // Cut after a whole line: the next character of the text is the line break.
+        assert_eq!(&text[first_part.len()..first_part.len() + 1], "\n");
+    }
+
+    #[test]
+    fn the_first_part_is_cut_on_a_character_boundary() {
+        // "é" is two bytes and "€" three: a cut at FIRST_PART_BYTES falls inside one of them.
+        for filler in ["é", "€", "😀"] {
+            let value = json!(filler.repeat(LARGE_BYTES));
+            let ShownValue::Large { first_part, .. } = ShownValue::of(value) else {
+                panic!("a long string is large");
+            };
+            assert!(first_part.len() <= FIRST_PART_BYTES);
+            assert!(first_part.len() > FIRST_PART_BYTES - filler.len());
+            assert!(first_part.starts_with('"'));
+            assert!(first_part[1..].chars().all(|c| filler.starts_with(c)));
+        }
+    }
+
+    #[test]
+    fn a_first_part_with_no_line_break_near_its_end_keeps_its_whole_characters() {
+        assert_eq!(first_part("ab\ncdefgh".as_bytes()), "ab\ncdefgh");
+        assert_eq!(first_part("abcdef\ngh".as_bytes()), "abcdef");
+        assert_eq!(first_part(&"ab€".as_bytes()[..4]), "ab");
+    }
+
+    #[test]
+    fn a_part_is_named_in_words_and_sent_tagged() {
+        assert_eq!(JobPart::EventDetail { index: 3 }.name(), "event-3");
+        assert_eq!(
+            serde_json::to_value(JobPart::EventDetail { index: 3 }).unwrap(),
+            json!({"part": "event_detail", "index": 3})
+        );
+        assert_eq!(
+            serde_json::to_value(JobPart::Result).unwrap(),
+            json!({"part": "result"})
+        );
+    }
+}
