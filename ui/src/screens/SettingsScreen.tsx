@@ -57,18 +57,16 @@ export function SettingsScreen() {
   );
 }
 
-/**
- * The ledger chosen here was not found at start (an unmounted drive, a removed file), so the
- * app opened none rather than a new, empty one in its place: make one there, or choose another.
- */
-function MissingLedger({ path, onSaved }: { path: string; onSaved: (s: Settings) => void }) {
+/** Saves a ledger choice (checked by the backend), with what the form shows meanwhile. */
+function useChooseLedger(onSaved: (s: Settings) => void) {
   const [error, setError] = useState<Shown | null>(null);
   const [busy, setBusy] = useState(false);
   const [done, setDone] = useState(false);
 
-  async function create() {
+  async function choose(text: string) {
     setBusy(true);
-    const result = await call(() => commands.chooseLedger(path));
+    setDone(false);
+    const result = await call(() => commands.chooseLedger(text));
     setBusy(false);
     if (result.status === "ok") {
       setError(null);
@@ -78,6 +76,16 @@ function MissingLedger({ path, onSaved }: { path: string; onSaved: (s: Settings)
       setError(result.error);
     }
   }
+
+  return { error, busy, done, choose };
+}
+
+/**
+ * The ledger chosen here was not found at start (an unmounted drive, a removed file), so the
+ * app opened none rather than a new, empty one in its place: make one there, or choose another.
+ */
+function MissingLedger({ path, onSaved }: { path: string; onSaved: (s: Settings) => void }) {
+  const { error, busy, done, choose } = useChooseLedger(onSaved);
 
   return (
     <div className="ledger-missing" role="alert" data-testid="ledger-missing">
@@ -96,7 +104,7 @@ function MissingLedger({ path, onSaved }: { path: string; onSaved: (s: Settings)
         <p data-testid="ledger-created">A new, empty ledger was made there. Restart onejob to use it.</p>
       ) : (
         <div className="actions">
-          <button type="button" className="button" disabled={busy} onClick={() => void create()}>
+          <button type="button" className="button" disabled={busy} onClick={() => void choose(path)}>
             Create a new ledger there
           </button>
         </div>
@@ -108,23 +116,7 @@ function MissingLedger({ path, onSaved }: { path: string; onSaved: (s: Settings)
 /** Chooses the ledger the app opens from its next start. */
 function LedgerForm({ onSaved }: { onSaved: (s: Settings) => void }) {
   const [location, setLocation] = useState("");
-  const [error, setError] = useState<Shown | null>(null);
-  const [busy, setBusy] = useState(false);
-  const [done, setDone] = useState(false);
-
-  async function save(text: string) {
-    setBusy(true);
-    setDone(false);
-    const result = await call(() => commands.chooseLedger(text));
-    setBusy(false);
-    if (result.status === "ok") {
-      setError(null);
-      setDone(true);
-      onSaved(result.data);
-    } else {
-      setError(result.error);
-    }
-  }
+  const { error, busy, done, choose: save } = useChooseLedger(onSaved);
 
   return (
     <form
