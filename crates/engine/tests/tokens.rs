@@ -4,7 +4,16 @@
 mod common;
 
 use common::{Ledger, Sql};
-use onejob_engine::{Error, TOKEN_PREFIX};
+use onejob_engine::{Error, TokenInfo, TOKEN_PREFIX};
+
+/// A new token of `owner`, without a name, and what the list says of it.
+async fn new_token(ledger: &Ledger, owner: &str) -> (String, TokenInfo) {
+    ledger
+        .engine
+        .create_token(owner, None)
+        .await
+        .unwrap_or_else(|e| panic!("a token of {owner}: {e:?}"))
+}
 
 /// Every column of every table of the ledger as text, one string.
 async fn whole_ledger_as_text(ledger: &Ledger) -> String {
@@ -94,16 +103,8 @@ async fn the_ledger_never_holds_the_token() {
 #[tokio::test]
 async fn two_owners_tokens_authenticate_to_their_own_owners() {
     let ledger = Ledger::new().await;
-    let (alice, _) = ledger
-        .engine
-        .create_token("alice", None)
-        .await
-        .expect("alice");
-    let (bob, _) = ledger
-        .engine
-        .create_token("bob@example.org", None)
-        .await
-        .expect("bob");
+    let (alice, _) = new_token(&ledger, "alice").await;
+    let (bob, _) = new_token(&ledger, "bob@example.org").await;
     assert_ne!(alice, bob);
     assert_eq!(
         ledger.engine.authenticate(&alice).await.expect("alice"),
@@ -124,16 +125,8 @@ async fn two_owners_tokens_authenticate_to_their_own_owners() {
 #[tokio::test]
 async fn revoked_and_unknown_tokens_are_refused_alike() {
     let ledger = Ledger::new().await;
-    let (token, info) = ledger
-        .engine
-        .create_token("alice", None)
-        .await
-        .expect("create");
-    let (kept, _) = ledger
-        .engine
-        .create_token("alice", None)
-        .await
-        .expect("create");
+    let (token, info) = new_token(&ledger, "alice").await;
+    let (kept, _) = new_token(&ledger, "alice").await;
     ledger
         .engine
         .authenticate(&token)
@@ -184,7 +177,7 @@ async fn the_list_shows_every_token_but_never_the_token() {
         .create_token("alice", Some("laptop"))
         .await
         .expect("a");
-    let (second, b) = ledger.engine.create_token("bob", None).await.expect("b");
+    let (second, b) = new_token(&ledger, "bob").await;
     let listed = ledger.engine.tokens().await.expect("list");
     assert_eq!(listed, vec![a, b], "oldest first, as made");
     let text = serde_json::to_string(&listed).expect("json");
@@ -216,11 +209,7 @@ async fn owners_and_names_are_checked() {
 #[tokio::test]
 async fn last_use_is_written_at_most_once_a_minute() {
     let ledger = Ledger::new().await;
-    let (token, info) = ledger
-        .engine
-        .create_token("alice", None)
-        .await
-        .expect("create");
+    let (token, info) = new_token(&ledger, "alice").await;
     let last_used = || async {
         let listed = ledger.engine.tokens().await.expect("list");
         listed

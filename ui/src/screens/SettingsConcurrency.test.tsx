@@ -1,22 +1,15 @@
 import { act, cleanup, fireEvent, render, screen } from "@testing-library/react";
 import { afterEach, describe, expect, it, vi } from "vitest";
 
-import { commands, type Settings } from "../bindings";
+import { commands } from "../bindings";
+import { settings } from "../test/fixtures";
 import { SettingsScreen } from "./SettingsScreen";
 
 vi.mock("../bindings", () => ({
   commands: { settings: vi.fn(), setConcurrency: vi.fn(), chooseLedger: vi.fn() },
 }));
 
-const base: Settings = {
-  db_path: "/data/onejob.db",
-  missing: false,
-  shared: false,
-  source: "default",
-  next_start: null,
-  owner: "local",
-  concurrency: 32,
-};
+const base = settings();
 
 afterEach(() => {
   cleanup();

@@ -4,29 +4,22 @@ import { act, cleanup, fireEvent, render, screen } from "@testing-library/react"
 import { afterEach, describe, expect, it, vi } from "vitest";
 
 import { commands, type Settings } from "../bindings";
+import { settings } from "../test/fixtures";
 import { SettingsScreen } from "./SettingsScreen";
 
 vi.mock("../bindings", () => ({
   commands: { settings: vi.fn(), setConcurrency: vi.fn(), chooseLedger: vi.fn() },
 }));
 
-const base: Settings = {
-  db_path: "/home/ada/.local/share/dev.onejob.app/onejob.db",
-  missing: false,
-  shared: false,
-  source: "default",
-  next_start: null,
-  owner: "local",
-  concurrency: 32,
-};
+const base = settings({ db_path: "/home/ada/.local/share/dev.onejob.app/onejob.db" });
 
 afterEach(() => {
   cleanup();
   vi.mocked(commands.chooseLedger).mockReset();
 });
 
-async function open(settings: Settings) {
-  vi.mocked(commands.settings).mockResolvedValue({ status: "ok", data: settings });
+async function open(shown: Settings) {
+  vi.mocked(commands.settings).mockResolvedValue({ status: "ok", data: shown });
   await act(async () => {
     render(<SettingsScreen />);
   });

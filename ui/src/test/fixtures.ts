@@ -1,5 +1,5 @@
 // Jobs and attempts for the component tests, with only the fields a test cares about set.
-import type { Attempt, AttemptState, Job, JobStatus } from "../bindings";
+import type { Attempt, AttemptState, Job, JobStatus, Settings } from "../bindings";
 
 export function job(id: string, status: JobStatus = "queued"): Job {
   return {
@@ -39,5 +39,19 @@ export function attempt(number: number, state: AttemptState): Attempt {
     sent_at: null,
     finished_at: null,
     usage: null,
+  };
+}
+
+/** What the Settings command answers for a default file ledger, with `over` changed. */
+export function settings(over: Partial<Settings> = {}): Settings {
+  return {
+    db_path: "/data/onejob.db",
+    missing: false,
+    shared: false,
+    source: "default",
+    next_start: null,
+    owner: "local",
+    concurrency: 32,
+    ...over,
   };
 }
