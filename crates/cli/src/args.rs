@@ -119,6 +119,41 @@ attempt is failed and the job may continue. \"still_unknown\": the provider cann
     Worker(WorkerArgs),
     /// Run the sandbox provider on loopback until interrupted; prints {"sandbox": {"url"}} once it listens
     Sandbox(SandboxArgs),
+    /// Serve the HTTP API (jobs, events, OpenAPI) on this ledger, with the executor unless --no-worker
+    Serve(ServeArgs),
+}
+
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Prints {\"listening\": \"http://ADDR\"} once it accepts connections. Every request carries \
+Authorization: Bearer TOKEN (see `onejob token create`). SIGINT or SIGTERM stops accepting, answers the requests in \
+hand, lets the executor's attempts in flight end, and exits 0 printing {\"served\": {\"stopped\": true, …}}; a \
+second signal stops at once."
+)]
+pub struct ServeArgs {
+    /// The address to listen on; port 0 picks a free one. An address beyond loopback needs
+    /// --tls-cert and --tls-key, or --plain-http-behind-proxy
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8787")]
+    pub listen: SocketAddr,
+    /// Serve the API only; another process runs the executor
+    #[arg(long)]
+    pub no_worker: bool,
+    /// The PEM certificate chain to serve HTTPS with
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// The PEM private key of --tls-cert
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+    /// Serve plain HTTP beyond loopback: a proxy in front ends TLS, so tokens never cross a
+    /// network in clear
+    #[arg(long, conflicts_with = "tls_cert")]
+    pub plain_http_behind_proxy: bool,
+    /// Connections served at once; further ones wait to be accepted (1 to 65536)
+    #[arg(long, value_name = "N", default_value_t = 512)]
+    pub max_connections: usize,
+    /// How many attempts the executor keeps in flight at once, 1 to 1024
+    #[arg(long, value_name = "N", default_value_t = onejob_engine::executor::DEFAULT_MAX_IN_FLIGHT)]
+    pub concurrency: usize,
 }
 
 #[derive(Debug, Args)]

@@ -28,6 +28,12 @@ pub async fn run(cli: Cli) -> Result<Reply> {
         .await
         .map(Reply::from),
         Command::Sandbox(sandbox) => run_sandbox(sandbox).await.map(Reply::from),
+        Command::Serve(args) => {
+            crate::serve::check(&args)?;
+            with_engine(&db, async |engine| crate::serve::run(engine, args).await)
+                .await
+                .map(Reply::from)
+        }
         Command::Contract(command) => {
             let call = command.read(read_text)?;
             let run = async |engine: &Engine| crate::contract::run(engine, call).await;
@@ -176,11 +182,13 @@ async fn run_once(db: &Path, owner: &str, command: Command) -> Result<Value> {
             })
             .await
         }
-        Command::Submit(_) | Command::Worker(_) | Command::Sandbox(_) | Command::Contract(_) => {
-            Err(Error::internal(
-                "a subcommand with its own dispatcher reached the one-call dispatcher",
-            ))
-        }
+        Command::Submit(_)
+        | Command::Worker(_)
+        | Command::Sandbox(_)
+        | Command::Contract(_)
+        | Command::Serve(_) => Err(Error::internal(
+            "a subcommand with its own dispatcher reached the one-call dispatcher",
+        )),
     }
 }
 

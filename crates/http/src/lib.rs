@@ -1,0 +1,62 @@
+//! onejob-http: the HTTP API of SPEC §15, the engine's third face beside the window and the
+//! command line. Each handler parses, makes one engine call and maps the answer; every rule
+//! of SPEC §2–§9 stays in the engine. Errors leave as problem+json (`problem.rs`), the owner
+//! comes only from the bearer token (`auth.rs`), and the connections, their limits and the
+//! graceful stop are `serve.rs`.
+
+mod auth;
+mod body;
+mod jobs;
+mod key;
+pub mod problem;
+mod serve;
+
+use std::time::Duration;
+
+use axum::routing::{get, post};
+use axum::Router;
+use onejob_engine::{Engine, Result};
+use tokio::sync::watch;
+
+pub use serve::{is_loopback, serve, tls_config, Limits, Served};
+
+/// The largest request body read (SPEC §15): past it the answer is 413.
+pub const MAX_BODY: usize = 1024 * 1024;
+/// How long the headers, and then the body, of a request may take to arrive.
+pub const ARRIVAL_DEADLINE: Duration = Duration::from_secs(10);
+/// How often a SQLite ledger is checked for other processes' changes (PostgreSQL announces them).
+const CHANGE_CHECK: Duration = Duration::from_millis(100);
+
+/// What every handler shares: the engine, the ledger's change counter, and whether the server
+/// is stopping (long waits and streams end then).
+#[derive(Clone)]
+pub struct Api {
+    engine: Engine,
+    changes: watch::Receiver<u64>,
+    stopping: watch::Receiver<bool>,
+}
+
+impl Api {
+    /// The API over `engine`; `stopping` turns true when the server starts its graceful stop.
+    pub async fn new(engine: Engine, stopping: watch::Receiver<bool>) -> Result<Api> {
+        let changes = engine.changes(CHANGE_CHECK).await?;
+        Ok(Api {
+            engine,
+            changes,
+            stopping,
+        })
+    }
+}
+
+/// Every route of SPEC §15, with the body limit and problem+json for every error answer.
+pub fn router(api: Api) -> Router {
+    Router::new()
+        .route("/v1/jobs", post(jobs::submit).get(jobs::list))
+        .route("/v1/jobs/{id}", get(jobs::show))
+        .route("/v1/jobs/{id}/cancel", post(jobs::cancel))
+        .route("/v1/jobs/{id}/retry", post(jobs::retry))
+        .route("/v1/attempts/{id}/resolve", post(jobs::resolve))
+        .layer(tower_http::limit::RequestBodyLimitLayer::new(MAX_BODY))
+        .layer(axum::middleware::map_response(problem::as_problem))
+        .with_state(api)
+}

@@ -1,0 +1,164 @@
+//! The connections: accepted only while a slot is free (the rest wait in the listen queue),
+//! headers and bodies within their deadline, TLS when the address is not loopback, and a
+//! graceful stop that answers what is in hand.
+
+use std::future::Future;
+use std::net::{IpAddr, SocketAddr};
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use hyper::server::conn::http1;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::server::graceful::GracefulShutdown;
+use hyper_util::service::TowerToHyperService;
+use onejob_engine::{Error, Result};
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
+use tokio_rustls::rustls;
+use tokio_rustls::TlsAcceptor;
+
+use crate::ARRIVAL_DEADLINE;
+
+/// How the server bounds its work.
+#[derive(Debug, Clone)]
+pub struct Limits {
+    /// Connections served at once; further ones wait to be accepted.
+    pub max_connections: usize,
+    /// How long the graceful stop waits for answers in hand before it closes what is left.
+    pub drain: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_connections: 512,
+            drain: Duration::from_secs(30),
+        }
+    }
+}
+
+/// How a serve ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Served {
+    /// Connections still open when the drain time ran out, closed without their answer.
+    pub cut: usize,
+}
+
+/// Whether `addr` can be reached only from this machine.
+pub fn is_loopback(addr: &SocketAddr) -> bool {
+    match addr.ip() {
+        IpAddr::V4(ip) => ip.is_loopback(),
+        IpAddr::V6(ip) => {
+            ip.is_loopback() || ip.to_ipv4_mapped().is_some_and(|v4| v4.is_loopback())
+        }
+    }
+}
+
+/// The TLS configuration from a PEM certificate chain and its PEM private key.
+pub fn tls_config(cert: &Path, key: &Path) -> Result<TlsAcceptor> {
+    use rustls_pki_types::pem::PemObject;
+    use rustls_pki_types::{CertificateDer, PrivateKeyDer};
+    let read_error = |field: &str, path: &Path, e: &dyn std::fmt::Display| {
+        Error::invalid_input(field, format!("{}: {e}", path.display()))
+    };
+    let chain = CertificateDer::pem_file_iter(cert)
+        .and_then(|certs| certs.collect::<std::result::Result<Vec<_>, _>>())
+        .map_err(|e| read_error("tls_cert", cert, &e))?;
+    if chain.is_empty() {
+        return Err(read_error("tls_cert", cert, &"holds no PEM certificate"));
+    }
+    let private = PrivateKeyDer::from_pem_file(key).map_err(|e| read_error("tls_key", key, &e))?;
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .and_then(|b| b.with_no_client_auth().with_single_cert(chain, private))
+        .map_err(|e| read_error("tls_key", key, &e))?;
+    let mut config = config;
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Ok(TlsAcceptor::from(Arc::new(config)))
+}
+
+/// Serves `router` on `listener` until `stop` resolves, then stops accepting, lets the
+/// connections answer what they hold (up to `limits.drain`), and returns.
+pub async fn serve(
+    listener: TcpListener,
+    router: Router,
+    tls: Option<TlsAcceptor>,
+    limits: Limits,
+    stop: impl Future<Output = ()>,
+) -> Served {
+    let slots = Arc::new(Semaphore::new(limits.max_connections.max(1)));
+    let graceful = GracefulShutdown::new();
+    let mut http = http1::Builder::new();
+    http.timer(TokioTimer::new())
+        .header_read_timeout(ARRIVAL_DEADLINE)
+        .keep_alive(true);
+    let service = TowerToHyperService::new(router);
+    tokio::pin!(stop);
+    loop {
+        let slot = tokio::select! {
+            () = &mut stop => break,
+            slot = slots.clone().acquire_owned() => match slot {
+                Ok(slot) => slot,
+                Err(_) => break,
+            },
+        };
+        let accepted = tokio::select! {
+            () = &mut stop => break,
+            accepted = listener.accept() => accepted,
+        };
+        let stream = match accepted {
+            Ok((stream, _)) => stream,
+            // Out of descriptors or a connection reset before it was taken: wait, go on.
+            Err(_) => {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        // Answers are small and latency matters more than packing.
+        let _ = stream.set_nodelay(true);
+        let watcher = graceful.watcher();
+        let http = http.clone();
+        let service = service.clone();
+        let tls = tls.clone();
+        tokio::spawn(async move {
+            let _slot = slot;
+            match tls {
+                None => {
+                    let conn = http.serve_connection(TokioIo::new(stream), service);
+                    let _ = watcher.watch(conn).await;
+                }
+                Some(tls) => {
+                    // The handshake is part of the request's arrival, and has its deadline.
+                    let Ok(Ok(stream)) =
+                        tokio::time::timeout(ARRIVAL_DEADLINE, tls.accept(stream)).await
+                    else {
+                        return;
+                    };
+                    serve_one(http, stream, service, watcher).await;
+                }
+            }
+        });
+    }
+    drop(listener);
+    let cut = tokio::select! {
+        () = graceful.shutdown() => 0,
+        () = tokio::time::sleep(limits.drain) => limits.max_connections - slots.available_permits(),
+    };
+    Served { cut }
+}
+
+async fn serve_one<I>(
+    http: http1::Builder,
+    io: I,
+    service: TowerToHyperService<Router>,
+    watcher: hyper_util::server::graceful::Watcher,
+) where
+    I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let conn = http.serve_connection(TokioIo::new(io), service);
+    let _ = watcher.watch(conn).await;
+}
