@@ -224,11 +224,34 @@ impl Error {
 
 impl From<sqlx::Error> for Error {
     fn from(e: sqlx::Error) -> Self {
+        let message = if is_busy(&e) {
+            "the ledger is busy: another process has held its write lock past the busy \
+             timeout. Check for another onejob process on this file (the app, a worker, \
+             onejob serve) or a tool holding it open in a transaction (sqlite3, a backup), \
+             then try again; nothing was written"
+                .to_owned()
+        } else {
+            format!("database: {e}")
+        };
         Error::Storage {
-            message: format!("database: {e}"),
+            message,
             details: EmptyDetails {},
         }
     }
+}
+
+/// Whether SQLite gave up waiting for another connection's lock (`SQLITE_BUSY` and its
+/// extended codes: the primary code is the low byte).
+fn is_busy(e: &sqlx::Error) -> bool {
+    let sqlx::Error::Database(db) = e else {
+        return false;
+    };
+    // Only SQLite's codes: PostgreSQL's are SQLSTATEs.
+    db.try_downcast_ref::<sqlx::sqlite::SqliteError>().is_some()
+        && db
+            .code()
+            .and_then(|code| code.parse::<i32>().ok())
+            .is_some_and(|code| code & 0xff == 5)
 }
 
 impl From<sqlx::migrate::MigrateError> for Error {
