@@ -163,6 +163,23 @@ pub struct Event {
     pub detail: Value,
 }
 
+/// One event of an owner's jobs, with its place in the event feed (SPEC §15, `GET /v1/events`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Type)]
+pub struct FeedEvent {
+    /// The event's position in the feed, opaque: pass it as `after` (an SSE `Last-Event-ID`)
+    /// to resume after this event.
+    pub id: String,
+    pub event: Event,
+}
+
+/// One page of the event feed; `next` is where to ask from next time: the last event's `id`,
+/// or the position asked from when the page is empty.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Type)]
+pub struct FeedPage {
+    pub events: Vec<FeedEvent>,
+    pub next: String,
+}
+
 /// What `submit` returns: the job, and whether it already existed with the same intent.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Type)]
 pub struct Submitted {

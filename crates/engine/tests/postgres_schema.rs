@@ -229,6 +229,65 @@ async fn history_is_append_only_and_a_submit_writes_its_event_and_checks_its_nam
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn events_written_before_the_feed_sort_before_every_later_one_and_stay_unchanged() {
+    let cluster = Postgres::start().expect("a cluster");
+    let url = cluster.database("feed").expect("a database");
+    let pool = PgPoolOptions::new()
+        .max_connections(2)
+        .connect(&url)
+        .await
+        .expect("connect");
+    // A ledger as it was before the feed's migration (0006), with a history.
+    let mut before = migrator().await;
+    before.migrations = before
+        .migrations
+        .iter()
+        .filter(|m| m.version < 6)
+        .cloned()
+        .collect::<Vec<_>>()
+        .into();
+    before.run(&pool).await.expect("migrated to 0005");
+    insert_job(&pool, JOB, "k", "sandbox").await.expect("job");
+    let file = "SELECT pg_relation_filenode('job_events')::bigint";
+    let file_before: i64 = sqlx::query_scalar(file)
+        .fetch_one(&pool)
+        .await
+        .expect("file");
+
+    migrator().await.run(&pool).await.expect("migrated");
+    let file_after: i64 = sqlx::query_scalar(file)
+        .fetch_one(&pool)
+        .await
+        .expect("file");
+    assert_eq!(file_before, file_after, "the table was not rewritten");
+    insert_attempt(&pool, FIRST, 1, "pending")
+        .await
+        .expect("an attempt");
+    sqlx::query(
+        "INSERT INTO job_events (job_id, attempt_id, kind, actor) VALUES ($1::uuid, $2::uuid, 'attempt_created', 'executor')",
+    )
+    .bind(JOB)
+    .bind(FIRST)
+    .execute(&pool)
+    .await
+    .expect("a later event");
+    let order: Vec<(String, String)> =
+        sqlx::query_as("SELECT kind, tx::text FROM job_events ORDER BY tx, id")
+            .fetch_all(&pool)
+            .await
+            .expect("the feed's order");
+    assert_eq!(order.len(), 2, "{order:?}");
+    assert_eq!(order[0], ("submitted".to_owned(), "0".to_owned()));
+    assert_eq!(order[1].0, "attempt_created");
+    assert_ne!(order[1].1, "0", "a new event carries its transaction");
+    let refused = sqlx::query("UPDATE job_events SET tx = '1'")
+        .execute(&pool)
+        .await
+        .map(|_| ());
+    assert_eq!(code(refused), "23001", "an event's place is never changed");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rows_are_stamped_by_the_database_clock() {
     let cluster = Postgres::start().expect("a cluster");
     let pool = ledger(&cluster, "clock").await;
