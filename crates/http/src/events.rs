@@ -1,0 +1,104 @@
+//! `GET /v1/events`: the owner's events as Server-Sent Events, from this process or any other
+//! on the ledger. Each carries its feed position as its id, so a client that reconnects with
+//! `Last-Event-ID` gets exactly what it missed.
+
+use std::collections::VecDeque;
+use std::convert::Infallible;
+use std::time::Duration;
+
+use axum::extract::State;
+use axum::http::HeaderMap;
+use axum::response::sse::{Event, KeepAlive, Sse};
+use futures_util::Stream;
+use onejob_engine::FeedEvent;
+
+use crate::auth::Owner;
+use crate::problem::Problem;
+use crate::Api;
+
+/// The events read from the ledger at a time, and so the most a stream holds in memory.
+const PAGE: u32 = 100;
+/// How often the feed is asked even without news: on PostgreSQL an event may be held back by
+/// an older transaction that is still open, and one that aborts announces nothing.
+const RECHECK: Duration = Duration::from_secs(1);
+/// A comment line this often keeps proxies from closing a quiet stream.
+const KEEP_ALIVE: Duration = Duration::from_secs(15);
+
+/// Where a stream stands.
+struct Cursor {
+    api: Api,
+    owner: String,
+    position: String,
+    ready: VecDeque<FeedEvent>,
+    failures: u32,
+}
+
+/// Opens the stream at `Last-Event-ID`, or at the feed's end for a new client. A malformed
+/// position is refused before the stream starts.
+pub async fn stream(
+    State(api): State<Api>,
+    Owner(owner): Owner,
+    headers: HeaderMap,
+) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, Problem> {
+    let position = match headers.get("last-event-id") {
+        Some(value) => value
+            .to_str()
+            .map_err(|_| Problem::invalid("last_event_id", "not a position of this feed"))?
+            .to_owned(),
+        None => api.engine.feed_end(&owner).await?,
+    };
+    let first = api.engine.feed(&owner, &position, PAGE).await?;
+    let cursor = Cursor {
+        api,
+        owner,
+        position: first.next,
+        ready: first.events.into(),
+        failures: 0,
+    };
+    let events = futures_util::stream::unfold(cursor, next);
+    Ok(Sse::new(events).keep_alive(KeepAlive::new().interval(KEEP_ALIVE)))
+}
+
+/// The next event to send, waiting for one as long as it takes; `None` once the server stops.
+async fn next(mut cursor: Cursor) -> Option<(Result<Event, Infallible>, Cursor)> {
+    let mut changes = cursor.api.changes.clone();
+    let mut stopping = cursor.api.stopping.clone();
+    loop {
+        if *stopping.borrow() {
+            return None;
+        }
+        if let Some(item) = cursor.ready.pop_front() {
+            return Some((Ok(as_sse(&item)), cursor));
+        }
+        changes.borrow_and_update();
+        match cursor
+            .api
+            .engine
+            .feed(&cursor.owner, &cursor.position, PAGE)
+            .await
+        {
+            Ok(page) => {
+                cursor.failures = 0;
+                cursor.position = page.next;
+                cursor.ready = page.events.into();
+                if !cursor.ready.is_empty() {
+                    continue;
+                }
+            }
+            // The ledger is unreachable: the stream stays open and asks again, a little later
+            // each time; nothing is skipped, since the position did not move.
+            Err(_) => cursor.failures = cursor.failures.saturating_add(1),
+        }
+        let wait = RECHECK * cursor.failures.clamp(1, 5);
+        tokio::select! {
+            _ = changes.changed() => {}
+            _ = stopping.changed() => {}
+            () = tokio::time::sleep(wait) => {}
+        }
+    }
+}
+
+fn as_sse(item: &FeedEvent) -> Event {
+    let data = serde_json::to_string(&item.event).unwrap_or_else(|_| "{}".to_owned());
+    Event::default().id(item.id.clone()).data(data)
+}
