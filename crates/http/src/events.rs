@@ -31,6 +31,8 @@ struct Cursor {
     position: String,
     ready: VecDeque<FeedEvent>,
     failures: u32,
+    /// Whether the opening comment went out.
+    opened: bool,
 }
 
 /// Opens the stream at `Last-Event-ID`, or at the feed's end for a new client. A malformed
@@ -54,6 +56,7 @@ pub async fn stream(
         position: first.next,
         ready: first.events.into(),
         failures: 0,
+        opened: false,
     };
     let events = futures_util::stream::unfold(cursor, next);
     Ok(Sse::new(events).keep_alive(KeepAlive::new().interval(KEEP_ALIVE)))
@@ -63,6 +66,12 @@ pub async fn stream(
 async fn next(mut cursor: Cursor) -> Option<(Result<Event, Infallible>, Cursor)> {
     let mut changes = cursor.api.changes.clone();
     let mut stopping = cursor.api.stopping.clone();
+    if !cursor.opened {
+        // The headers leave with the first bytes of the body: a comment at once tells the
+        // client the stream is open, before any event exists.
+        cursor.opened = true;
+        return Some((Ok(Event::default().comment("open")), cursor));
+    }
     loop {
         if *stopping.borrow() {
             return None;
