@@ -127,10 +127,7 @@ pub async fn serve(
         tokio::spawn(async move {
             let _slot = slot;
             match tls {
-                None => {
-                    let conn = http.serve_connection(TokioIo::new(stream), service);
-                    let _ = watcher.watch(conn).await;
-                }
+                None => serve_one(http, stream, service, watcher).await,
                 Some(tls) => {
                     // The handshake is part of the request's arrival, and has its deadline.
                     let Ok(Ok(stream)) =
