@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 pub mod processes;
+pub mod serve;
 
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
