@@ -9,8 +9,8 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use common::processes::Running;
-use common::{id, intent, parse, Ledger};
+use common::serve::{token, Server};
+use common::{id, intent, Ledger};
 use serde_json::Value;
 
 /// One event as the stream sent it.
@@ -105,20 +105,10 @@ fn is<'a>(kind: &'a str, key: &'a str) -> impl Fn(&Sent) -> bool + 'a {
 #[test]
 fn a_job_submitted_by_the_cli_reaches_an_open_stream_and_a_reconnect_gets_what_it_missed() {
     let ledger = Ledger::new();
-    let token = ledger.run(&["token", "create"]).ok()["token"]
-        .as_str()
-        .expect("token")
-        .to_owned();
+    let token = token(&ledger, "local");
     // No worker: the only events are the ones this test makes.
-    let mut server = Running::spawn(
-        &ledger,
-        &["serve", "--listen", "127.0.0.1:0", "--no-worker"],
-    );
-    let mut line = String::new();
-    BufReader::new(server.child.stdout.as_mut().expect("stdout"))
-        .read_line(&mut line)
-        .expect("the listening line");
-    let url = parse(&line)["listening"].as_str().expect("url").to_owned();
+    let mut server = Server::start(&ledger, &["--no-worker"]);
+    let url = server.url.clone();
 
     let stream = Stream::open(&url, &token, None);
     let first = ledger.submit("first", &intent(r#"{"t":"first"}"#));
