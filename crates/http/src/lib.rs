@@ -8,6 +8,7 @@ mod auth;
 mod body;
 mod jobs;
 mod key;
+pub mod openapi;
 pub mod problem;
 mod serve;
 
@@ -56,6 +57,7 @@ pub fn router(api: Api) -> Router {
         .route("/v1/jobs/{id}/cancel", post(jobs::cancel))
         .route("/v1/jobs/{id}/retry", post(jobs::retry))
         .route("/v1/attempts/{id}/resolve", post(jobs::resolve))
+        .route("/v1/openapi.json", get(openapi::serve))
         .layer(tower_http::limit::RequestBodyLimitLayer::new(MAX_BODY))
         .layer(axum::middleware::map_response(problem::as_problem))
         .with_state(api)
