@@ -8,6 +8,7 @@ use crate::error::{Error, Result};
 /// Where an attempt stands. Every move is one guarded `UPDATE … WHERE state = expected`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Type)]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub enum AttemptState {
     /// Created durably, not yet sent. Set by the executor's claim or a person's retry.
     Pending,

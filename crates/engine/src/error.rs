@@ -6,6 +6,7 @@ use specta::Type;
 /// Every way an engine call can fail. Serialises as `{ "code", "message", "details" }`.
 #[derive(Debug, Clone, PartialEq, thiserror::Error, Serialize, Deserialize, Type)]
 #[serde(tag = "code", rename_all = "snake_case")]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub enum Error {
     /// A bad field; `details.field` names it.
     #[error("{message}")]
@@ -72,6 +73,7 @@ pub enum Error {
 
 /// Details of `invalid_input`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Type)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct FieldDetails {
     /// The offending field, as a dotted path (`intent.route.1`, `idempotency_key`).
     pub field: String,
@@ -79,12 +81,14 @@ pub struct FieldDetails {
 
 /// Details of `idempotency_conflict`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Type)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ConflictDetails {
     pub existing_job_id: String,
 }
 
 /// Details of `attempt_blocked`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Type)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct BlockedDetails {
     pub job_id: String,
     /// The open attempt that blocks a new one.
@@ -94,6 +98,7 @@ pub struct BlockedDetails {
 
 /// Details of `invalid_transition`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Type)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct TransitionDetails {
     /// `job` or `attempt`.
     pub entity: String,
@@ -107,6 +112,7 @@ pub struct TransitionDetails {
 
 /// Details of `not_found`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Type)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct NotFoundDetails {
     /// `job`, `attempt` or `provider`.
     pub entity: String,
@@ -115,6 +121,7 @@ pub struct NotFoundDetails {
 
 /// Details of `fallback_not_validated`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Type)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct FallbackDetails {
     pub job_id: String,
     pub provider: String,
@@ -122,6 +129,7 @@ pub struct FallbackDetails {
 
 /// Details of the codes that carry none.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, Type)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct EmptyDetails {}
 
 /// Shorthand for engine results.

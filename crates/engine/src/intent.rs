@@ -23,6 +23,7 @@ const FIELDS: [&str; 5] = ["route", "input", "contract", "params", "max_attempts
 
 /// What a job asks for: where to send it, what to send, and how to judge the answer.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Type)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Intent {
     /// Provider names: the primary first, then the fallbacks.
     pub route: Vec<String>,

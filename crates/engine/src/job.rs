@@ -8,6 +8,7 @@ use crate::error::{Error, Result};
 /// Where a job stands. The ledger moves it; nothing else writes `jobs.status`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Type)]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub enum JobStatus {
     /// No open attempt. Set by `submit`, and when an attempt fails retryably or a person
     /// resolves an `unknown` one as failed or abandoned; the executor starts the next one.

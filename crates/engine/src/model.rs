@@ -9,6 +9,7 @@ use crate::job::JobStatus;
 
 /// One intent's durable record (SPEC §3).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Type)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Job {
     /// UUIDv7; never changes.
     pub id: String,
@@ -35,6 +36,7 @@ pub struct Job {
 
 /// Why a job failed or was cancelled.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Type)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct JobError {
     pub code: String,
     pub message: String,
@@ -42,6 +44,7 @@ pub struct JobError {
 
 /// One try at one provider (SPEC §4).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Type)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Attempt {
     pub id: String,
     pub job_id: String,
@@ -68,6 +71,7 @@ pub struct Attempt {
 
 /// Tokens an AI provider reported for one answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, Type)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Usage {
     /// Tokens read: OpenAI's `prompt_tokens`; Anthropic's `input_tokens` plus its cache
     /// writes and reads, which it reports apart.
@@ -126,6 +130,7 @@ pub struct OpenJobs {
 
 /// Why an attempt failed, or what made it unknown.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Type)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct AttemptError {
     pub kind: String,
     pub message: String,
@@ -134,6 +139,7 @@ pub struct AttemptError {
 /// Who wrote an event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Type)]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub enum Actor {
     User,
     Executor,
@@ -154,6 +160,7 @@ impl Actor {
 
 /// One row of a job's append-only history (SPEC §10).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Type)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Event {
     pub job_id: String,
     pub attempt_id: Option<String>,
@@ -182,6 +189,7 @@ pub struct FeedPage {
 
 /// What `submit` returns: the job, and whether it already existed with the same intent.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Type)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Submitted {
     pub job: Job,
     pub replayed: bool,
@@ -189,6 +197,7 @@ pub struct Submitted {
 
 /// A job with everything that happened to it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Type)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct JobDetail {
     pub job: Job,
     pub attempts: Vec<Attempt>,
@@ -199,6 +208,7 @@ pub struct JobDetail {
 
 /// One page of jobs, newest first; `next` continues after the last one.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Type)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct JobPage {
     pub jobs: Vec<Job>,
     pub next: Option<String>,
@@ -206,6 +216,7 @@ pub struct JobPage {
 
 /// A job and the attempt an action touched or created.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Type)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct JobAttempt {
     pub job: Job,
     pub attempt: Attempt,
@@ -237,6 +248,7 @@ pub struct Completion {
 /// A person's verdict on an attempt (SPEC §12 `resolve --as`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Type)]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub enum Verdict {
     /// "It went through": the (optional) result claims the job through the compare-and-swap.
     Succeeded,

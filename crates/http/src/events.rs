@@ -13,6 +13,7 @@ use futures_util::Stream;
 use onejob_engine::FeedEvent;
 
 use crate::auth::Owner;
+use crate::openapi::{BadRequest, ServerError, Unauthorized};
 use crate::problem::Problem;
 use crate::Api;
 
@@ -37,6 +38,26 @@ struct Cursor {
 
 /// Opens the stream at `Last-Event-ID`, or at the feed's end for a new client. A malformed
 /// position is refused before the stream starts.
+#[utoipa::path(
+    get,
+    path = "/v1/events",
+    tag = "events",
+    operation_id = "stream_events",
+    summary = "Follow every change of the owner's jobs",
+    description = "Server-Sent Events: one event per change of the owner's jobs, made by this or \
+any other process on the ledger, in the order of the ledger's event feed. Each event's `data` is one JSON \
+object of the `Event` schema and its `id` the place to resume from: a client that reconnects \
+with that id in `Last-Event-ID` gets every event it missed, none twice.",
+    params(("Last-Event-ID" = Option<String>, Header, nullable = false,
+        description = "The `id` of the last event received; the stream resumes after it.")),
+    responses(
+        (status = 200, description = "The stream; it stays open until the client or the server \
+ends it", content_type = "text/event-stream", body = String),
+        (status = 400, response = BadRequest),
+        (status = 401, response = Unauthorized),
+        (status = 500, response = ServerError),
+    ),
+)]
 pub async fn stream(
     State(api): State<Api>,
     Owner(owner): Owner,

@@ -6,12 +6,19 @@ use axum::extract::{FromRequestParts, Path, Query, State};
 use axum::http::request::Parts;
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use onejob_engine::{Job, JobDetail, JobStatus, JobsQuery, Resolution, Verdict};
-use serde::Deserialize;
-use serde_json::json;
+use onejob_engine::{
+    Intent, Job, JobAttempt, JobDetail, JobPage, JobStatus, JobsQuery, Resolution, Submitted,
+    Verdict,
+};
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
 
 use crate::auth::Owner;
 use crate::body::{Json, Text};
+use crate::openapi::{
+    BadRequest, Conflict, IdempotencyConflict, NotFound, PayloadTooLarge, RequestTimeout,
+    ServerError, Unauthorized, UnsupportedMediaType,
+};
 use crate::problem::Problem;
 use crate::{key, Api};
 
@@ -31,6 +38,30 @@ impl FromRequestParts<Api> for IdempotencyKey {
 
 /// `POST /v1/jobs`: 201 and `Location` for a new job, 200 and `Idempotent-Replayed: true` for
 /// the same key and intent again. Answered only after the commit that holds the job.
+#[utoipa::path(
+    post, path = "/v1/jobs", tag = "jobs", operation_id = "submit_job",
+    summary = "Submit an intent under an idempotency key",
+    description = "Creates the job of this key, or answers the job the key already names when \
+the intent is the same. Concurrent requests with one key, to one server or to several on one \
+ledger, all answer the one job, which is executed once. The answer is sent only after the commit \
+that holds the job.",
+    params(("Idempotency-Key" = String, Header, description = "The key of this intent, the same \
+on every retry: the quoted sf-string `\"order-45\"` or the bare `order-45`, one and the same key.")),
+    request_body(content = Intent, description = "The intent"),
+    responses(
+        (status = 201, description = "A new job", body = Submitted, headers(
+            ("Location" = String, description = "`/v1/jobs/{id}` of the new job"))),
+        (status = 200, description = "The job this key and intent already made; `replayed` is \
+true", body = Submitted, headers(("Idempotent-Replayed" = String, description = "`true`"))),
+        (status = 400, response = BadRequest),
+        (status = 401, response = Unauthorized),
+        (status = 408, response = RequestTimeout),
+        (status = 413, response = PayloadTooLarge),
+        (status = 415, response = UnsupportedMediaType),
+        (status = 422, response = IdempotencyConflict),
+        (status = 500, response = ServerError),
+    ),
+)]
 pub async fn submit(
     State(api): State<Api>,
     Owner(owner): Owner,
@@ -54,14 +85,30 @@ pub async fn submit(
 }
 
 /// The query of `GET /v1/jobs/{id}`.
-#[derive(Deserialize)]
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct WaitQuery {
-    /// Seconds to hold the answer until the job settles.
+    /// Seconds to hold the answer until the job is terminal or `unknown` (at most 60).
+    #[param(value_type = Option<f64>, minimum = 0, maximum = 60)]
     wait: Option<String>,
 }
 
 /// `GET /v1/jobs/{id}`: the job, its attempts and its history; with `?wait=S` the answer waits
 /// until the job is terminal or `unknown`, or S seconds have passed.
+#[utoipa::path(
+    get, path = "/v1/jobs/{id}", tag = "jobs", operation_id = "get_job",
+    summary = "A job, its attempts and its history",
+    description = "With `wait`, the answer is held until the job is terminal or `unknown`, or \
+that many seconds have passed, whichever comes first.",
+    params(("id" = String, Path, description = "The job's id"), WaitQuery),
+    responses(
+        (status = 200, description = "The job", body = JobDetail),
+        (status = 400, response = BadRequest),
+        (status = 401, response = Unauthorized),
+        (status = 404, response = NotFound),
+        (status = 500, response = ServerError),
+    ),
+)]
 pub async fn show(
     State(api): State<Api>,
     Owner(owner): Owner,
@@ -117,16 +164,36 @@ fn parse_wait(text: &str) -> Result<Duration, Problem> {
 }
 
 /// The query of `GET /v1/jobs`.
-#[derive(Deserialize)]
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct ListQuery {
+    /// Only jobs in this status.
+    #[param(value_type = Option<JobStatus>)]
     status: Option<String>,
+    /// Only jobs that ran an attempt at this provider or whose route names it.
     provider: Option<String>,
+    /// Only jobs whose idempotency key or id starts with this text.
+    #[param(max_length = 255)]
     search: Option<String>,
+    /// Jobs in one page (50 when not given).
+    #[param(value_type = Option<u32>, minimum = 1, maximum = 1000)]
     limit: Option<String>,
+    /// The `next` of the page before.
     after: Option<String>,
 }
 
 /// `GET /v1/jobs`: the owner's jobs, newest first, a page at a time.
+#[utoipa::path(
+    get, path = "/v1/jobs", tag = "jobs", operation_id = "list_jobs",
+    summary = "The owner's jobs, newest first, a page at a time",
+    params(ListQuery),
+    responses(
+        (status = 200, description = "One page; `next` is null on the last", body = JobPage),
+        (status = 400, response = BadRequest),
+        (status = 401, response = Unauthorized),
+        (status = 500, response = ServerError),
+    ),
+)]
 pub async fn list(
     State(api): State<Api>,
     Owner(owner): Owner,
@@ -165,24 +232,63 @@ pub async fn list(
     Ok(axum::Json(page).into_response())
 }
 
+/// The answer of `POST /v1/jobs/{id}/cancel`.
+#[derive(Serialize, ToSchema)]
+pub struct Cancelled {
+    /// The job, now `cancelled`.
+    job: Job,
+}
+
 /// `POST /v1/jobs/{id}/cancel`.
+#[utoipa::path(
+    post, path = "/v1/jobs/{id}/cancel", tag = "jobs", operation_id = "cancel_job",
+    summary = "Cancel a job",
+    description = "No attempt starts after it; an answer that arrives later is dropped and the \
+job flagged for review.",
+    params(("id" = String, Path, description = "The job's id")),
+    responses(
+        (status = 200, description = "The cancelled job", body = Cancelled),
+        (status = 401, response = Unauthorized),
+        (status = 404, response = NotFound),
+        (status = 409, response = Conflict),
+        (status = 500, response = ServerError),
+    ),
+)]
 pub async fn cancel(
     State(api): State<Api>,
     Owner(owner): Owner,
     Path(id): Path<String>,
 ) -> Result<Response, Problem> {
     let job: Job = api.engine.cancel(&owner, &id).await?;
-    Ok(axum::Json(json!({ "job": job })).into_response())
+    Ok(axum::Json(Cancelled { job }).into_response())
 }
 
-/// The body of `POST /v1/jobs/{id}/retry`.
-#[derive(Deserialize, Default)]
+/// The body of `POST /v1/jobs/{id}/retry`; an empty body is `{}`.
+#[derive(Deserialize, Default, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RetryBody {
+    /// The provider of the new attempt; the job's route decides without it.
     provider: Option<String>,
 }
 
 /// `POST /v1/jobs/{id}/retry`.
+#[utoipa::path(
+    post, path = "/v1/jobs/{id}/retry", tag = "jobs", operation_id = "retry_job",
+    summary = "Start a new attempt of a job",
+    params(("id" = String, Path, description = "The job's id")),
+    request_body(content = Option<RetryBody>, description = "May be empty"),
+    responses(
+        (status = 200, description = "The job and its new attempt", body = JobAttempt),
+        (status = 400, response = BadRequest),
+        (status = 401, response = Unauthorized),
+        (status = 404, response = NotFound),
+        (status = 408, response = RequestTimeout),
+        (status = 409, response = Conflict),
+        (status = 413, response = PayloadTooLarge),
+        (status = 415, response = UnsupportedMediaType),
+        (status = 500, response = ServerError),
+    ),
+)]
 pub async fn retry(
     State(api): State<Api>,
     Owner(owner): Owner,
@@ -197,17 +303,42 @@ pub async fn retry(
 }
 
 /// The body of `POST /v1/attempts/{id}/resolve`.
-#[derive(Deserialize)]
+#[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ResolveBody {
+    /// The verdict.
     #[serde(rename = "as")]
     verdict: Verdict,
+    /// With `succeeded`: the result to record.
     result: Option<serde_json::Value>,
+    /// Why, for the job's history.
     note: Option<String>,
+    /// With `failed` or `abandoned`: the provider of the next attempt, made in the same commit.
     retry_on: Option<String>,
 }
 
 /// `POST /v1/attempts/{id}/resolve`: a person's verdict on an attempt.
+#[utoipa::path(
+    post, path = "/v1/attempts/{id}/resolve", tag = "jobs", operation_id = "resolve_attempt",
+    summary = "A person's verdict on an attempt",
+    description = "`succeeded` records the result through the same compare-and-swap as a \
+provider's answer; `failed` and `abandoned` end the wait, and with `retry_on` start the next \
+attempt in the same commit.",
+    params(("id" = String, Path, description = "The attempt's id")),
+    request_body(content = ResolveBody),
+    responses(
+        (status = 200, description = "The job and the attempt; `next_attempt` with `retry_on`",
+            body = JobAttempt),
+        (status = 400, response = BadRequest),
+        (status = 401, response = Unauthorized),
+        (status = 404, response = NotFound),
+        (status = 408, response = RequestTimeout),
+        (status = 409, response = Conflict),
+        (status = 413, response = PayloadTooLarge),
+        (status = 415, response = UnsupportedMediaType),
+        (status = 500, response = ServerError),
+    ),
+)]
 pub async fn resolve(
     State(api): State<Api>,
     Owner(owner): Owner,

@@ -9,6 +9,7 @@ mod body;
 mod events;
 mod jobs;
 mod key;
+pub mod openapi;
 pub mod problem;
 mod serve;
 
@@ -58,6 +59,7 @@ pub fn router(api: Api) -> Router {
         .route("/v1/jobs/{id}/retry", post(jobs::retry))
         .route("/v1/attempts/{id}/resolve", post(jobs::resolve))
         .route("/v1/events", get(events::stream))
+        .route("/v1/openapi.json", get(openapi::serve))
         .layer(tower_http::limit::RequestBodyLimitLayer::new(MAX_BODY))
         .layer(axum::middleware::map_response(problem::as_problem))
         .with_state(api)
