@@ -26,8 +26,22 @@ pub const CHANNEL: &str = "onejob_changes";
 /// The key of the ledger's write lock (`pg_advisory_xact_lock`): "onejob" in ASCII.
 pub const WRITE_LOCK: i64 = 0x6f6e_656a_6f62;
 
-/// How long opening waits for a connection before it reports the server unreachable.
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a connection may take to open (and a pooled one to be handed out, its ping
+/// included) before the server is reported unreachable: seconds, not the OS's TCP timeout.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Settings every connection of the ledger starts with. The server ends a transaction left
+/// idle for 10 s (a frozen host's, SPEC §14) and any statement running for 30 s, and probes
+/// an idle client's TCP connection after 5 s, every 2 s, three times: a host that vanished
+/// holds nothing for long. (sqlx sets no client-side keepalive; a host's own deadlines are
+/// `CONNECT_TIMEOUT` and the statement timeout.)
+const SESSION: [(&str, &str); 5] = [
+    ("idle_in_transaction_session_timeout", "10s"),
+    ("statement_timeout", "30s"),
+    ("tcp_keepalives_idle", "5"),
+    ("tcp_keepalives_interval", "2"),
+    ("tcp_keepalives_count", "3"),
+];
 
 /// The pool of one PostgreSQL ledger.
 #[derive(Clone)]
@@ -56,17 +70,22 @@ impl PgDb {
                 ),
             )
         })?;
+        let options = options.application_name("onejob").options(SESSION);
         let secret = options_password(url);
         let fail = |e: sqlx::Error| open_error(&location, e, secret.as_deref());
         // One connection first: a pool retries a refused connection until its timeout, and
-        // reports only that it timed out; this says at once what went wrong.
-        let probe = PgConnection::connect_with(&options).await.map_err(fail)?;
+        // reports only that it timed out; this says at once what went wrong. A host that does
+        // not answer at all is reported as soon as one that refuses.
+        let probe = tokio::time::timeout(CONNECT_TIMEOUT, PgConnection::connect_with(&options))
+            .await
+            .map_err(|_| fail(sqlx::Error::PoolTimedOut))?
+            .map_err(fail)?;
         probe.close().await.map_err(fail)?;
         let pool = PgPoolOptions::new()
             .max_connections(8)
-            // A broken connection fails its statement, which reports `storage`; a ping before
-            // every use would cost a round trip per statement.
-            .test_before_acquire(false)
+            // A connection the server dropped while it sat in the pool (a restart, a
+            // terminated backend) is found by a ping and closed, never handed out again.
+            .test_before_acquire(true)
             .acquire_timeout(CONNECT_TIMEOUT)
             .connect_with(options)
             .await
