@@ -1,10 +1,13 @@
 //! The shared backend (SPEC §14): one PostgreSQL database that several hosts use at once.
 //!
-//! - Write transactions run at READ COMMITTED and first take one transaction-scoped advisory
-//!   lock, the ledger's write lock: writers are serialised as SQLite's `BEGIN IMMEDIATE`
-//!   serialises them, so every read-then-write of the ledger holds on PostgreSQL for the same
-//!   reason it holds on SQLite. The constraints (one job per key, one open attempt, guarded
-//!   transitions, append-only history) stand beneath it on their own.
+//! - Write transactions run at READ COMMITTED with no ledger-wide lock: writers on different
+//!   jobs never wait for each other. A transaction that reads to decide first locks the one
+//!   job it concerns (`FOR NO KEY UPDATE`; a group locks all of its jobs in one statement, in
+//!   id order), claims pass over a job another host holds (`SKIP LOCKED`), and every other
+//!   decision is one guarded statement. The constraints (one job per key, one open attempt,
+//!   guarded transitions, append-only history) stand beneath it on their own.
+//! - Every connection ends a transaction left idle for 10 s and a statement running for 30 s,
+//!   so a frozen host holds its jobs' locks for seconds at most.
 //! - Times that decide come from the database's clock (`now()`), never a host's.
 //! - Changes are announced with `NOTIFY onejob_changes` by statement triggers; `changes`
 //!   listens, and reconnects when the connection drops.
@@ -22,9 +25,6 @@ use crate::error::{EmptyDetails, Error, Result};
 
 /// The channel the schema's triggers notify on every change.
 pub const CHANNEL: &str = "onejob_changes";
-
-/// The key of the ledger's write lock (`pg_advisory_xact_lock`): "onejob" in ASCII.
-pub const WRITE_LOCK: i64 = 0x6f6e_656a_6f62;
 
 /// How long a connection may take to open (and a pooled one to be handed out, its ping
 /// included) before the server is reported unreachable: seconds, not the OS's TCP timeout.
