@@ -216,8 +216,8 @@ impl Engine {
         self.db.close().await;
     }
 
-    /// Starts a write transaction holding the ledger's write lock from its first statement, so
-    /// what it reads stays true until it commits.
+    /// Starts a write transaction (see `Db::begin`: on PostgreSQL the caller locks the job it
+    /// concerns before it reads to decide).
     async fn begin(&self) -> Result<Tx> {
         Ok(self.db.begin().await?)
     }

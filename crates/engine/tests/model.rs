@@ -1,4 +1,4 @@
-//! A model-based test of the ledger: two executors and a person act on one ledger (a SQLite
+//! A model-based test of the ledger: three executors and a person act on one ledger (a SQLite
 //! file, or a PostgreSQL database on the PostgreSQL pass) in random interleavings, and after
 //! every step the ledger must agree with a reference model of SPEC §2–§7 and keep the rules
 //! that make "exactly one result per intent".
@@ -8,7 +8,7 @@
 //! seed; `ONEJOB_MODEL_SEED=<seed> cargo test -p onejob-engine --test model` replays exactly it.
 //!
 //! How the world is played (no HTTP; the schedule chooses every outcome):
-//! - executors E1 and E2 claim, send and settle attempts as `executor/send.rs` does, each on
+//! - executors E1, E2 and E3 claim, send and settle attempts as `executor/send.rs` does, each on
 //!   its own `Engine` on the ledger, as two processes would; the person uses a third one;
 //! - a provider's reply to a sent attempt is one of SPEC §6's outcomes, classified by the
 //!   provider's kind the way the HTTP client classifies it. The model also keeps what the
@@ -216,6 +216,7 @@ fn person_result(a: usize) -> Value {
 enum Exec {
     E1,
     E2,
+    E3,
 }
 
 impl Exec {
@@ -708,7 +709,7 @@ struct Model {
     present: [bool; 4],
     /// Whether the provider's last check of [`CONTRACT`] passed and is current.
     validated: [bool; 4],
-    lives: [u32; 2],
+    lives: [u32; 3],
     expect: Expect,
     /// What a step reached that is worth counting (see `tally`).
     note: &'static str,
@@ -728,7 +729,7 @@ impl Model {
             jobs: Vec::new(),
             attempts: Vec::new(),
             present: [true; 4],
-            lives: [0; 2],
+            lives: [0; 3],
             expect: Expect::Nothing,
             note: "",
         }
@@ -1471,7 +1472,7 @@ impl Model {
 }
 
 fn exec() -> BoxedStrategy<Exec> {
-    prop_oneof![Just(Exec::E1), Just(Exec::E2)].boxed()
+    prop_oneof![Just(Exec::E1), Just(Exec::E2), Just(Exec::E3)].boxed()
 }
 
 fn prov() -> BoxedStrategy<Prov> {
@@ -1666,7 +1667,7 @@ impl LedgerModel {
         let mut favoured = vec![];
         let (mut lookups, mut stale_lookups) = (vec![], vec![]);
         for a in 0..attempts {
-            for by in [Exec::E1, Exec::E2] {
+            for by in [Exec::E1, Exec::E2, Exec::E3] {
                 for reply in Reply::ALL {
                     for did_work in [false, true] {
                         let op = Op::Reply {
@@ -1790,7 +1791,7 @@ struct Ledger {
     _dir: tempfile::TempDir,
     /// The file's path or the database's URL.
     location: String,
-    /// E1's, E2's and the person's engines: three processes on one ledger.
+    /// E1's, E2's, E3's and the person's engines: four processes on one ledger.
     engines: Vec<Engine>,
     /// A plain connection to the ledger, for counting rows and moving the clock.
     raw: Raw,
@@ -1806,7 +1807,7 @@ struct Ledger {
     draining: bool,
 }
 
-const PERSON: usize = 2;
+const PERSON: usize = 3;
 
 impl Ledger {
     async fn new() -> Ledger {
@@ -1818,7 +1819,7 @@ impl Ledger {
         }
         first.add_contract(&contract()).await.expect("contract");
         let mut engines = vec![first];
-        for _ in 0..2 {
+        for _ in 0..PERSON {
             engines.push(Engine::open(&location).await.expect("open"));
         }
         let raw = Raw::connect(&location).await;
@@ -2041,15 +2042,19 @@ impl Ledger {
                 }
             }
             Op::TimePasses => {
-                let live = [Exec::E1.id(m.lives[0]), Exec::E2.id(m.lives[1])];
+                let live = [
+                    Exec::E1.id(m.lives[0]),
+                    Exec::E2.id(m.lives[1]),
+                    Exec::E3.id(m.lives[2]),
+                ];
                 let lapse = Sql {
                     sqlite: "UPDATE attempts SET lease_expires_at = $1
-                             WHERE state = 'in_flight' AND executor_id NOT IN ($2, $3)",
+                             WHERE state = 'in_flight' AND executor_id NOT IN ($2, $3, $4)",
                     postgres: "UPDATE attempts SET lease_expires_at = CAST($1 AS timestamptz)
-                               WHERE state = 'in_flight' AND executor_id NOT IN ($2, $3)",
+                               WHERE state = 'in_flight' AND executor_id NOT IN ($2, $3, $4)",
                 };
                 self.raw
-                    .execute(lapse, &[PAST, &live[0], &live[1]])
+                    .execute(lapse, &[PAST, &live[0], &live[1], &live[2]])
                     .await
                     .expect("leases lapse");
                 let end_backoffs = Sql {

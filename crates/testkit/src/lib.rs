@@ -31,7 +31,7 @@ pub use backend::{
 pub use keyring::{isolate_keyring, DesktopSession, NO_SESSION_BUS};
 pub use mock_llm::MockLlm;
 pub use notifications::Notifications;
-pub use postgres::Postgres;
+pub use postgres::{Postgres, Session};
 pub use raw_http::RawServer;
 pub use seed::seed_jobs;
 

@@ -120,9 +120,54 @@ impl Postgres {
         Ok(format!("{}/{name}", self.server_url()))
     }
 
+    /// Runs `sql` on database `database` as the superuser with `psql`; its rows, one a line,
+    /// columns separated by `|`.
+    pub fn sql(&self, database: &str, sql: &str) -> std::io::Result<String> {
+        crate::backend::psql(&format!("{}/{database}", self.server_url()), sql)
+    }
+
+    /// A `psql` session on database `database` that stays open, for a test that holds a
+    /// transaction (and its locks) across other work.
+    pub fn session(&self, database: &str) -> std::io::Result<Session> {
+        let url = format!("{}/{database}", self.server_url());
+        let psql = Command::new(self.bin.join("psql"))
+            .args(["-X", "-q", "-v", "ON_ERROR_STOP=1", "-d", &url])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()?;
+        Ok(Session { psql })
+    }
+
     /// The cluster's port on 127.0.0.1.
     pub fn port(&self) -> u16 {
         self.port
+    }
+
+    /// Restarts the server as a crash would (`pg_ctl restart -m immediate`): every connection
+    /// is cut, nothing is shut down cleanly, and the server recovers from its WAL; it returns
+    /// once the server accepts connections again. The restarted server is pg_ctl's child, with
+    /// the original settings (`postmaster.opts`); dropping the cluster stops it all the same.
+    pub fn restart_immediately(&mut self) -> std::io::Result<()> {
+        let log = self.dir.path().join("restart.log");
+        let restarted = as_owner(&self.owner, &self.bin.join("pg_ctl"))
+            .arg("-D")
+            .arg(self.dir.path().join("data"))
+            .arg("-l")
+            .arg(&log)
+            .args(["restart", "-m", "immediate", "-w", "-t", "60"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .output()?;
+        if !restarted.status.success() {
+            return Err(Error::other(format!(
+                "pg_ctl restart failed: {}",
+                String::from_utf8_lossy(&restarted.stderr).trim()
+            )));
+        }
+        // The first server exited; reap it now rather than at drop.
+        let _ = self.server.wait();
+        self.wait_ready()
     }
 
     fn wait_ready(&self) -> std::io::Result<()> {
@@ -142,6 +187,33 @@ impl Postgres {
             ErrorKind::TimedOut,
             format!("PostgreSQL did not accept connections within {STARTUP:?}"),
         ))
+    }
+}
+
+/// An open `psql` session (see [`Postgres::session`]); statements run as they are sent.
+pub struct Session {
+    psql: Child,
+}
+
+impl Session {
+    /// Sends `sql` (statements ending in `;`) without waiting for its outcome.
+    pub fn send(&mut self, sql: &str) -> std::io::Result<()> {
+        use std::io::Write;
+        let stdin = self
+            .psql
+            .stdin
+            .as_mut()
+            .ok_or_else(|| Error::other("the session's input is closed"))?;
+        writeln!(stdin, "{sql}")?;
+        stdin.flush()
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        // Its end of input ends the session; an open transaction is rolled back.
+        drop(self.psql.stdin.take());
+        let _ = self.psql.wait();
     }
 }
 

@@ -239,12 +239,14 @@ impl Executor {
             let busy = !lock(&self.inner.driving).is_empty();
             // Idle only when nothing is out, waiting or sendable: a pass that found no free
             // slot to claim with may have run just before the last attempt ended.
-            if started == 0 && !busy && self.inner.engine.next_backoff_end().await?.is_none() {
-                let engine = &self.inner.engine;
-                if engine.pending_attempts(1).await?.is_empty()
-                    && engine.sendable_jobs(1).await?.is_empty()
-                {
-                    break;
+            if started == 0 && !busy {
+                match self.idle().await {
+                    Ok(true) => break,
+                    Ok(false) => {}
+                    Err(e @ Error::Storage { .. }) => {
+                        eprintln!("onejob executor: {e}; retrying");
+                    }
+                    Err(e) => return Err(e),
                 }
             }
             tokio::select! {
@@ -254,6 +256,14 @@ impl Executor {
         }
         self.shutdown().await;
         Ok(())
+    }
+
+    /// Whether nothing waits in the ledger: no backoff, no pending attempt, no sendable job.
+    async fn idle(&self) -> Result<bool> {
+        let engine = &self.inner.engine;
+        Ok(engine.next_backoff_end().await?.is_none()
+            && engine.pending_attempts(1).await?.is_empty()
+            && engine.sendable_jobs(1).await?.is_empty())
     }
 
     /// Drives one job until it is `succeeded`, `failed`, `cancelled` or `unknown`, or until

@@ -16,6 +16,7 @@ use crate::store::attempts::{self as attempt_rows, MoveEvent, Patch};
 use crate::store::jobs::{self as job_rows, JobRow};
 use crate::Engine;
 
+use super::group::Lock;
 use super::transition::{close_open, move_attempt, AttemptMove};
 use super::{attempt_row, event, job_row, reread, ResponseHead};
 
@@ -291,7 +292,7 @@ impl Engine {
         let attempt_id = attempt_id.to_owned();
         let answer = answer.clone();
         let completed = self
-            .group(move |tx| {
+            .group(Lock::JobOf(attempt_id.clone()), move |tx| {
                 let (attempt_id, answer, head) = (attempt_id.clone(), answer.clone(), head.clone());
                 Box::pin(async move {
                     let via_detail = Map::from_iter([(

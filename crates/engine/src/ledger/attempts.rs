@@ -18,6 +18,7 @@ use crate::store::jobs::{self as job_rows, JobRow};
 use crate::store::providers as provider_rows;
 use crate::Engine;
 
+use super::group::Lock;
 use super::transition::{block_job, fail_job, move_attempt, move_from, release_job, AttemptMove};
 use super::{attempt_row, blocked, commit_with, job_attempt, job_row};
 
@@ -228,7 +229,7 @@ impl Engine {
     /// `succeeded`, `cancelled` or `failed`.
     pub async fn claim_attempt(&self, job_id: &str, provider: &str) -> Result<JobAttempt> {
         let (job_id, provider) = (job_id.to_owned(), provider.to_owned());
-        self.group(move |tx| {
+        self.group(Lock::Job(job_id.clone()), move |tx| {
             let (job_id, provider) = (job_id.clone(), provider.clone());
             Box::pin(async move {
                 let job = job_row(tx, &job_id).await?.into_job()?;
@@ -255,7 +256,7 @@ impl Engine {
         lease: Duration,
     ) -> Result<Attempt> {
         let (attempt_id, executor_id) = (attempt_id.to_owned(), executor_id.to_owned());
-        self.group(move |tx| {
+        self.group(Lock::JobOf(attempt_id.clone()), move |tx| {
             let (attempt_id, executor_id) = (attempt_id.clone(), executor_id.clone());
             Box::pin(async move {
                 let m = AttemptMove {
@@ -291,7 +292,7 @@ impl Engine {
         lease: Duration,
     ) -> Result<bool> {
         let (attempt_id, executor_id) = (attempt_id.to_owned(), executor_id.to_owned());
-        self.group(move |tx| {
+        self.group(Lock::JobOf(attempt_id.clone()), move |tx| {
             let (attempt_id, executor_id) = (attempt_id.clone(), executor_id.clone());
             Box::pin(async move {
                 Ok(attempt_rows::renew_lease(tx, &attempt_id, &executor_id, lease).await?)
@@ -322,25 +323,27 @@ impl Engine {
         head: Arc<ResponseHead>,
     ) -> Result<impl std::future::Future<Output = Result<()>> + Send + 'static> {
         let attempt_id = attempt_id.to_owned();
-        let pending = self.writes.queue(move |tx| {
-            let (attempt_id, head) = (attempt_id.clone(), head.clone());
-            Box::pin(async move {
-                if !head.written_by_own_write() {
-                    return Ok(());
-                }
-                let recorded = attempt_rows::record_response_head(
-                    tx,
-                    &attempt_id,
-                    head.request_id.as_deref(),
-                    head.http_status,
-                )
-                .await?;
-                match recorded {
-                    true => Ok(()),
-                    false => Err(Error::not_found("attempt", &attempt_id)),
-                }
-            })
-        })?;
+        let pending = self
+            .writes
+            .queue(Lock::JobOf(attempt_id.clone()), move |tx| {
+                let (attempt_id, head) = (attempt_id.clone(), head.clone());
+                Box::pin(async move {
+                    if !head.written_by_own_write() {
+                        return Ok(());
+                    }
+                    let recorded = attempt_rows::record_response_head(
+                        tx,
+                        &attempt_id,
+                        head.request_id.as_deref(),
+                        head.http_status,
+                    )
+                    .await?;
+                    match recorded {
+                        true => Ok(()),
+                        false => Err(Error::not_found("attempt", &attempt_id)),
+                    }
+                })
+            })?;
         let writes = self.writes.clone();
         Ok(async move { writes.outcome(pending).await })
     }
@@ -349,7 +352,7 @@ impl Engine {
     /// person or a reconciliation.
     pub async fn mark_unknown(&self, attempt_id: &str, why: AttemptError) -> Result<Attempt> {
         let attempt_id = attempt_id.to_owned();
-        self.group(move |tx| {
+        self.group(Lock::JobOf(attempt_id.clone()), move |tx| {
             let (attempt_id, why) = (attempt_id.clone(), why.clone());
             Box::pin(async move {
                 let row = attempt_row(tx, &attempt_id).await?;
@@ -378,7 +381,7 @@ impl Engine {
     pub async fn fail_unsent(&self, attempt_id: &str, why: AttemptError) -> Result<JobAttempt> {
         let attempt_id = attempt_id.to_owned();
         let done = self
-            .group(move |tx| {
+            .group(Lock::JobOf(attempt_id.clone()), move |tx| {
                 let (attempt_id, why) = (attempt_id.clone(), why.clone());
                 Box::pin(async move {
                     let row = attempt_row(tx, &attempt_id).await?;
@@ -410,7 +413,7 @@ impl Engine {
     ) -> Result<JobAttempt> {
         let attempt_id = attempt_id.to_owned();
         let done = self
-            .group(move |tx| {
+            .group(Lock::JobOf(attempt_id.clone()), move |tx| {
                 let (attempt_id, why, after) = (attempt_id.clone(), why.clone(), after.clone());
                 Box::pin(async move {
                     let row = attempt_row(tx, &attempt_id).await?;
@@ -426,6 +429,7 @@ impl Engine {
     /// For an out-of-band process: gives up waiting on an attempt without a person.
     pub async fn abandon_attempt(&self, attempt_id: &str, reason: &str) -> Result<JobAttempt> {
         let mut tx = self.begin().await?;
+        job_rows::lock(&mut tx, &[], &[attempt_id.to_owned()]).await?;
         let row = attempt_row(&mut tx, attempt_id).await?;
         let m = AttemptMove {
             to: AttemptState::Abandoned,
@@ -450,7 +454,14 @@ impl Engine {
     /// running executors call it about once a second. Returns how many it moved.
     pub async fn recover_expired_leases(&self) -> Result<usize> {
         let mut tx = self.begin().await?;
-        let expired = attempt_rows::expired_leases(&mut tx).await?;
+        // Only the jobs this transaction could lock: one another host holds is left to the
+        // next pass, so recovery never waits for a host (a frozen one included).
+        let held = attempt_rows::lock_expired(&mut tx).await?;
+        let mut expired = attempt_rows::expired_leases(&mut tx).await?;
+        if let Some(held) = held {
+            let held: std::collections::HashSet<String> = held.into_iter().collect();
+            expired.retain(|row| held.contains(&row.job_id));
+        }
         for row in &expired {
             let why = FailureKind::LeaseExpired.because(format!(
                 "executor {} stopped renewing its lease (expired {}); the request may have been sent",

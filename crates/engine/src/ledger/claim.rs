@@ -12,6 +12,7 @@ use crate::Engine;
 
 use super::attempts::{start_attempt, Starter};
 use super::contracts::validated_in;
+use super::group::Lock;
 use super::job_row;
 use super::transition::fail_job;
 
@@ -78,6 +79,13 @@ async fn first_attempt(tx: &mut Tx, job_id: &str) -> Result<Option<JobAttempt>> 
 /// Claims a queued job's next attempt inside the caller's transaction (see
 /// [`Engine::claim_next`]).
 pub(super) async fn claim_in(tx: &mut Tx, job_id: &str) -> Result<Claim> {
+    // The job's lock first, unless another host holds it: then it is that host's to write.
+    if !job_rows::lock_skipping(tx, job_id).await? {
+        return match job_rows::by_id(tx, job_id).await? {
+            Some(_) => Ok(Claim::Skipped),
+            None => Err(Error::not_found("job", job_id)),
+        };
+    }
     if let Some(claimed) = first_attempt(tx, job_id).await? {
         return Ok(Claim::Attempt(Box::new(claimed)));
     }
@@ -135,7 +143,7 @@ impl Engine {
     /// providers — is read inside the claiming transaction.
     pub async fn claim_next(&self, job_id: &str) -> Result<Claim> {
         let job_id = job_id.to_owned();
-        self.group(move |tx| {
+        self.group(Lock::Nothing, move |tx| {
             let job_id = job_id.clone();
             Box::pin(async move { claim_in(tx, &job_id).await })
         })
@@ -149,7 +157,7 @@ impl Engine {
         let mut pending = Vec::with_capacity(job_ids.len());
         for job_id in job_ids {
             let job_id = job_id.clone();
-            pending.push(self.writes.queue(move |tx| {
+            pending.push(self.writes.queue(Lock::Nothing, move |tx| {
                 let job_id = job_id.clone();
                 Box::pin(async move { claim_in(tx, &job_id).await })
             })?);

@@ -148,7 +148,7 @@ impl Engine {
     ) -> Result<()> {
         let usage = usage.map(Value::to_string);
         let (attempt_id, answer_id) = (attempt_id.to_owned(), answer_id.map(str::to_owned));
-        self.group(move |tx| {
+        self.group(super::group::Lock::JobOf(attempt_id.clone()), move |tx| {
             let (attempt_id, answer_id, usage) =
                 (attempt_id.clone(), answer_id.clone(), usage.clone());
             Box::pin(async move {

@@ -12,8 +12,10 @@
 //! failure. A lone write is a group of one, without a savepoint.
 //!
 //! Writes in one group see each other's rows as writes in a row would: each is still a
-//! transition guarded by its expected state, decided inside the one transaction that holds
-//! the ledger's write lock. What SPEC §9 orders stays ordered: an attempt's `in_flight` write
+//! transition guarded by its expected state, decided inside one transaction that holds the
+//! locks of the jobs its writes concern (on SQLite the file's write lock; on PostgreSQL each
+//! job's row, all taken in one statement in id order before any write runs, so two hosts'
+//! groups never wait for each other in a circle). What SPEC §9 orders stays ordered: an attempt's `in_flight` write
 //! is queued only after its `pending` one was committed and answered, and its request is
 //! written only after the `in_flight` commit has answered.
 
@@ -24,7 +26,7 @@ use std::sync::{Arc, Mutex};
 use tokio::sync::oneshot;
 
 use crate::error::{Error, Result};
-use crate::store::{Db, Tx};
+use crate::store::{jobs as job_rows, Db, Tx};
 
 /// The most items one commit holds (writes here, submits in `submit.rs`): enough to turn a
 /// storm into a few commits, few enough that the write lock is never held long.
@@ -109,7 +111,20 @@ type Run = Box<
         + Sync,
 >;
 
+/// The job a queued write concerns: the group locks it before any write runs (see
+/// [`begin`]). A claim locks its job itself, passing over one another host holds.
+#[derive(Clone)]
+pub(crate) enum Lock {
+    /// A job, by its id.
+    Job(String),
+    /// The job of an attempt, by the attempt's id.
+    JobOf(String),
+    /// Nothing before the write runs.
+    Nothing,
+}
+
 struct Queued {
+    lock: Lock,
     run: Run,
     /// Answers the caller when its write never ran (the transaction could not start, or an
     /// earlier write broke it).
@@ -141,12 +156,12 @@ impl WriteQueue {
 
     /// Runs `write` in the next group commit and returns its outcome once that commit is
     /// durable. A write that returns `Err` leaves nothing behind.
-    pub(crate) async fn run<T, F>(&self, write: F) -> Result<T>
+    pub(crate) async fn run<T, F>(&self, lock: Lock, write: F) -> Result<T>
     where
         T: Send + 'static,
         F: for<'t> Fn(&'t mut Tx) -> Step<'t, T> + Send + Sync + 'static,
     {
-        let pending = self.queue(write)?;
+        let pending = self.queue(lock, write)?;
         self.outcome(pending).await
     }
 
@@ -163,7 +178,7 @@ impl WriteQueue {
     /// Queues `write` without committing: a later [`WriteQueue::outcome`] commits it with
     /// whatever else is queued then. `write` only runs statements on the transaction it is
     /// given: it may be run a second time, on a fresh one (see the module's comment).
-    pub(crate) fn queue<T, F>(&self, write: F) -> Result<Pending<T>>
+    pub(crate) fn queue<T, F>(&self, lock: Lock, write: F) -> Result<Pending<T>>
     where
         T: Send + 'static,
         F: for<'t> Fn(&'t mut Tx) -> Step<'t, T> + Send + Sync + 'static,
@@ -190,7 +205,7 @@ impl WriteQueue {
                 let _ = reply.send(Err(e));
             }
         });
-        self.queued.push(Queued { run, refuse })?;
+        self.queued.push(Queued { lock, run, refuse })?;
         Ok(Pending(answer))
     }
 
@@ -232,9 +247,27 @@ async fn commit_group(db: &Db, group: Vec<Queued>) {
     commit_with_savepoints(db, group).await;
 }
 
-/// The group's write transaction; if it cannot start, every caller is answered with why.
+/// The group's write transaction, holding the locks of the jobs its writes concern (taken
+/// in one statement, in id order, before any write runs: no write waits for a lock after
+/// that, so two groups never wait for each other in a circle); if it cannot start, every
+/// caller is answered with why.
 async fn begin(db: &Db, group: Vec<Queued>) -> Option<(Tx, Vec<Queued>)> {
-    match db.begin().await {
+    let (mut jobs, mut attempts) = (Vec::new(), Vec::new());
+    for queued in &group {
+        match &queued.lock {
+            Lock::Job(id) => jobs.push(id.clone()),
+            Lock::JobOf(id) => attempts.push(id.clone()),
+            Lock::Nothing => {}
+        }
+    }
+    let begun = async {
+        let mut tx = db.begin().await?;
+        if !jobs.is_empty() || !attempts.is_empty() {
+            job_rows::lock(&mut tx, &jobs, &attempts).await?;
+        }
+        Ok::<Tx, sqlx::Error>(tx)
+    };
+    match begun.await {
         Ok(tx) => Some((tx, group)),
         Err(e) => {
             let e = Error::from(e);
@@ -342,7 +375,7 @@ mod tests {
         let id = id.to_owned();
         engine
             .writes
-            .queue(move |tx| {
+            .queue(Lock::Nothing, move |tx| {
                 let id = id.clone();
                 Box::pin(async move { claim_in(tx, &id).await })
             })
@@ -370,7 +403,7 @@ mod tests {
         let id = ids[1].clone();
         let refused = engine
             .writes
-            .queue(move |tx| {
+            .queue(Lock::Nothing, move |tx| {
                 let id = id.clone();
                 Box::pin(async move {
                     claim_in(tx, &id).await?;
@@ -421,7 +454,7 @@ mod tests {
             .map(|n| {
                 engine
                     .writes
-                    .queue(move |_tx| Box::pin(async move { Ok(n) }))
+                    .queue(Lock::Nothing, move |_tx| Box::pin(async move { Ok(n) }))
                     .unwrap()
             })
             .collect();

@@ -9,7 +9,7 @@ use crate::failure::FailureKind;
 use crate::job::JobStatus;
 use crate::model::{Actor, Job, JobAttempt, JobError, Resolution, Verdict};
 use crate::store::attempts::{self as attempt_rows, Patch};
-use crate::store::jobs::JobPatch;
+use crate::store::jobs::{self as job_rows, JobPatch};
 use crate::Engine;
 
 use super::answers::{settle, Via};
@@ -35,6 +35,7 @@ impl Engine {
     ) -> Result<JobAttempt> {
         check_resolution(verdict, &resolution)?;
         let mut tx = self.begin().await?;
+        job_rows::lock(&mut tx, &[], &[attempt_id.to_owned()]).await?;
         let row = owned_attempt_row(&mut tx, owner, attempt_id).await?;
         let from = row.state()?;
         let mut detail =
@@ -118,6 +119,7 @@ impl Engine {
     /// will be; the answer of one that may be out is still seen, dropped and flagged.
     pub async fn cancel(&self, owner: &str, job_id: &str) -> Result<Job> {
         let mut tx = self.begin().await?;
+        job_rows::lock(&mut tx, &[job_id.to_owned()], &[]).await?;
         let job = owned_job_row(&mut tx, owner, job_id).await?.into_job()?;
         if job.status.is_terminal() {
             return Err(Error::invalid_transition(
@@ -165,6 +167,7 @@ impl Engine {
         provider: Option<&str>,
     ) -> Result<JobAttempt> {
         let mut tx = self.begin().await?;
+        job_rows::lock(&mut tx, &[job_id.to_owned()], &[]).await?;
         let mut job = owned_job_row(&mut tx, owner, job_id).await?.into_job()?;
         if job.status.is_terminal() {
             return Err(Error::invalid_transition(

@@ -92,8 +92,11 @@ impl SubmitQueue {
     }
 }
 
-/// Commits the group, then answers each of its callers.
-async fn commit_and_answer(db: &Db, work: &Notify, group: Vec<Pending>) {
+/// Commits the group, then answers each of its callers. The group's keys go in in one order,
+/// (owner, key), so two hosts' groups that share keys wait for each other's index entries in
+/// that order, never in a circle.
+async fn commit_and_answer(db: &Db, work: &Notify, mut group: Vec<Pending>) {
+    group.sort_by(|a, b| (&a.owner, &a.key).cmp(&(&b.owner, &b.key)));
     match commit_group(db, &group).await {
         Ok(outcomes) => {
             if outcomes.iter().any(|o| matches!(o, Ok((_, false)))) {

@@ -223,6 +223,20 @@ pub async fn for_job(h: &mut impl Handle, job_id: &str) -> sqlx::Result<Vec<Atte
     })
 }
 
+/// Locks the jobs of in-flight attempts whose lease has expired, passing over jobs another
+/// transaction holds (PostgreSQL, `attempts/lock_expired`); recovery then reads the expired
+/// attempts of the jobs it holds. On SQLite nothing runs (`BEGIN IMMEDIATE` holds the file).
+/// Returns the ids of the jobs it locked; `None` on SQLite, where every job is held.
+pub async fn lock_expired(h: &mut impl Handle) -> sqlx::Result<Option<Vec<String>>> {
+    match h.conn() {
+        super::Conn::Postgres(conn) => {
+            let sql = include_str!("postgres/queries/attempts/lock_expired.sql");
+            Ok(Some(sqlx::query_scalar(sql).fetch_all(conn).await?))
+        }
+        super::Conn::Sqlite(_) => Ok(None),
+    }
+}
+
 /// `in_flight` attempts whose lease has run out by the database's clock.
 pub async fn expired_leases(h: &mut impl Handle) -> sqlx::Result<Vec<AttemptRow>> {
     on_backend!(h, "attempts/expired_leases", |conn, sql| {

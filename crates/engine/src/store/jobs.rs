@@ -162,6 +162,42 @@ pub async fn holders(h: &mut impl Handle, group: &str) -> sqlx::Result<Vec<JobRo
     })
 }
 
+/// Locks the jobs `job_ids` and the jobs of the attempts `attempt_ids` until the transaction
+/// ends, in id order, waiting for any other transaction that holds one (PostgreSQL,
+/// `jobs/lock`). On SQLite nothing runs: `BEGIN IMMEDIATE` already holds the whole file.
+pub async fn lock(
+    h: &mut impl Handle,
+    job_ids: &[String],
+    attempt_ids: &[String],
+) -> sqlx::Result<()> {
+    if let Conn::Postgres(conn) = h.conn() {
+        let sql = include_str!("postgres/queries/jobs/lock.sql");
+        sqlx::query(sql)
+            .bind(job_ids)
+            .bind(attempt_ids)
+            .fetch_all(conn)
+            .await?;
+    }
+    Ok(())
+}
+
+/// Locks job `id` until the transaction ends unless another transaction holds it: false then,
+/// or when there is no such job (PostgreSQL, `jobs/lock_skipping`). Always true on SQLite,
+/// whose `BEGIN IMMEDIATE` already holds the whole file.
+pub async fn lock_skipping(h: &mut impl Handle, id: &str) -> sqlx::Result<bool> {
+    match h.conn() {
+        Conn::Postgres(conn) => {
+            let sql = include_str!("postgres/queries/jobs/lock_skipping.sql");
+            let locked: Option<String> = sqlx::query_scalar(sql)
+                .bind(id)
+                .fetch_optional(conn)
+                .await?;
+            Ok(locked.is_some())
+        }
+        Conn::Sqlite(_) => Ok(true),
+    }
+}
+
 /// Ends a transaction that a failed [`submit`] left open on SQLite; nothing when none is.
 pub async fn rollback(h: &mut impl Handle) {
     if let Conn::Sqlite(conn) = h.conn() {

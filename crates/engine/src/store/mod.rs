@@ -255,20 +255,16 @@ pub enum Db {
 }
 
 impl Db {
-    /// Starts a write transaction that holds the ledger's write lock from its first statement,
-    /// so what it reads stays true until it commits: SQLite's `BEGIN IMMEDIATE`; on
-    /// PostgreSQL the ledger's advisory lock, taken in the same round trip as `BEGIN`.
+    /// Starts a write transaction. On SQLite it holds the file's write lock from its first
+    /// statement (`BEGIN IMMEDIATE`), so what it reads stays true until it commits. On
+    /// PostgreSQL it holds nothing by itself (READ COMMITTED, no ledger-wide lock): a
+    /// transaction that reads to decide first locks the one job it concerns
+    /// (`jobs::lock`, `jobs::lock_skipping`), and every other decision is one guarded
+    /// statement. docs/decisions.md lists each write transaction and why it holds.
     pub async fn begin(&self) -> sqlx::Result<Tx> {
         Ok(match self {
             Db::Sqlite(db) => Tx::Sqlite(db.writer.begin().await?),
-            Db::Postgres(db) => Tx::Postgres(
-                db.pool
-                    .begin_with(format!(
-                        "BEGIN; SELECT pg_advisory_xact_lock({})",
-                        postgres::WRITE_LOCK
-                    ))
-                    .await?,
-            ),
+            Db::Postgres(db) => Tx::Postgres(db.pool.begin().await?),
         })
     }
 

@@ -1,10 +1,13 @@
 //! The shared backend (SPEC §14): one PostgreSQL database that several hosts use at once.
 //!
-//! - Write transactions run at READ COMMITTED and first take one transaction-scoped advisory
-//!   lock, the ledger's write lock: writers are serialised as SQLite's `BEGIN IMMEDIATE`
-//!   serialises them, so every read-then-write of the ledger holds on PostgreSQL for the same
-//!   reason it holds on SQLite. The constraints (one job per key, one open attempt, guarded
-//!   transitions, append-only history) stand beneath it on their own.
+//! - Write transactions run at READ COMMITTED with no ledger-wide lock: writers on different
+//!   jobs never wait for each other. A transaction that reads to decide first locks the one
+//!   job it concerns (`FOR NO KEY UPDATE`; a group locks all of its jobs in one statement, in
+//!   id order), claims pass over a job another host holds (`SKIP LOCKED`), and every other
+//!   decision is one guarded statement. The constraints (one job per key, one open attempt,
+//!   guarded transitions, append-only history) stand beneath it on their own.
+//! - Every connection ends a transaction left idle for 10 s and a statement running for 30 s,
+//!   so a frozen host holds its jobs' locks for seconds at most.
 //! - Times that decide come from the database's clock (`now()`), never a host's.
 //! - Changes are announced with `NOTIFY onejob_changes` by statement triggers; `changes`
 //!   listens, and reconnects when the connection drops.
@@ -23,11 +26,22 @@ use crate::error::{EmptyDetails, Error, Result};
 /// The channel the schema's triggers notify on every change.
 pub const CHANNEL: &str = "onejob_changes";
 
-/// The key of the ledger's write lock (`pg_advisory_xact_lock`): "onejob" in ASCII.
-pub const WRITE_LOCK: i64 = 0x6f6e_656a_6f62;
+/// How long a connection may take to open (and a pooled one to be handed out, its ping
+/// included) before the server is reported unreachable: seconds, not the OS's TCP timeout.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// How long opening waits for a connection before it reports the server unreachable.
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// Settings every connection of the ledger starts with. The server ends a transaction left
+/// idle for 10 s (a frozen host's, SPEC §14) and any statement running for 30 s, and probes
+/// an idle client's TCP connection after 5 s, every 2 s, three times: a host that vanished
+/// holds nothing for long. (sqlx sets no client-side keepalive; a host's own deadlines are
+/// `CONNECT_TIMEOUT` and the statement timeout.)
+const SESSION: [(&str, &str); 5] = [
+    ("idle_in_transaction_session_timeout", "10s"),
+    ("statement_timeout", "30s"),
+    ("tcp_keepalives_idle", "5"),
+    ("tcp_keepalives_interval", "2"),
+    ("tcp_keepalives_count", "3"),
+];
 
 /// The pool of one PostgreSQL ledger.
 #[derive(Clone)]
@@ -56,17 +70,22 @@ impl PgDb {
                 ),
             )
         })?;
+        let options = options.application_name("onejob").options(SESSION);
         let secret = options_password(url);
         let fail = |e: sqlx::Error| open_error(&location, e, secret.as_deref());
         // One connection first: a pool retries a refused connection until its timeout, and
-        // reports only that it timed out; this says at once what went wrong.
-        let probe = PgConnection::connect_with(&options).await.map_err(fail)?;
+        // reports only that it timed out; this says at once what went wrong. A host that does
+        // not answer at all is reported as soon as one that refuses.
+        let probe = tokio::time::timeout(CONNECT_TIMEOUT, PgConnection::connect_with(&options))
+            .await
+            .map_err(|_| fail(sqlx::Error::PoolTimedOut))?
+            .map_err(fail)?;
         probe.close().await.map_err(fail)?;
         let pool = PgPoolOptions::new()
             .max_connections(8)
-            // A broken connection fails its statement, which reports `storage`; a ping before
-            // every use would cost a round trip per statement.
-            .test_before_acquire(false)
+            // A connection the server dropped while it sat in the pool (a restart, a
+            // terminated backend) is found by a ping and closed, never handed out again.
+            .test_before_acquire(true)
             .acquire_timeout(CONNECT_TIMEOUT)
             .connect_with(options)
             .await

@@ -11,7 +11,7 @@ WITH j AS (
     SELECT id, version, intent->'route'->>0 AS provider, intent->>'contract' AS contract
     FROM jobs
     WHERE id = onejob_uuid($2) AND status = 'queued' AND not_before IS NULL
-    FOR UPDATE
+    FOR NO KEY UPDATE
 ), a AS (
     INSERT INTO attempts (id, job_id, number, provider, state, job_version, created_at)
     SELECT $1::uuid, j.id, 1, j.provider, 'pending', j.version, onejob_now()
