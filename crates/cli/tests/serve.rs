@@ -1308,3 +1308,37 @@ async fn a_server_killed_mid_storm_lost_no_job_it_acknowledged() {
         log.len()
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn connections_past_the_limit_wait_to_be_served_and_are_then_answered() {
+    let ledger = Ledger::new();
+    let server = Server::start(&ledger, &["--no-worker", "--max-connections", "2"]);
+    let api = Api::new(&server, &token(&ledger, "alice"));
+    let addr = server.addr();
+    // Two connections that hold both slots, each with half a request.
+    let mut holders: Vec<TcpStream> = (0..2)
+        .map(|_| {
+            let mut stream = TcpStream::connect(&addr).expect("connect");
+            stream.write_all(b"GET /v1/jobs HTTP/1.1\r\n").expect("half a head");
+            stream
+        })
+        .collect();
+    // A third client is not served while they hold them…
+    let waiting = {
+        let api = api.clone();
+        tokio::spawn(async move {
+            let asked = Instant::now();
+            let answer = api.get("/v1/jobs").await;
+            (answer.status(), asked.elapsed())
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert!(!waiting.is_finished(), "a third connection was served past the limit of 2");
+    // …and is served as soon as one of them lets go.
+    let released = Instant::now();
+    holders.pop();
+    let (status, took) = waiting.await.expect("the waiting client");
+    assert_eq!(status, StatusCode::OK);
+    assert!(took >= Duration::from_millis(1500), "{took:?}");
+    assert!(released.elapsed() < Duration::from_secs(5), "{:?}", released.elapsed());
+}
