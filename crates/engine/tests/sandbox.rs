@@ -425,8 +425,9 @@ async fn without_honouring_the_key_a_repeat_is_processed_again() {
 
 #[tokio::test]
 async fn a_key_whose_first_request_is_still_processing_gets_409_and_status_pending() {
+    // Long enough that the second request arrives while the first is held, even on a busy machine.
     let sandbox = sandbox(Dials {
-        latency_ms: 1500,
+        latency_ms: 5000,
         jitter_ms: 0,
         ..Dials::default()
     })
