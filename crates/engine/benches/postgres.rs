@@ -9,12 +9,11 @@
 
 mod common;
 
-use std::time::{Duration, Instant};
-
 use common::executor::run_queued;
+use common::postgres::{raw_connection, raw_inserts};
 use common::{
-    engine_with_provider, intent, ms, pct, print_latencies, ratio, sequential_submits, storm,
-    storm_rates, total, OWNER,
+    engine_with_provider, ms, pct, print_latencies, ratio, sequential_submits, storm, storm_rates,
+    total,
 };
 use onejob_engine::executor::DEFAULT_MAX_IN_FLIGHT;
 use onejob_engine::Engine;
@@ -151,51 +150,4 @@ async fn ledger_without(
         .await?;
     }
     Ok(conn)
-}
-
-/// A connection to a database with a table shaped like the ledger's `jobs`: the same columns,
-/// key and indexes, none of its triggers.
-async fn raw_connection(url: &str) -> Result<PgConnection, Box<dyn std::error::Error>> {
-    let mut conn = PgConnection::connect(url).await?;
-    sqlx::raw_sql(
-        "CREATE TABLE jobs (
-            id uuid PRIMARY KEY, owner_id text NOT NULL, idempotency_key text NOT NULL,
-            fingerprint text NOT NULL, intent json NOT NULL, status text NOT NULL,
-            version bigint NOT NULL DEFAULT 0, completed_by uuid, result json, error json,
-            flagged_for_review boolean NOT NULL DEFAULT false,
-            created_at timestamptz NOT NULL DEFAULT now(), updated_at timestamptz NOT NULL DEFAULT now(),
-            finished_at timestamptz, not_before timestamptz,
-            UNIQUE (owner_id, idempotency_key));
-         CREATE INDEX jobs_by_owner ON jobs (owner_id, id);
-         CREATE INDEX jobs_by_owner_status ON jobs (owner_id, status, id);",
-    )
-    .execute(&mut conn)
-    .await?;
-    Ok(conn)
-}
-
-/// One INSERT per key, each its own commit; the latency of each.
-async fn raw_inserts(
-    conn: &mut PgConnection,
-    keys: std::ops::Range<usize>,
-) -> Result<Vec<Duration>, sqlx::Error> {
-    let mut times = Vec::with_capacity(keys.len());
-    for i in keys {
-        let body = intent(i);
-        let id = uuid::Uuid::now_v7().to_string();
-        let start = Instant::now();
-        sqlx::query(
-            "INSERT INTO jobs (id, owner_id, idempotency_key, fingerprint, intent, status)
-             VALUES ($1::uuid, $2, $3, $4, $5::json, 'queued')",
-        )
-        .bind(&id)
-        .bind(OWNER)
-        .bind(format!("raw-{i}"))
-        .bind("f")
-        .bind(&body)
-        .execute(&mut *conn)
-        .await?;
-        times.push(start.elapsed());
-    }
-    Ok(times)
 }

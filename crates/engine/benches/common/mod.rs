@@ -1,10 +1,12 @@
 //! What the benchmarks share: the ledger with one provider, the intent they submit, the raw
-//! durable INSERT that is every figure's baseline, and how figures are printed.
+//! durable INSERT that is every figure's baseline (SQLite here, PostgreSQL in `postgres`), and
+//! how figures are printed. The HTTP benchmark of the command line's package uses it too.
 
 // Each benchmark uses its own part.
 #![allow(dead_code)]
 
 pub mod executor;
+pub mod postgres;
 
 use std::time::{Duration, Instant};
 
