@@ -1181,7 +1181,7 @@ async fn a_server_killed_mid_storm_lost_no_job_it_acknowledged() {
     const CLIENTS: usize = 32;
     let ledger = Ledger::new();
     // Slow enough that the executor always has attempts in flight when the kill comes.
-    let sandbox = SandboxProcess::start(&ledger, json!({ "latency_ms": 50, "jitter_ms": 50 }));
+    let sandbox = SandboxProcess::start(&ledger, json!({ "latency_ms": 300, "jitter_ms": 100 }));
     add_http_provider(&ledger, "paid", &sandbox.url, 5_000, 10_000, json!({}));
     let mut server = Server::start(&ledger, &[]);
     let token = token(&ledger, "alice");
@@ -1222,9 +1222,12 @@ async fn a_server_killed_mid_storm_lost_no_job_it_acknowledged() {
             }
         });
     }
-    // Killed in the middle of it.
+    // Killed in the middle of it, once the executor has sent something.
     while answered.load(Ordering::SeqCst) < JOBS / 3 {
         tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    while tokio::task::block_in_place(|| sandbox.log().is_empty()) {
+        tokio::time::sleep(Duration::from_millis(20)).await;
     }
     tokio::task::block_in_place(|| server.kill());
     let killed = stormed.elapsed();
@@ -1319,7 +1322,9 @@ async fn connections_past_the_limit_wait_to_be_served_and_are_then_answered() {
     let mut holders: Vec<TcpStream> = (0..2)
         .map(|_| {
             let mut stream = TcpStream::connect(&addr).expect("connect");
-            stream.write_all(b"GET /v1/jobs HTTP/1.1\r\n").expect("half a head");
+            stream
+                .write_all(b"GET /v1/jobs HTTP/1.1\r\n")
+                .expect("half a head");
             stream
         })
         .collect();
@@ -1333,12 +1338,19 @@ async fn connections_past_the_limit_wait_to_be_served_and_are_then_answered() {
         })
     };
     tokio::time::sleep(Duration::from_millis(1500)).await;
-    assert!(!waiting.is_finished(), "a third connection was served past the limit of 2");
+    assert!(
+        !waiting.is_finished(),
+        "a third connection was served past the limit of 2"
+    );
     // …and is served as soon as one of them lets go.
     let released = Instant::now();
     holders.pop();
     let (status, took) = waiting.await.expect("the waiting client");
     assert_eq!(status, StatusCode::OK);
     assert!(took >= Duration::from_millis(1500), "{took:?}");
-    assert!(released.elapsed() < Duration::from_secs(5), "{:?}", released.elapsed());
+    assert!(
+        released.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        released.elapsed()
+    );
 }
