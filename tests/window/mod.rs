@@ -106,7 +106,7 @@ impl Window {
 
         let (port, native) = (free_port(), free_port());
         // The options' environment first, so it cannot move the app's data directories.
-        let driver = Command::new("tauri-driver")
+        let mut driver = Command::new("tauri-driver")
             .envs(options.env)
             .args([
                 "--port",
@@ -129,17 +129,29 @@ impl Window {
         caps.insert("tauri:options".into(), json!({ "application": APP }));
         let deadline = Instant::now() + Duration::from_secs(30);
         let client = loop {
-            match ClientBuilder::native()
-                .capabilities(caps.clone())
-                .connect(&format!("http://127.0.0.1:{port}"))
-                .await
-            {
-                Ok(client) => break client,
-                Err(e) if Instant::now() < deadline => {
+            // An app that exits before its window opens leaves the session waiting for ever.
+            let (mut builder, url) = (ClientBuilder::native(), format!("http://127.0.0.1:{port}"));
+            let connect = builder.capabilities(caps.clone()).connect(&url);
+            match tokio::time::timeout(Duration::from_secs(60), connect).await {
+                Ok(Ok(client)) => break client,
+                Ok(Err(e)) if Instant::now() < deadline => {
                     let _ = e;
                     tokio::time::sleep(Duration::from_millis(200)).await;
                 }
-                Err(e) => panic!("no WebDriver session: {e}"),
+                Ok(Err(e)) => {
+                    stop(&mut driver, &mut xvfb);
+                    panic!("no WebDriver session: {e}")
+                }
+                Err(_) => {
+                    stop(&mut driver, &mut xvfb);
+                    let said = std::fs::read(dir.path().join("driver.err")).unwrap_or_default();
+                    let said = String::from_utf8_lossy(&said);
+                    let app: Vec<&str> = said.lines().filter(|l| l.contains("onejob")).collect();
+                    panic!(
+                        "no WebDriver session within 60 s: the app's window never opened ({})",
+                        app.join("; ")
+                    )
+                }
             }
         };
         let window = Window {
@@ -259,17 +271,23 @@ impl Drop for Window {
     /// Stops the driver and what it started (a killed tauri-driver leaves WebKitWebDriver and
     /// the app running) and the X server, also when a test fails before `close`.
     fn drop(&mut self) {
-        let started = descendants(self.driver.id());
-        for child in [&mut self.driver, &mut self.xvfb] {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-        for pid in started {
-            let _ = Command::new("kill")
-                .arg(pid.to_string())
-                .stderr(Stdio::null())
-                .status();
-        }
+        stop(&mut self.driver, &mut self.xvfb);
+    }
+}
+
+/// Stops the driver, what it started (a killed tauri-driver leaves WebKitWebDriver and the app
+/// running) and the X server.
+fn stop(driver: &mut Child, xvfb: &mut Child) {
+    let started = descendants(driver.id());
+    for child in [driver, xvfb] {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    for pid in started {
+        let _ = Command::new("kill")
+            .arg(pid.to_string())
+            .stderr(Stdio::null())
+            .status();
     }
 }
 
