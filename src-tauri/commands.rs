@@ -2,15 +2,17 @@
 //! app's owner.
 
 use onejob_engine::{
-    Error, Job, JobAttempt, JobPage, JobPart, JobStatus, JobsQuery, OpenJobs, Resolution,
-    Submitted, Verdict,
+    default_db_path, Error, Job, JobAttempt, JobPage, JobPart, JobStatus, JobsQuery, OpenJobs,
+    Resolution, Submitted, Verdict,
 };
 use serde_json::Value;
-use tauri::State;
+use tauri::{AppHandle, Runtime, State};
 
 use crate::bench;
 use crate::files::{self, SavedFile};
 use crate::job_view::JobView;
+use crate::ledger::Source;
+use crate::status::{self, LedgerStatus, MovedAside};
 use crate::view::{CheckView, ContractView, ProviderView, Settings};
 use crate::AppState;
 
@@ -24,10 +26,11 @@ pub async fn submit(
     key: String,
     intent_json: String,
 ) -> Result<Submitted, Error> {
-    state
+    let answer = state
         .engine()?
         .submit(&state.owner, &key, &intent_json)
-        .await
+        .await;
+    state.checked(answer).await
 }
 
 /// The fingerprint of an intent (JSON text), as a submit would store it: the hex SHA-256 of
@@ -61,7 +64,8 @@ pub async fn list_jobs(
         limit,
         oldest_first: oldest_first.unwrap_or(false),
     };
-    state.engine()?.jobs(&state.owner, &query).await
+    let answer = state.engine()?.jobs(&state.owner, &query).await;
+    state.checked(answer).await
 }
 
 /// How many jobs the same filters as `list_jobs` give: the length of the Jobs list.
@@ -79,14 +83,16 @@ pub async fn count_jobs(
         provider,
         ..Default::default()
     };
-    state.engine()?.count_jobs(&state.owner, &query).await
+    let answer = state.engine()?.count_jobs(&state.owner, &query).await;
+    state.checked(answer).await
 }
 
 /// How many jobs need a person: `unknown` ones and those flagged for review.
 #[tauri::command]
 #[specta::specta]
 pub async fn needs_attention(state: State<'_, AppState>) -> Result<u32, Error> {
-    state.engine()?.needs_attention(&state.owner).await
+    let answer = state.engine()?.needs_attention(&state.owner).await;
+    state.checked(answer).await
 }
 
 /// One job with its attempts and event history; a large intent, result or event detail comes
@@ -94,11 +100,8 @@ pub async fn needs_attention(state: State<'_, AppState>) -> Result<u32, Error> {
 #[tauri::command]
 #[specta::specta]
 pub async fn job(state: State<'_, AppState>, id: String) -> Result<JobView, Error> {
-    state
-        .engine()?
-        .job(&state.owner, &id)
-        .await
-        .map(JobView::of)
+    let answer = state.engine()?.job(&state.owner, &id).await;
+    state.checked(answer).await.map(JobView::of)
 }
 
 /// One value of a job, whole, when a person asks to see all of it: its intent, its result, or
@@ -110,7 +113,8 @@ pub async fn job_part(
     id: String,
     part: JobPart,
 ) -> Result<Value, Error> {
-    state.engine()?.job_part(&state.owner, &id, part).await
+    let answer = state.engine()?.job_part(&state.owner, &id, part).await;
+    state.checked(answer).await
 }
 
 /// Saves one value of a job, whole, as pretty JSON to a new file in the Downloads folder, and
@@ -122,7 +126,8 @@ pub async fn save_job_part(
     id: String,
     part: JobPart,
 ) -> Result<SavedFile, Error> {
-    let value = state.engine()?.job_part(&state.owner, &id, part).await?;
+    let answer = state.engine()?.job_part(&state.owner, &id, part).await;
+    let value = state.checked(answer).await?;
     files::save(&files::folder()?, &id, part, &value)
 }
 
@@ -135,10 +140,11 @@ pub async fn retry(
     job_id: String,
     provider: Option<String>,
 ) -> Result<JobAttempt, Error> {
-    state
+    let answer = state
         .engine()?
         .retry(&state.owner, &job_id, provider.as_deref())
-        .await
+        .await;
+    state.checked(answer).await
 }
 
 /// A person's verdict on an attempt: "it went through", "it did not happen", or "abandon".
@@ -150,17 +156,19 @@ pub async fn resolve(
     verdict: Verdict,
     resolution: Resolution,
 ) -> Result<JobAttempt, Error> {
-    state
+    let answer = state
         .engine()?
         .resolve(&state.owner, &attempt_id, verdict, resolution)
-        .await
+        .await;
+    state.checked(answer).await
 }
 
 /// Cancels a job; an answer that arrives afterwards is dropped and flagged for review.
 #[tauri::command]
 #[specta::specta]
 pub async fn cancel(state: State<'_, AppState>, job_id: String) -> Result<Job, Error> {
-    state.engine()?.cancel(&state.owner, &job_id).await
+    let answer = state.engine()?.cancel(&state.owner, &job_id).await;
+    state.checked(answer).await
 }
 
 /// Every configured provider, by name: its configuration (never a key) and, for the
@@ -169,7 +177,8 @@ pub async fn cancel(state: State<'_, AppState>, job_id: String) -> Result<Job, E
 #[specta::specta]
 pub async fn providers(state: State<'_, AppState>) -> Result<Vec<ProviderView>, Error> {
     let engine = state.engine()?;
-    ProviderView::all(engine, engine.providers().await?).await
+    let answer = async { ProviderView::all(&engine, engine.providers().await?).await }.await;
+    state.checked(answer).await
 }
 
 /// Adds a provider from its JSON configuration, replacing one of the same name.
@@ -180,8 +189,12 @@ pub async fn save_provider(
     config_json: String,
 ) -> Result<ProviderView, Error> {
     let engine = state.engine()?;
-    let (provider, _) = engine.add_provider(&config_json).await?;
-    ProviderView::of(engine, provider).await
+    let answer = async {
+        let (provider, _) = engine.add_provider(&config_json).await?;
+        ProviderView::of(&engine, provider).await
+    }
+    .await;
+    state.checked(answer).await
 }
 
 /// Stores a provider's API key in the OS keyring, replacing any before. The key is never
@@ -193,14 +206,16 @@ pub async fn set_provider_key(
     name: String,
     key: String,
 ) -> Result<(), Error> {
-    state.engine()?.set_provider_key(&name, &key).await
+    let answer = state.engine()?.set_provider_key(&name, &key).await;
+    state.checked(answer).await
 }
 
 /// Removes a provider's API key from the OS keyring; done when there is none.
 #[tauri::command]
 #[specta::specta]
 pub async fn clear_provider_key(state: State<'_, AppState>, name: String) -> Result<(), Error> {
-    state.engine()?.clear_provider_key(&name).await
+    let answer = state.engine()?.clear_provider_key(&name).await;
+    state.checked(answer).await
 }
 
 /// How many open jobs (`queued`, `running`, `unknown`, of every owner) name a provider: what
@@ -208,27 +223,33 @@ pub async fn clear_provider_key(state: State<'_, AppState>, name: String) -> Res
 #[tauri::command]
 #[specta::specta]
 pub async fn provider_in_use(state: State<'_, AppState>, name: String) -> Result<OpenJobs, Error> {
-    state.engine()?.jobs_naming_provider(&name).await
+    let answer = state.engine()?.jobs_naming_provider(&name).await;
+    state.checked(answer).await
 }
 
 /// Removes a provider; jobs and attempts that name it keep the name.
 #[tauri::command]
 #[specta::specta]
 pub async fn remove_provider(state: State<'_, AppState>, name: String) -> Result<(), Error> {
-    state.engine()?.remove_provider(&name).await
+    let answer = state.engine()?.remove_provider(&name).await;
+    state.checked(answer).await
 }
 
 /// Every contract, by name, with its last check against each provider it was checked with.
 #[tauri::command]
 #[specta::specta]
 pub async fn contracts(state: State<'_, AppState>) -> Result<Vec<ContractView>, Error> {
-    let mut views = Vec::new();
     let engine = state.engine()?;
-    for contract in engine.contracts().await? {
-        let checks = engine.contract_checks(&contract.name).await?;
-        views.push(ContractView::new(contract, checks));
+    let answer = async {
+        let mut views = Vec::new();
+        for contract in engine.contracts().await? {
+            let checks = engine.contract_checks(&contract.name).await?;
+            views.push(ContractView::new(contract, checks));
+        }
+        Ok(views)
     }
-    Ok(views)
+    .await;
+    state.checked(answer).await
 }
 
 /// Adds a contract from its JSON (`{"name", "schema", "template": {"system", "user"},
@@ -241,9 +262,13 @@ pub async fn save_contract(
     contract_json: String,
 ) -> Result<ContractView, Error> {
     let engine = state.engine()?;
-    let added = engine.add_contract(&contract_json).await?;
-    let checks = engine.contract_checks(&added.contract.name).await?;
-    Ok(ContractView::new(added.contract, checks))
+    let answer = async {
+        let added = engine.add_contract(&contract_json).await?;
+        let checks = engine.contract_checks(&added.contract.name).await?;
+        Ok(ContractView::new(added.contract, checks))
+    }
+    .await;
+    state.checked(answer).await
 }
 
 /// How many open jobs (`queued`, `running`, `unknown`, of every owner) name a contract: what
@@ -251,7 +276,8 @@ pub async fn save_contract(
 #[tauri::command]
 #[specta::specta]
 pub async fn contract_in_use(state: State<'_, AppState>, name: String) -> Result<OpenJobs, Error> {
-    state.engine()?.jobs_naming_contract(&name).await
+    let answer = state.engine()?.jobs_naming_contract(&name).await;
+    state.checked(answer).await
 }
 
 /// Removes a contract and its checks; jobs keep its name, and an open one fails
@@ -259,7 +285,8 @@ pub async fn contract_in_use(state: State<'_, AppState>, name: String) -> Result
 #[tauri::command]
 #[specta::specta]
 pub async fn remove_contract(state: State<'_, AppState>, name: String) -> Result<(), Error> {
-    state.engine()?.remove_contract(&name).await
+    let answer = state.engine()?.remove_contract(&name).await;
+    state.checked(answer).await
 }
 
 /// Runs a contract check: every sample is sent to the provider at temperature 0, and the stored
@@ -271,11 +298,8 @@ pub async fn check_contract(
     contract: String,
     provider: String,
 ) -> Result<CheckView, Error> {
-    Ok(state
-        .engine()?
-        .check_contract(&contract, &provider)
-        .await?
-        .into())
+    let answer = state.engine()?.check_contract(&contract, &provider).await;
+    state.checked(answer).await.map(CheckView::from)
 }
 
 /// Where the app keeps its database, for the Settings screen.
@@ -287,15 +311,49 @@ pub async fn settings(state: State<'_, AppState>) -> Result<Settings, Error> {
 
 /// Checks a ledger (a file path or a `postgres://` URL without a password) by opening it, and
 /// saves it as the one the app opens from its next start; empty text goes back to the default
-/// file. `ONEJOB_DB`, when set, still wins.
+/// file. `ONEJOB_DB`, when set, still wins. When no ledger is open, the app continues on the
+/// chosen one at once.
 #[tauri::command]
 #[specta::specta]
-pub async fn choose_ledger(
+pub async fn choose_ledger<R: Runtime>(
+    app: AppHandle<R>,
     state: State<'_, AppState>,
     location: String,
 ) -> Result<Settings, Error> {
-    crate::ledger::choose(&location).await?;
+    let chosen = crate::ledger::choose(&location).await?;
+    if state.not_open().is_some() {
+        let (target, source) = match chosen {
+            Some(chosen) => (chosen, Source::Settings),
+            None => (default_db_path().display().to_string(), Source::Default),
+        };
+        crate::ledger::opened_from(source);
+        status::open_instead(&app, &target).await;
+    }
     Ok(Settings::of(&state))
+}
+
+/// The ledger's status: open, open but unreachable since a time, or not open and why.
+#[tauri::command]
+#[specta::specta]
+pub async fn ledger_status(state: State<'_, AppState>) -> Result<LedgerStatus, Error> {
+    Ok(state.status())
+}
+
+/// "Try again": opens the ledger that could not be opened, now; the app continues on it when
+/// it opens. The status after the try.
+#[tauri::command]
+#[specta::specta]
+pub async fn try_ledger_again<R: Runtime>(app: AppHandle<R>) -> Result<LedgerStatus, Error> {
+    Ok(status::try_again(&app).await)
+}
+
+/// "Move it aside and start a new ledger": the file that is not a database is renamed beside
+/// itself (`.unreadable-<time>`, never deleted) and a new ledger is made and opened at its
+/// path.
+#[tauri::command]
+#[specta::specta]
+pub async fn move_ledger_aside<R: Runtime>(app: AppHandle<R>) -> Result<MovedAside, Error> {
+    status::move_aside(&app).await
 }
 
 /// Sets how many attempts the app sends at once (1 to 1024), saved for the next start and
@@ -304,7 +362,7 @@ pub async fn choose_ledger(
 #[specta::specta]
 pub async fn set_concurrency(state: State<'_, AppState>, n: u32) -> Result<Settings, Error> {
     crate::sending::save(n)?;
-    if let Some(executor) = &state.executor {
+    if let Some(executor) = state.executor() {
         executor.set_max_in_flight(n as usize);
     }
     Ok(Settings::of(&state))

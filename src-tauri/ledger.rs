@@ -24,17 +24,21 @@ pub fn choice_file() -> PathBuf {
         .join("ledger")
 }
 
-/// Where the ledger the running app opened was named; set once at start.
-static OPENED_FROM: std::sync::OnceLock<Source> = std::sync::OnceLock::new();
+/// Where the ledger the running app opened was named: set at start, and again when a ledger
+/// chosen in Settings is opened because none was.
+static OPENED_FROM: std::sync::Mutex<Option<Source>> = std::sync::Mutex::new(None);
 
 /// Records where the running app's ledger was named.
 pub fn opened_from(source: Source) {
-    let _ = OPENED_FROM.set(source);
+    *OPENED_FROM.lock().unwrap_or_else(|p| p.into_inner()) = Some(source);
 }
 
 /// Where the running app's ledger was named (the default file when nothing was recorded).
 pub fn source() -> Source {
-    OPENED_FROM.get().copied().unwrap_or(Source::Default)
+    OPENED_FROM
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .unwrap_or(Source::Default)
 }
 
 /// The choice saved from Settings, if any.

@@ -9,14 +9,17 @@ pub mod job_view;
 pub mod ledger;
 pub mod notify;
 pub mod sending;
+pub mod status;
 pub mod view;
 pub mod webview;
 
+use std::sync::atomic::AtomicBool;
+use std::sync::Mutex;
 use std::time::Duration;
 
 use onejob_engine::executor::{Executor, ExecutorOptions};
 use onejob_engine::{Engine, OpenOptions};
-use tauri::{AppHandle, Context, Runtime, Wry};
+use tauri::{AppHandle, Context, Manager, Runtime, Wry};
 use tauri_specta::Event;
 
 use view::{LedgerChanged, OpenJob};
@@ -27,62 +30,107 @@ pub(crate) const CHANGE_CHECK: Duration = Duration::from_millis(250);
 /// The profile the app acts for (SPEC §1: the app's local profile is `local`).
 pub const OWNER: &str = "local";
 
-/// What every command works with: the engine on the app's database and the owner it acts for.
+/// What every command works with: the ledger (open, or why not), the owner it acts for, and
+/// whether it still answers.
 pub struct AppState {
-    /// The ledger; clones share its pools. `None` when the one chosen in Settings is missing.
-    engine: Option<Engine>,
-    /// The ledger chosen in Settings that was not found at start, so none was opened.
-    pub missing: Option<String>,
+    ledger: Mutex<Ledger>,
     /// Every read and write of the app is scoped to this owner.
     pub owner: String,
-    /// The executor running inside the app, when one does (the headless tests run none).
-    pub executor: Option<Executor>,
+    /// Whether an opened ledger gets the app's executor and notifications: the window's app
+    /// does, the headless tests' does not.
+    desktop: bool,
+    /// One opening at a time: "Try again", the background tries, a choice in Settings.
+    pub(crate) opening: tokio::sync::Mutex<()>,
+    /// Whether the background tries of a server that did not answer are running.
+    pub(crate) retrying: AtomicBool,
+    /// Whether the open ledger stopped answering, and since when.
+    pub(crate) outage: status::Outage,
+}
+
+/// The ledger of the running app.
+enum Ledger {
+    /// Open; clones of the engine share its pools.
+    Open {
+        engine: Engine,
+        /// The executor running inside the app, when one does.
+        executor: Option<Executor>,
+    },
+    /// Not open, and why.
+    NotOpen(status::NotOpen),
 }
 
 impl AppState {
-    /// State acting for the app's own profile, [`OWNER`].
+    /// State on an open ledger acting for the app's own profile, [`OWNER`], with no executor.
     pub fn new(engine: Engine) -> Self {
+        AppState::with(
+            Ledger::Open {
+                engine,
+                executor: None,
+            },
+            false,
+        )
+    }
+
+    /// State with no ledger open, for the reason given: every command but Settings' and the
+    /// ledger's own says so, and the window says what can be done.
+    pub fn without_ledger(why: status::NotOpen) -> Self {
+        AppState::with(Ledger::NotOpen(why), false)
+    }
+
+    fn with(ledger: Ledger, desktop: bool) -> Self {
         AppState {
-            engine: Some(engine),
-            missing: None,
+            ledger: Mutex::new(ledger),
             owner: OWNER.to_owned(),
-            executor: None,
+            desktop,
+            opening: tokio::sync::Mutex::new(()),
+            retrying: AtomicBool::new(false),
+            outage: status::Outage::default(),
         }
     }
 
-    /// State with no ledger open, since the file chosen in Settings (`location`) is missing:
-    /// every command but Settings' says so.
-    pub fn ledger_missing(location: String) -> Self {
-        AppState {
-            engine: None,
-            missing: Some(location),
-            owner: OWNER.to_owned(),
-            executor: None,
+    fn lock(&self) -> std::sync::MutexGuard<'_, Ledger> {
+        self.ledger.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The open ledger, or `storage` saying why none is open.
+    pub fn engine(&self) -> Result<Engine, onejob_engine::Error> {
+        match &*self.lock() {
+            Ledger::Open { engine, .. } => Ok(engine.clone()),
+            Ledger::NotOpen(why) => Err(why.error()),
         }
     }
 
-    /// The same state, with the executor the app runs.
-    pub fn with_executor(self, executor: Executor) -> Self {
-        AppState {
-            executor: Some(executor),
-            ..self
+    /// Why no ledger is open, when none is.
+    pub fn not_open(&self) -> Option<status::NotOpen> {
+        match &*self.lock() {
+            Ledger::Open { .. } => None,
+            Ledger::NotOpen(why) => Some(why.clone()),
         }
     }
 
-    /// The open ledger, or `storage` naming the missing one.
-    pub fn engine(&self) -> Result<&Engine, onejob_engine::Error> {
-        self.engine.as_ref().ok_or_else(|| {
-            ledger::storage(format!(
-                "no ledger is open: the ledger chosen in Settings, {}, is missing (was its drive \
-                 unmounted?); in Settings, create a new one there or choose another",
-                self.missing.as_deref().unwrap_or("?")
-            ))
-        })
+    pub(crate) fn set_not_open(&self, why: status::NotOpen) {
+        *self.lock() = Ledger::NotOpen(why);
+    }
+
+    /// The ledger in use or the one that could not be opened, as it may be shown.
+    pub fn location(&self) -> String {
+        match &*self.lock() {
+            Ledger::Open { engine, .. } => engine.location().to_owned(),
+            Ledger::NotOpen(why) => why.location(),
+        }
+    }
+
+    /// The app's executor, when it runs one.
+    pub fn executor(&self) -> Option<Executor> {
+        match &*self.lock() {
+            Ledger::Open { executor, .. } => executor.clone(),
+            Ledger::NotOpen(_) => None,
+        }
     }
 
     /// How many attempts the app sends at once: its executor's, or the saved setting.
     pub fn concurrency(&self) -> u32 {
-        match &self.executor {
+        match self.executor() {
             Some(executor) => u32::try_from(executor.max_in_flight()).unwrap_or(u32::MAX),
             None => sending::saved(),
         }
@@ -117,12 +165,19 @@ pub fn specta_builder<R: Runtime>() -> tauri_specta::Builder<R> {
             commands::remove_contract,
             commands::check_contract,
             commands::settings,
-            commands::choose_ledger,
+            commands::choose_ledger::<tauri::Wry>,
+            commands::ledger_status,
+            commands::try_ledger_again::<tauri::Wry>,
+            commands::move_ledger_aside::<tauri::Wry>,
             commands::set_concurrency,
             commands::first_paint,
             commands::job_paint,
         ])
-        .events(tauri_specta::collect_events![LedgerChanged, OpenJob])
+        .events(tauri_specta::collect_events![
+            LedgerChanged,
+            OpenJob,
+            status::LedgerStatus
+        ])
         // The engine's own fields are u32 or strings; the only 64-bit integers are inside
         // `serde_json::Value`'s numbers, which reach JavaScript as JSON numbers anyway.
         .dangerously_cast_bigints_to_number()
@@ -131,20 +186,27 @@ pub fn specta_builder<R: Runtime>() -> tauri_specta::Builder<R> {
 }
 
 /// Adds the app's state and commands to a Tauri builder; the window and the headless tests
-/// share it, so both serve the same commands.
+/// share it, so both serve the same commands. Once built, [`start`] starts the rest.
 pub fn with_commands<R: Runtime>(builder: tauri::Builder<R>, state: AppState) -> tauri::Builder<R> {
-    let specta = specta_builder::<R>();
-    let engine = state.engine.clone();
     builder
         .manage(state)
-        .invoke_handler(specta.invoke_handler())
-        .setup(move |app| {
-            specta.mount_events(app);
-            if let Some(engine) = engine {
-                forward_changes(app.handle().clone(), engine);
-            }
-            Ok(())
-        })
+        .invoke_handler(specta_builder::<R>().invoke_handler())
+}
+
+/// Starts what runs beside the commands, once the app is built and before it runs (Tauri runs
+/// a setup hook only once its event loop does, which the headless tests never start): the
+/// events, the change feed of an open ledger, the background tries of one that did not answer,
+/// and the watcher of outages.
+pub fn start<R: Runtime>(app: &AppHandle<R>) {
+    specta_builder::<R>().mount_events(app);
+    let state = app.state::<AppState>();
+    if let Ok(engine) = state.engine() {
+        forward_changes(app.clone(), engine);
+    }
+    if let Some(why) = state.not_open() {
+        status::not_opened(app, why);
+    }
+    tauri::async_runtime::spawn(status::watch_outages(app.clone()));
 }
 
 /// Emits [`LedgerChanged`] to the window whenever the ledger changes, for as long as the app
@@ -170,43 +232,101 @@ fn forward_changes<R: Runtime>(app: AppHandle<R>, engine: Engine) {
 
 /// Opens the ledger (see [`ledger::to_open`]: `ONEJOB_DB`, the choice saved in Settings, or
 /// the file in the app's data folder, which the CLI uses by default too) and runs the app
-/// until its last window closes. A file chosen in Settings that is gone is not made anew: the
-/// window opens with no ledger and says so.
+/// until its last window closes. A ledger that cannot be opened does not stop the app: the
+/// window opens and says why (see [`status`]); a file chosen in Settings that is gone is not
+/// made anew.
 pub fn run(context: Context<Wry>) -> Result<(), RunError> {
     // WebKit's settings are its environment: set before any thread or window exists.
     webview::prepare(&webview::chosen());
     let (location, source) = ledger::to_open();
     ledger::opened_from(source);
-    if ledger::is_missing(&location, source) {
-        let app = with_commands(
-            tauri::Builder::default(),
-            AppState::ledger_missing(location),
-        )
-        .build(context)
-        .map_err(RunError::Window)?;
-        app.run(|_, _| {});
-        return Ok(());
-    }
-    // Opened before any window exists, so no command can arrive before the state does.
-    let (engine, seen) = tauri::async_runtime::block_on(open_ledger(&location))
-        .map_err(|e| RunError::Database(location_shown(&location), e))?;
-    // The executor runs inside the app for as long as the app runs.
-    let options = ExecutorOptions {
-        max_in_flight: sending::saved() as usize,
-        ..ExecutorOptions::default()
+    // Opened before any window exists, so the window's first reads find the ledger.
+    let opened = if ledger::is_missing(&location, source) {
+        Err(status::NotOpen::missing(&location))
+    } else {
+        tauri::async_runtime::block_on(open_ledger(&location))
+            .map_err(|e| status::NotOpen::failed(&location, &e))
     };
-    let executor = Executor::new(engine.clone(), options).map_err(RunError::Executor)?;
-    let state = AppState::new(engine.clone()).with_executor(executor.clone());
-    tauri::async_runtime::spawn(async move { executor.run(std::future::pending()).await });
+    let (mut state, started) = match opened {
+        Ok((engine, seen)) => {
+            let executor = executor_for(&engine).map_err(RunError::Executor)?;
+            let state = AppState::with(
+                Ledger::Open {
+                    engine: engine.clone(),
+                    executor: Some(executor.clone()),
+                },
+                true,
+            );
+            (state, Some((engine, seen, executor)))
+        }
+        Err(why) => {
+            // Said on the terminal too, for a person who started the app from one.
+            eprintln!(
+                "onejob: cannot open the ledger at {}: {}",
+                why.location(),
+                why.message
+            );
+            (AppState::without_ledger(why), None)
+        }
+    };
+    state.desktop = true;
     let app = with_commands(tauri::Builder::default(), state)
         .plugin(tauri_plugin_notification::init())
         .build(context)
         .map_err(RunError::Window)?;
+    start(app.handle());
     bench::arm(app.handle());
     notify::open_on_click(app.handle());
-    notify::watch(app.handle().clone(), engine, seen);
+    if let Some((engine, seen, executor)) = started {
+        // The executor runs inside the app for as long as the app runs.
+        tauri::async_runtime::spawn(async move { executor.run(std::future::pending()).await });
+        notify::watch(app.handle().clone(), engine, seen);
+    }
     app.run(|_, _| {});
     Ok(())
+}
+
+/// The app's executor on `engine`, sending as many attempts at once as saved in Settings.
+fn executor_for(engine: &Engine) -> Result<Executor, onejob_engine::Error> {
+    let options = ExecutorOptions {
+        max_in_flight: sending::saved() as usize,
+        ..ExecutorOptions::default()
+    };
+    Executor::new(engine.clone(), options)
+}
+
+/// Continues the app on an opened ledger: the executor (in the window's app), the change feed
+/// and the notifications start, and the window is told.
+pub(crate) fn install<R: Runtime>(app: &AppHandle<R>, engine: Engine, seen: attention::Seen) {
+    let state = app.state::<AppState>();
+    let executor = if state.desktop {
+        match executor_for(&engine) {
+            Ok(executor) => Some(executor),
+            Err(e) => {
+                let why = status::NotOpen::failed(engine.location(), &e);
+                status::not_opened(app, why);
+                return;
+            }
+        }
+    } else {
+        None
+    };
+    *state.lock() = Ledger::Open {
+        engine: engine.clone(),
+        executor: executor.clone(),
+    };
+    if let Some(executor) = executor {
+        // The executor runs inside the app for as long as the app runs.
+        tauri::async_runtime::spawn(async move { executor.run(std::future::pending()).await });
+    }
+    forward_changes(app.clone(), engine.clone());
+    if state.desktop {
+        notify::watch(app.clone(), engine, seen);
+    }
+    status::announce(app);
+    if let Err(e) = (LedgerChanged { seq: 0 }).emit(app) {
+        eprintln!("onejob: cannot announce a ledger change: {e}");
+    }
 }
 
 /// Opens the ledger at `location` and reads what already needs attention there before
@@ -224,16 +344,10 @@ pub async fn open_ledger(
     Ok((engine, seen))
 }
 
-/// A ledger's location as it may be shown: a URL without its password.
-fn location_shown(location: &str) -> String {
-    onejob_engine::store::postgres::redact(location)
-}
-
-/// Why the app could not start or stopped abnormally.
+/// Why the app could not run its window. A ledger that cannot be opened is not one of them:
+/// the window opens and says so.
 #[derive(Debug)]
 pub enum RunError {
-    /// The ledger (shown without a password) could not be opened or brought up to date.
-    Database(String, onejob_engine::Error),
     /// The executor could not be set up.
     Executor(onejob_engine::Error),
     /// Tauri could not build or run the window.
@@ -243,11 +357,6 @@ pub enum RunError {
 impl std::fmt::Display for RunError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            RunError::Database(location, e) => write!(
-                f,
-                "cannot open the ledger at {location}: {e} ({})",
-                e.code()
-            ),
             RunError::Executor(e) => write!(f, "cannot start the executor: {e}"),
             RunError::Window(e) => write!(f, "cannot run the window: {e}"),
         }

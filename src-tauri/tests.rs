@@ -100,6 +100,7 @@ fn headless_app() -> Headless {
     let app = with_commands(mock_builder(), AppState::new(engine.clone()))
         .build(mock_context(noop_assets()))
         .unwrap();
+    start(app.handle());
     let window = WebviewWindowBuilder::new(&app, "main", Default::default())
         .build()
         .unwrap();
@@ -895,37 +896,189 @@ fn a_ledger_typed_with_a_tilde_is_saved_and_shown_as_its_full_path() {
     );
 }
 
+/// An app on the mock runtime with no ledger open, for the reason given.
+fn headless_without_ledger(
+    why: status::NotOpen,
+) -> (
+    WebviewWindow<tauri::test::MockRuntime>,
+    tauri::App<tauri::test::MockRuntime>,
+) {
+    let app = with_commands(mock_builder(), AppState::without_ledger(why))
+        .build(mock_context(noop_assets()))
+        .unwrap();
+    start(app.handle());
+    let window = WebviewWindowBuilder::new(&app, "main", Default::default())
+        .build()
+        .unwrap();
+    (window, app)
+}
+
 #[test]
 fn with_the_chosen_ledger_missing_the_window_says_so_and_can_make_a_new_one_there() {
     let (_config_lock, _config) = own_config_folder();
     let drive = tempfile::tempdir().unwrap();
     let gone = drive.path().join("unmounted").join("team.db");
     let gone_text = gone.display().to_string();
-    let app = with_commands(mock_builder(), AppState::ledger_missing(gone_text.clone()))
-        .build(mock_context(noop_assets()))
-        .unwrap();
-    let window = WebviewWindowBuilder::new(&app, "main", Default::default())
-        .build()
-        .unwrap();
+    let (window, _app) = headless_without_ledger(status::NotOpen::missing(&gone_text));
 
     let settings = invoke(&window, "settings", json!({})).unwrap();
-    assert_eq!(settings["missing"], json!(true));
+    assert_eq!(settings["open"], json!(false));
     assert_eq!(settings["db_path"], json!(gone_text));
+    let shown = invoke(&window, "ledger_status", json!({})).unwrap();
+    assert_eq!(shown["state"]["is"], json!("not_open"));
+    assert_eq!(shown["state"]["problem"], json!("missing"));
+    assert_eq!(shown["state"]["retrying"], json!(false));
     let refused = invoke(&window, "list_jobs", json!({})).unwrap_err();
     assert_eq!(refused["code"], json!("storage"));
     let message = refused["message"].as_str().unwrap();
     assert!(
-        message.contains("missing") && message.contains(&gone_text),
+        message.contains("no ledger is open") && message.contains(&gone_text),
         "{message}"
     );
+    // "Try again" looks for the file and never makes it.
+    let again = invoke(&window, "try_ledger_again", json!({})).unwrap();
+    assert_eq!(again["state"]["problem"], json!("missing"));
     assert!(!gone.exists(), "nothing made behind the person's back");
 
-    // "Create a new one there".
+    // "Create a new one there": made, saved and in use at once.
     let settings = invoke(&window, "choose_ledger", json!({"location": gone_text})).unwrap();
     assert!(gone.exists());
-    if std::env::var_os(ledger::ENV).is_none() {
-        assert_eq!(settings["next_start"], json!(gone_text));
-    }
+    assert_eq!(settings["open"], json!(true));
+    let shown = invoke(&window, "ledger_status", json!({})).unwrap();
+    assert_eq!(shown["state"], json!({"is": "open"}));
+    let page = invoke(&window, "list_jobs", json!({})).unwrap();
+    assert_eq!(page["jobs"], json!([]));
+}
+
+/// The SHA-256 of a file's bytes, in hex.
+fn checksum(path: &Path) -> String {
+    use sha2::Digest;
+    hex::encode(sha2::Sha256::digest(std::fs::read(path).unwrap()))
+}
+
+#[test]
+fn a_file_that_is_not_a_database_is_explained_left_untouched_and_moved_aside_only_when_asked() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("onejob.db");
+    let noise: Vec<u8> = (0..64 * 1024u32)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+        .collect();
+    std::fs::write(&db, &noise).unwrap();
+    let before = checksum(&db);
+    let target = db.display().to_string();
+
+    // The app's own open, as at start: it fails and leaves the file as it was.
+    let failed = tauri::async_runtime::block_on(open_ledger(&target))
+        .err()
+        .expect("a file of noise does not open");
+    assert_eq!(checksum(&db), before, "a failed open changes nothing");
+    let beside: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(beside, ["onejob.db"], "and makes nothing beside it");
+    let why = status::NotOpen::failed(&target, &failed);
+    assert_eq!(why.problem, status::Problem::NotADatabase, "{failed}");
+    let (window, _app) = headless_without_ledger(why);
+
+    let shown = invoke(&window, "ledger_status", json!({})).unwrap();
+    assert_eq!(shown["location"], json!(target));
+    assert_eq!(shown["state"]["problem"], json!("not_a_database"));
+    assert_eq!(shown["state"]["retrying"], json!(false));
+    assert!(shown["state"]["message"].as_str().unwrap().len() > 10);
+    let again = invoke(&window, "try_ledger_again", json!({})).unwrap();
+    assert_eq!(again["state"]["problem"], json!("not_a_database"));
+    assert_eq!(checksum(&db), before, "trying again changes nothing");
+
+    let moved = invoke(&window, "move_ledger_aside", json!({})).unwrap();
+    let kept = PathBuf::from(moved["kept"].as_str().unwrap());
+    assert_eq!(kept.parent(), db.parent(), "kept beside it");
+    assert!(
+        kept.file_name()
+            .unwrap()
+            .to_string_lossy()
+            .starts_with("onejob.db.unreadable-"),
+        "{kept:?}"
+    );
+    assert_eq!(checksum(&kept), before, "the old file, byte for byte");
+    assert!(!status::is_not_a_database(&db), "a new ledger in its place");
+    assert_eq!(moved["status"]["state"], json!({"is": "open"}));
+    let page = invoke(&window, "list_jobs", json!({})).unwrap();
+    assert_eq!(page["jobs"], json!([]));
+    // Asked again, there is nothing left to move.
+    let refused = invoke(&window, "move_ledger_aside", json!({})).unwrap_err();
+    assert_eq!(refused["code"], json!("invalid_input"));
+}
+
+#[test]
+fn a_server_that_does_not_answer_is_said_so_and_tried_again_in_the_background() {
+    // A loopback port with nothing listening: the connection is refused at once.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let url = format!("postgres://onejob@127.0.0.1:{port}/team");
+    let failed = tauri::async_runtime::block_on(open_ledger(&url))
+        .err()
+        .expect("nothing answers there");
+    let why = status::NotOpen::failed(&url, &failed);
+    assert_eq!(why.problem, status::Problem::Unreachable, "{failed}");
+    let (window, app) = headless_without_ledger(why);
+    let shown = invoke(&window, "ledger_status", json!({})).unwrap();
+    assert_eq!(shown["location"], json!(url));
+    assert_eq!(shown["shared"], json!(true));
+    assert_eq!(shown["state"]["problem"], json!("unreachable"));
+    assert_eq!(shown["state"]["retrying"], json!(true));
+    let state = app.state::<AppState>();
+    assert!(
+        state.retrying.load(std::sync::atomic::Ordering::SeqCst),
+        "the background tries run"
+    );
+}
+
+#[test]
+fn a_shared_ledger_that_stops_answering_is_said_unreachable_and_every_action_says_so() {
+    let cluster = onejob_testkit::Postgres::start().unwrap();
+    let url = cluster.database("team").unwrap();
+    let engine = tauri::async_runtime::block_on(Engine::open(&url)).unwrap();
+    let app = with_commands(mock_builder(), AppState::new(engine))
+        .build(mock_context(noop_assets()))
+        .unwrap();
+    start(app.handle());
+    let window = WebviewWindowBuilder::new(&app, "main", Default::default())
+        .build()
+        .unwrap();
+    invoke(&window, "list_jobs", json!({})).unwrap();
+    let shown = invoke(&window, "ledger_status", json!({})).unwrap();
+    assert_eq!(shown["state"], json!({"is": "open"}));
+
+    // The server goes away.
+    drop(cluster);
+    let intent = json!({"route": ["sandbox"], "input": {"n": 1}}).to_string();
+    let refused = invoke(
+        &window,
+        "submit",
+        json!({"key": "while-down", "intentJson": intent}),
+    )
+    .unwrap_err();
+    assert_eq!(refused["code"], json!("storage"));
+    let message = refused["message"].as_str().unwrap();
+    assert!(
+        message.contains("is unreachable since") && message.contains("do it again"),
+        "{message}"
+    );
+    let shown = invoke(&window, "ledger_status", json!({})).unwrap();
+    assert_eq!(shown["state"]["is"], json!("unreachable"), "{shown}");
+    // A read says so too, without waiting to find out again.
+    let read = invoke(&window, "list_jobs", json!({})).unwrap_err();
+    assert!(
+        read["message"]
+            .as_str()
+            .unwrap()
+            .contains("is unreachable since"),
+        "{read}"
+    );
 }
 
 /// A job of the local owner that succeeded with `result`, its answer recorded as the executor

@@ -202,11 +202,11 @@ fn saturating_u32(n: u64) -> u32 {
 #[derive(Debug, Clone, Serialize, specta::Type)]
 pub struct Settings {
     /// The ledger the app uses: the file (which the CLI uses by default too), or the
-    /// PostgreSQL URL without its password. When `missing`, the file that was not found.
+    /// PostgreSQL URL without its password; when none is open, the one that could not be.
     pub db_path: String,
-    /// The file chosen here was not found at start (its drive unmounted, or it was removed),
-    /// so no ledger is open: a new one can be made there, or another chosen.
-    pub missing: bool,
+    /// Whether a ledger is open. When not, the window says why (the ledger's status), and a
+    /// ledger chosen here is opened at once.
+    pub open: bool,
     /// Whether it is a PostgreSQL ledger shared with other hosts.
     pub shared: bool,
     /// Where it was named: `ONEJOB_DB`, the choice saved here, or the default file.
@@ -222,21 +222,15 @@ pub struct Settings {
 impl Settings {
     /// The settings of the running app.
     pub fn of(state: &crate::AppState) -> Settings {
-        let (location, shared) = match (state.engine(), &state.missing) {
-            (Ok(engine), _) => (engine.location().to_owned(), engine.is_shared()),
-            (Err(_), missing) => (missing.clone().unwrap_or_default(), false),
-        };
+        let location = state.location();
         let (next, _) = crate::ledger::to_open();
         let next = onejob_engine::store::postgres::redact(&next);
-        // A missing file made anew here is what the next start opens: worth saying.
-        let next_differs =
-            next != location || (state.missing.is_some() && std::path::Path::new(&next).exists());
         Settings {
-            missing: state.missing.is_some(),
+            open: state.not_open().is_none(),
+            shared: onejob_engine::store::postgres::is_url(&location),
+            next_start: (next != location).then_some(next),
             db_path: location,
-            shared,
             source: crate::ledger::source(),
-            next_start: next_differs.then_some(next),
             owner: crate::OWNER.to_owned(),
             concurrency: state.concurrency(),
         }

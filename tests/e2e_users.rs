@@ -1,8 +1,10 @@
 //! End-to-end tests of what a person does in the window to use onejob for real: a provider
 //! and its API key added in the form, a contract written and checked there and a job
 //! submitted through its form, a contract tried on the built-in sandbox from the first-run
-//! guide of a fresh ledger, a provider in use removed, one job found among 100,000, and
-//! the window on a PostgreSQL ledger showing another host's job as it is submitted.
+//! guide of a fresh ledger, a provider in use removed, one job found among 100,000, the
+//! window on a PostgreSQL ledger showing another host's job as it is submitted, a ledger that
+//! cannot be opened explained in the window, and a shared ledger whose server goes away and
+//! comes back.
 //! The harness is in `window/`; screenshots go to `artifacts/`.
 
 // A step that fails should stop the test where it failed.
@@ -18,7 +20,7 @@ use onejob_engine::sandbox::{Dials, Sandbox, CHAT_PATH};
 use onejob_engine::{Engine, JobStatus};
 use onejob_testkit::{MockLlm, Notifications, Postgres, SecretService};
 use serde_json::{json, Value};
-use window::{run, sandbox, seed_jobs, Options, Window};
+use window::{checksum, run, sandbox, seed_jobs, start_server, stop_server, Options, Window};
 
 /// Types `text` into the input or text area `css`, replacing what it held, and checks that it
 /// now holds exactly that. A form that fills in its defaults as it appears can re-render a
@@ -674,5 +676,173 @@ fn the_window_on_a_shared_postgres_ledger_shows_another_hosts_job_as_it_is_submi
         // The app's own executor, on the shared ledger, runs it to its one result.
         wait_status(&other, &job.id, JobStatus::Succeeded).await;
         w.screenshot("jobs-postgres").await;
+    });
+}
+
+/// The app started on `ledger` (ONEJOB_DB), whatever state it is in.
+async fn open_on(ledger: &str) -> Window {
+    let options = Options {
+        env: vec![("ONEJOB_DB".to_owned(), ledger.to_owned())],
+    };
+    Window::open_with(options, |_| async {}).await
+}
+
+#[test]
+fn a_ledger_that_cannot_be_opened_is_explained_in_the_window_and_left_untouched() {
+    run(async {
+        // A file of random bytes where the ledger should be.
+        let folder = tempfile::tempdir().unwrap();
+        let db = folder.path().join("team.db");
+        let mut noise = Vec::new();
+        std::io::Read::read_to_end(
+            &mut std::io::Read::take(std::fs::File::open("/dev/urandom").unwrap(), 256 * 1024),
+            &mut noise,
+        )
+        .unwrap();
+        std::fs::write(&db, &noise).unwrap();
+        let before = checksum(&db);
+        let w = open_on(&db.display().to_string()).await;
+        w.wait_for("[data-testid=ledger-not-open][data-problem=not_a_database]")
+            .await;
+        let shown = w.text("[data-testid=ledger-not-open]").await;
+        assert!(shown.contains(&db.display().to_string()), "which: {shown}");
+        assert!(shown.contains("not a database"), "what failed: {shown}");
+        assert!(shown.contains("Check the path"), "what to check: {shown}");
+        w.screenshot("ledger-not-a-database").await;
+        assert_eq!(checksum(&db), before, "opening it changed nothing");
+
+        // Trying again fails the same way and changes nothing either.
+        w.click("[data-testid=ledger-try-again]").await;
+        w.wait_for("[data-testid=ledger-tried]").await;
+        assert_eq!(checksum(&db), before);
+        // "Use another ledger" is Settings.
+        w.click("[data-testid=ledger-use-another]").await;
+        w.wait_for("[data-testid=ledger-closed]").await;
+        w.wait_for("[data-testid=ledger-location]").await;
+        w.click("[data-screen=jobs]").await;
+
+        // Moved aside: kept, renamed, beside a new ledger the app continues on.
+        w.click("[data-testid=ledger-move-aside]").await;
+        let kept = w.text("[data-testid=ledger-kept]").await;
+        let kept = Path::new(&kept);
+        assert_eq!(kept.parent(), Some(folder.path()), "beside it: {kept:?}");
+        assert!(
+            kept.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("team.db.unreadable-"),
+            "{kept:?}"
+        );
+        assert_eq!(checksum(kept), before, "the old file, byte for byte");
+        w.wait_for("[data-testid=first-run]").await;
+        w.screenshot("ledger-moved-aside").await;
+        let fresh = Engine::open(&db).await.unwrap();
+        assert!(fresh
+            .jobs("local", &Default::default())
+            .await
+            .unwrap()
+            .jobs
+            .is_empty());
+        fresh.close().await;
+        w.close().await;
+
+        // A PostgreSQL server that is down when the app starts.
+        let cluster = Postgres::start().unwrap();
+        let url = cluster.database("team").unwrap();
+        stop_server(&cluster);
+        let started = Instant::now();
+        let w = open_on(&url).await;
+        w.wait_for("[data-testid=ledger-not-open][data-problem=unreachable]")
+            .await;
+        let shown = w.text("[data-testid=ledger-not-open]").await;
+        assert!(shown.contains(&url), "which: {shown}");
+        assert!(shown.contains("cannot reach"), "what failed: {shown}");
+        assert!(
+            shown.contains("Check that the PostgreSQL server is running"),
+            "{shown}"
+        );
+        w.wait_for("[data-testid=ledger-retrying]").await;
+        println!("explained {:?} after the start", started.elapsed());
+        w.screenshot("ledger-server-down").await;
+
+        // The server comes up: the window continues by itself.
+        start_server(&cluster);
+        w.wait_for("[data-testid=first-run]").await;
+        assert!(w
+            .client
+            .find(Locator::Css("[data-testid=ledger-not-open]"))
+            .await
+            .is_err());
+        w.close().await;
+    });
+}
+
+#[test]
+fn the_window_says_the_shared_ledger_is_unreachable_and_recovers() {
+    run(async {
+        let cluster = Postgres::start().unwrap();
+        let url = cluster.database("team").unwrap();
+        let w = open_on(&url).await;
+        w.wait_for("[data-testid=first-run]").await;
+
+        stop_server(&cluster);
+        let banner = w
+            .wait_text("[data-testid=ledger-unreachable]", |t| {
+                t.contains("unreachable since")
+            })
+            .await;
+        assert!(
+            banner.contains(&url) && banner.contains("retrying"),
+            "{banner}"
+        );
+        // An action meanwhile is refused in words, and nothing is kept to be sent later.
+        w.click("[data-screen=submit]").await;
+        w.click("[data-testid=submit]").await;
+        let outcome = w
+            .wait_text("[data-testid=outcomes]", |t| !t.is_empty())
+            .await;
+        assert!(
+            outcome.contains("is unreachable since") && outcome.contains("do it again"),
+            "{outcome}"
+        );
+        w.screenshot("ledger-unreachable").await;
+
+        start_server(&cluster);
+        let gone = Instant::now() + Duration::from_secs(20);
+        while w
+            .client
+            .find(Locator::Css("[data-testid=ledger-unreachable]"))
+            .await
+            .is_ok()
+        {
+            assert!(
+                Instant::now() < gone,
+                "the banner stayed after the server came back"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let other = Engine::open(&url).await.unwrap();
+        let page = other.jobs("local", &Default::default()).await.unwrap();
+        assert!(
+            page.jobs.is_empty(),
+            "the refused submit was not queued: {page:?}"
+        );
+
+        // The same draft again, without a restart: one job, run to its result.
+        w.click("[data-testid=submit]").await;
+        let id = w
+            .wait_text("[data-testid=outcomes]", |t| {
+                t.contains("Submitted: new job")
+            })
+            .await;
+        assert!(!id.is_empty());
+        let page = other.jobs("local", &Default::default()).await.unwrap();
+        assert_eq!(page.jobs.len(), 1);
+        wait_status(&other, &page.jobs[0].id, JobStatus::Succeeded).await;
+        w.click("[data-screen=jobs]").await;
+        w.wait_for(&format!(".job-row[data-job-id='{}']", page.jobs[0].id))
+            .await;
+        other.close().await;
+        w.close().await;
     });
 }

@@ -106,7 +106,7 @@ impl Window {
 
         let (port, native) = (free_port(), free_port());
         // The options' environment first, so it cannot move the app's data directories.
-        let driver = Command::new("tauri-driver")
+        let mut driver = Command::new("tauri-driver")
             .envs(options.env)
             .args([
                 "--port",
@@ -129,17 +129,29 @@ impl Window {
         caps.insert("tauri:options".into(), json!({ "application": APP }));
         let deadline = Instant::now() + Duration::from_secs(30);
         let client = loop {
-            match ClientBuilder::native()
-                .capabilities(caps.clone())
-                .connect(&format!("http://127.0.0.1:{port}"))
-                .await
-            {
-                Ok(client) => break client,
-                Err(e) if Instant::now() < deadline => {
+            // An app that exits before its window opens leaves the session waiting for ever.
+            let (mut builder, url) = (ClientBuilder::native(), format!("http://127.0.0.1:{port}"));
+            let connect = builder.capabilities(caps.clone()).connect(&url);
+            match tokio::time::timeout(Duration::from_secs(60), connect).await {
+                Ok(Ok(client)) => break client,
+                Ok(Err(e)) if Instant::now() < deadline => {
                     let _ = e;
                     tokio::time::sleep(Duration::from_millis(200)).await;
                 }
-                Err(e) => panic!("no WebDriver session: {e}"),
+                Ok(Err(e)) => {
+                    stop(&mut driver, &mut xvfb);
+                    panic!("no WebDriver session: {e}")
+                }
+                Err(_) => {
+                    stop(&mut driver, &mut xvfb);
+                    let said = std::fs::read(dir.path().join("driver.err")).unwrap_or_default();
+                    let said = String::from_utf8_lossy(&said);
+                    let app: Vec<&str> = said.lines().filter(|l| l.contains("onejob")).collect();
+                    panic!(
+                        "no WebDriver session within 60 s: the app's window never opened ({})",
+                        app.join("; ")
+                    )
+                }
             }
         };
         let window = Window {
@@ -259,17 +271,23 @@ impl Drop for Window {
     /// Stops the driver and what it started (a killed tauri-driver leaves WebKitWebDriver and
     /// the app running) and the X server, also when a test fails before `close`.
     fn drop(&mut self) {
-        let started = descendants(self.driver.id());
-        for child in [&mut self.driver, &mut self.xvfb] {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-        for pid in started {
-            let _ = Command::new("kill")
-                .arg(pid.to_string())
-                .stderr(Stdio::null())
-                .status();
-        }
+        stop(&mut self.driver, &mut self.xvfb);
+    }
+}
+
+/// Stops the driver, what it started (a killed tauri-driver leaves WebKitWebDriver and the app
+/// running) and the X server.
+fn stop(driver: &mut Child, xvfb: &mut Child) {
+    let started = descendants(driver.id());
+    for child in [driver, xvfb] {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    for pid in started {
+        let _ = Command::new("kill")
+            .arg(pid.to_string())
+            .stderr(Stdio::null())
+            .status();
     }
 }
 
@@ -308,4 +326,57 @@ pub fn run<F: std::future::Future<Output = ()>>(test: F) {
 /// Writes `n` finished jobs of the app's owner straight into the ledger file.
 pub async fn seed_jobs(db: &Path, n: u32) {
     onejob_testkit::seed_jobs(db, "local", n).await.unwrap();
+}
+
+/// Stops a test cluster's server as an administrator would (`pg_ctl stop -m fast`: every
+/// connection is ended), keeping its data for [`start_server`].
+pub fn stop_server(cluster: &onejob_testkit::Postgres) {
+    pg_ctl(cluster, &["stop", "-m", "fast", "-w"]);
+}
+
+/// Starts a stopped test cluster's server again, on its port and loopback only, and waits
+/// until it accepts connections.
+pub fn start_server(cluster: &onejob_testkit::Postgres) {
+    let dir = cluster.dir();
+    let log = dir.join("restarted.log").display().to_string();
+    let options = format!("-h 127.0.0.1 -p {} -k {}", cluster.port(), dir.display());
+    pg_ctl(cluster, &["start", "-w", "-l", &log, "-o", &options]);
+}
+
+/// Runs `pg_ctl` on the cluster's data folder, as the cluster's owner (`postgres` when the
+/// tests run as root, as testkit made it).
+fn pg_ctl(cluster: &onejob_testkit::Postgres, args: &[&str]) {
+    let bin = std::fs::read_dir("/usr/lib/postgresql")
+        .expect("PostgreSQL is installed")
+        .flatten()
+        .filter_map(|e| Some((e.file_name().to_str()?.parse::<u32>().ok()?, e.path())))
+        .max()
+        .map(|(_, dir)| dir.join("bin/pg_ctl"))
+        .expect("a PostgreSQL version");
+    let root = Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|out| String::from_utf8_lossy(&out.stdout).trim() == "0");
+    let mut command = if root {
+        let mut c = Command::new("runuser");
+        c.args(["-u", "postgres", "--"]).arg(&bin);
+        c
+    } else {
+        Command::new(&bin)
+    };
+    let status = command
+        .arg("-D")
+        .arg(cluster.dir().join("data"))
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .expect("pg_ctl runs");
+    assert!(status.success(), "pg_ctl {args:?} failed");
+}
+
+/// The SHA-256 of a file's bytes, in hex.
+pub fn checksum(path: &Path) -> String {
+    use sha2::Digest;
+    hex::encode(sha2::Sha256::digest(std::fs::read(path).unwrap()))
 }

@@ -1,8 +1,10 @@
 // The onejob window: a bar with the screens and the "needs attention" count, and one screen.
-import { lazy, Suspense, useCallback, useState } from "react";
+import { lazy, Suspense, useCallback, useEffect, useRef, useState } from "react";
 
-import { LedgerContext, useBackendEvent, useLedgerEvents, useNow, useRead } from "./api";
-import { commands, events } from "./bindings";
+import { LedgerContext, useBackendEvent, useLedger, useLedgerEvents, useNow, useRead } from "./api";
+import { commands, events, type LedgerStatus, type MovedAside } from "./bindings";
+import { LedgerNotOpen, LedgerUnreachable, MovedNotice, type NotOpenStatus } from "./components/LedgerNotOpen";
+import { useLedgerStatus } from "./ledgerStatus";
 import { JobsScreen } from "./screens/JobsScreen";
 
 // The first screen is in the bundle the window starts with; the others load on their first
@@ -41,6 +43,18 @@ function Window() {
   const openJob = useCallback((payload: { id: string }) => setScreen({ name: "job", id: payload.id }), []);
   useBackendEvent(events.openJob, openJob);
 
+  const status = useLedgerStatus();
+  const [moved, setMoved] = useState<MovedAside | null>(null);
+  const notOpen = isNotOpen(status) ? status : null;
+  // Whatever the window shows is read again once the ledger opens or answers again.
+  const { changed } = useLedger();
+  const state = status?.state.is;
+  const was = useRef(state);
+  useEffect(() => {
+    if (state === "open" && was.current !== undefined && was.current !== "open") changed();
+    was.current = state;
+  }, [state, changed]);
+
   return (
     <div className="app">
       <header className="topbar">
@@ -62,14 +76,22 @@ function Window() {
         <span className="spacer" />
         <Attention onOpen={() => go("jobs")} />
       </header>
+      {status?.state.is === "unreachable" && (
+        <LedgerUnreachable location={status.location} since={status.state.since} message={status.state.message} />
+      )}
+      {moved !== null && <MovedNotice moved={moved} onClose={() => setMoved(null)} />}
       <main className="content">
-        <Suspense fallback={null}>
-          {screen.name === "jobs" && <JobsScreen now={now} open={open} go={go} />}
-          {screen.name === "submit" && <SubmitScreen open={open} />}
-          {screen.name === "providers" && <ProvidersScreen />}
-          {screen.name === "settings" && <SettingsScreen />}
-          {screen.name === "job" && <JobScreen id={screen.id} now={now} back={() => go("jobs")} />}
-        </Suspense>
+        {notOpen !== null && screen.name !== "settings" ? (
+          <LedgerNotOpen status={notOpen} onSettings={() => go("settings")} onMoved={setMoved} />
+        ) : (
+          <Suspense fallback={null}>
+            {screen.name === "jobs" && <JobsScreen now={now} open={open} go={go} />}
+            {screen.name === "submit" && <SubmitScreen open={open} />}
+            {screen.name === "providers" && <ProvidersScreen />}
+            {screen.name === "settings" && <SettingsScreen />}
+            {screen.name === "job" && <JobScreen id={screen.id} now={now} back={() => go("jobs")} />}
+          </Suspense>
+        )}
       </main>
     </div>
   );
@@ -90,4 +112,8 @@ function Attention({ onOpen }: { onOpen: () => void }) {
       needs attention <strong>{count.data ?? "–"}</strong>
     </button>
   );
+}
+
+function isNotOpen(status: LedgerStatus | null): status is NotOpenStatus {
+  return status?.state.is === "not_open";
 }

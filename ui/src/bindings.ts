@@ -101,9 +101,23 @@ export const commands = {
 	/**
 	 *  Checks a ledger (a file path or a `postgres://` URL without a password) by opening it, and
 	 *  saves it as the one the app opens from its next start; empty text goes back to the default
-	 *  file. `ONEJOB_DB`, when set, still wins.
+	 *  file. `ONEJOB_DB`, when set, still wins. When no ledger is open, the app continues on the
+	 *  chosen one at once.
 	 */
 	chooseLedger: (location: string) => typedError<Settings, Error>(__TAURI_INVOKE("choose_ledger", { location })),
+	/**  The ledger's status: open, open but unreachable since a time, or not open and why. */
+	ledgerStatus: () => typedError<LedgerStatus, Error>(__TAURI_INVOKE("ledger_status")),
+	/**
+	 *  "Try again": opens the ledger that could not be opened, now; the app continues on it when
+	 *  it opens. The status after the try.
+	 */
+	tryLedgerAgain: () => typedError<LedgerStatus, Error>(__TAURI_INVOKE("try_ledger_again")),
+	/**
+	 *  "Move it aside and start a new ledger": the file that is not a database is renamed beside
+	 *  itself (`.unreadable-<time>`, never deleted) and a new ledger is made and opened at its
+	 *  path.
+	 */
+	moveLedgerAside: () => typedError<MovedAside, Error>(__TAURI_INVOKE("move_ledger_aside")),
 	/**
 	 *  Sets how many attempts the app sends at once (1 to 1024), saved for the next start and
 	 *  applied to the running executor now: with fewer, attempts already out finish first.
@@ -125,6 +139,7 @@ export const commands = {
 /** Events */
 export const events = {
 	ledgerChanged: makeEvent<LedgerChanged, LedgerChanged>("ledger-changed"),
+	ledgerStatus: makeEvent<LedgerStatus, LedgerStatus>("ledger-status"),
 	openJob: makeEvent<OpenJob, OpenJob>("open-job"),
 };
 
@@ -429,6 +444,38 @@ export type LedgerChanged = {
 	seq: number,
 };
 
+/**  Open and answering, open but not answering, or not open. */
+export type LedgerState = 
+/**  Open, and its last read answered. */
+{ is: "open" } | 
+/**  Open, but it stopped answering at `since` (RFC 3339); tried again until it answers. */
+{ is: "unreachable"; since: string; 
+/**  What failed, in the engine's words. */
+message: string } | 
+/**
+ *  Not open since `since` (RFC 3339): `problem` says why, `message` what failed;
+ *  `retrying` when it is tried again in the background.
+ */
+{ is: "not_open"; problem: Problem; since: string; message: string; retrying: boolean };
+
+/**  What the window shows about its ledger; sent whenever it changes. */
+export type LedgerStatus = {
+	/**  The ledger: the file, or the PostgreSQL URL without its password. */
+	location: string,
+	/**  Whether it is a PostgreSQL ledger shared with other hosts. */
+	shared: boolean,
+	state: LedgerState,
+};
+
+/**  Where an unreadable file was moved, and the new ledger made in its place. */
+export type MovedAside = {
+	/**  The old file, kept under its new name. */
+	kept: string,
+	/**  The new ledger, at the old file's path. */
+	location: string,
+	status: LedgerStatus,
+};
+
 /**  Details of `not_found`. */
 export type NotFoundDetails = {
 	/**  `job`, `attempt` or `provider`. */
@@ -450,6 +497,17 @@ export type OpenJobs = {
 	running: number,
 	unknown: number,
 };
+
+/**  Why a ledger is not open, for what the window offers. */
+export type Problem = 
+/**  The file chosen in Settings is not there (an unmounted drive, a removed file). */
+"missing" | 
+/**  The file is there but is not a database: it can be moved aside for a new ledger. */
+"not_a_database" | 
+/**  The PostgreSQL server did not answer: tried again in the background. */
+"unreachable" | 
+/**  Anything else: a refused login, a missing database, a damaged schema. */
+"failed";
 
 /**  The kinds of provider onejob can talk to. */
 export type ProviderKind = 
@@ -528,14 +586,14 @@ export type SavedFile = {
 export type Settings = {
 	/**
 	 *  The ledger the app uses: the file (which the CLI uses by default too), or the
-	 *  PostgreSQL URL without its password. When `missing`, the file that was not found.
+	 *  PostgreSQL URL without its password; when none is open, the one that could not be.
 	 */
 	db_path: string,
 	/**
-	 *  The file chosen here was not found at start (its drive unmounted, or it was removed),
-	 *  so no ledger is open: a new one can be made there, or another chosen.
+	 *  Whether a ledger is open. When not, the window says why (the ledger's status), and a
+	 *  ledger chosen here is opened at once.
 	 */
-	missing: boolean,
+	open: boolean,
 	/**  Whether it is a PostgreSQL ledger shared with other hosts. */
 	shared: boolean,
 	/**  Where it was named: `ONEJOB_DB`, the choice saved here, or the default file. */

@@ -71,3 +71,8 @@ export function takeOpeningPage(
   [page, paged] = [null, null];
   return taken;
 }
+
+/** Drops the opening reads: they failed (no ledger was open), and the list reads afresh. */
+export function forgetOpening(): void {
+  [count, page, counted, paged] = [null, null, null, null];
+}

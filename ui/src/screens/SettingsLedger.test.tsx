@@ -1,5 +1,5 @@
-// The Settings screen's ledger: a missing one is said so and can be made anew there, and a
-// path typed with ~ is shown as the full path the app saved.
+// The Settings screen's ledger: with none open it says so and a ledger chosen is in use at
+// once, and a path typed with ~ is shown as the full path the app saved.
 import { act, cleanup, fireEvent, render, screen } from "@testing-library/react";
 import { afterEach, describe, expect, it, vi } from "vitest";
 
@@ -26,29 +26,30 @@ async function open(shown: Settings) {
 }
 
 describe("the ledger in Settings", () => {
-  it("says a chosen ledger is missing and makes a new one there only when asked", async () => {
+  it("says no ledger is open, and a ledger chosen then is in use at once", async () => {
     const gone = "/media/usb/team.db";
-    await open({ ...base, db_path: gone, missing: true, source: "settings" });
-    const alert = screen.getByTestId("ledger-missing");
-    expect(alert.textContent).toContain("The ledger is missing");
-    expect(alert.textContent).toContain(gone);
+    await open({ ...base, db_path: gone, open: false, source: "settings" });
+    expect(screen.getByTestId("ledger-closed").textContent).toContain("No ledger is open");
     expect(commands.chooseLedger).not.toHaveBeenCalled();
 
+    const other = "/home/ada/other.db";
     vi.mocked(commands.chooseLedger).mockResolvedValue({
       status: "ok",
-      data: { ...base, db_path: gone, missing: true, source: "settings", next_start: gone },
+      data: { ...base, db_path: other, open: true, source: "settings", next_start: null },
     });
+    const field = screen.getByTestId<HTMLInputElement>("ledger-location");
+    fireEvent.change(field, { target: { value: other } });
     await act(async () => {
-      fireEvent.click(screen.getByRole("button", { name: "Create a new ledger there" }));
+      fireEvent.submit(field.closest("form") as HTMLFormElement);
     });
-    expect(commands.chooseLedger).toHaveBeenCalledWith(gone);
-    expect(screen.getByTestId("ledger-created").textContent).toContain("Restart onejob");
-    expect(screen.getByTestId("ledger-next").textContent).toBe(gone);
+    expect(commands.chooseLedger).toHaveBeenCalledWith(other);
+    expect(screen.getByTestId("ledger-saved").textContent).toBe("Saved, and in use now.");
+    expect(screen.queryByTestId("ledger-closed")).toBeNull();
   });
 
-  it("says nothing is missing when the ledger is there", async () => {
+  it("says nothing about a closed ledger when one is open", async () => {
     await open(base);
-    expect(screen.queryByTestId("ledger-missing")).toBeNull();
+    expect(screen.queryByTestId("ledger-closed")).toBeNull();
   });
 
   it("shows the full path the app saved for a path typed with ~", async () => {

@@ -21,7 +21,12 @@ export function SettingsScreen() {
     <section className="screen settings" aria-labelledby="settings-title">
       <h2 id="settings-title">Settings</h2>
       {read.error !== null && <ErrorBanner error={read.error} />}
-      {read.data?.missing === true && <MissingLedger path={read.data.db_path} onSaved={setSaved} />}
+      {settings?.open === false && (
+        <p className="ledger-closed" role="status" data-testid="ledger-closed">
+          No ledger is open: the one below could not be opened (the Jobs screen says why). A ledger
+          chosen here is checked and opened at once.
+        </p>
+      )}
       {settings !== null && (
         <dl className="facts">
           <dt>Ledger</dt>
@@ -57,20 +62,23 @@ export function SettingsScreen() {
   );
 }
 
-/** Saves a ledger choice (checked by the backend), with what the form shows meanwhile. */
+/**
+ * Saves a ledger choice (checked by the backend), with what the form shows meanwhile: once
+ * saved, whether it is in use now (no ledger was open) or from the next start.
+ */
 function useChooseLedger(onSaved: (s: Settings) => void) {
   const [error, setError] = useState<Shown | null>(null);
   const [busy, setBusy] = useState(false);
-  const [done, setDone] = useState(false);
+  const [done, setDone] = useState<"now" | "next-start" | null>(null);
 
   async function choose(text: string) {
     setBusy(true);
-    setDone(false);
+    setDone(null);
     const result = await call(() => commands.chooseLedger(text));
     setBusy(false);
     if (result.status === "ok") {
       setError(null);
-      setDone(true);
+      setDone(result.data.open && result.data.next_start === null ? "now" : "next-start");
       onSaved(result.data);
     } else {
       setError(result.error);
@@ -78,39 +86,6 @@ function useChooseLedger(onSaved: (s: Settings) => void) {
   }
 
   return { error, busy, done, choose };
-}
-
-/**
- * The ledger chosen here was not found at start (an unmounted drive, a removed file), so the
- * app opened none rather than a new, empty one in its place: make one there, or choose another.
- */
-function MissingLedger({ path, onSaved }: { path: string; onSaved: (s: Settings) => void }) {
-  const { error, busy, done, choose } = useChooseLedger(onSaved);
-
-  return (
-    <div className="ledger-missing" role="alert" data-testid="ledger-missing">
-      <p>
-        <strong>The ledger is missing.</strong> The file chosen here, <code>{path}</code>, is not
-        there: was its drive unmounted, or the file moved? onejob opened no ledger, so it did not
-        make a new, empty one in its place. Mount the drive and restart onejob, create a new ledger
-        there, or choose another below.
-      </p>
-      {error !== null && (
-        <p className="field-error" data-testid="ledger-missing-error">
-          {error.message}
-        </p>
-      )}
-      {done ? (
-        <p data-testid="ledger-created">A new, empty ledger was made there. Restart onejob to use it.</p>
-      ) : (
-        <div className="actions">
-          <button type="button" className="button" disabled={busy} onClick={() => void choose(path)}>
-            Create a new ledger there
-          </button>
-        </div>
-      )}
-    </div>
-  );
 }
 
 /** Chooses the ledger the app opens from its next start. */
@@ -133,7 +108,7 @@ function LedgerForm({ onSaved }: { onSaved: (s: Settings) => void }) {
         worker pointed at it sends each attempt once. The password goes in{" "}
         <code>~/.pgpass</code> (or <code>PGPASSWORD</code>), never in the URL. A path may begin with{" "}
         <code>~</code> for your home folder; it is saved as its full path. The ledger is checked now
-        and used from the next start.
+        and used from the next start, or at once when no ledger is open.
       </p>
       <label>
         File or PostgreSQL URL
@@ -150,9 +125,9 @@ function LedgerForm({ onSaved }: { onSaved: (s: Settings) => void }) {
           {error.message}
         </p>
       )}
-      {done && (
+      {done !== null && (
         <p className="muted" data-testid="ledger-saved">
-          Saved. Restart onejob to use it.
+          {done === "now" ? "Saved, and in use now." : "Saved. Restart onejob to use it."}
         </p>
       )}
       <div className="actions">

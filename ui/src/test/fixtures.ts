@@ -46,7 +46,7 @@ export function attempt(number: number, state: AttemptState): Attempt {
 export function settings(over: Partial<Settings> = {}): Settings {
   return {
     db_path: "/data/onejob.db",
-    missing: false,
+    open: true,
     shared: false,
     source: "default",
     next_start: null,
