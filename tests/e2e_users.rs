@@ -20,7 +20,7 @@ use onejob_engine::sandbox::{Dials, Sandbox, CHAT_PATH};
 use onejob_engine::{Engine, JobStatus};
 use onejob_testkit::{MockLlm, Notifications, Postgres, SecretService};
 use serde_json::{json, Value};
-use window::{checksum, run, sandbox, seed_jobs, start_server, stop_server, Options, Window};
+use window::{checksum, run, sandbox, seed_jobs, Options, Window};
 
 /// Types `text` into the input or text area `css`, replacing what it held, and checks that it
 /// now holds exactly that. A form that fills in its defaults as it appears can re-render a
@@ -749,7 +749,7 @@ fn a_ledger_that_cannot_be_opened_is_explained_in_the_window_and_left_untouched(
         // A PostgreSQL server that is down when the app starts.
         let cluster = Postgres::start().unwrap();
         let url = cluster.database("team").unwrap();
-        stop_server(&cluster);
+        cluster.stop().expect("the server stops");
         let started = Instant::now();
         let w = open_on(&url).await;
         w.wait_for("[data-testid=ledger-not-open][data-problem=unreachable]")
@@ -766,7 +766,7 @@ fn a_ledger_that_cannot_be_opened_is_explained_in_the_window_and_left_untouched(
         w.screenshot("ledger-server-down").await;
 
         // The server comes up: the window continues by itself.
-        start_server(&cluster);
+        cluster.start_again().expect("the server starts again");
         w.wait_for("[data-testid=first-run]").await;
         assert!(w
             .client
@@ -785,7 +785,7 @@ fn the_window_says_the_shared_ledger_is_unreachable_and_recovers() {
         let w = open_on(&url).await;
         w.wait_for("[data-testid=first-run]").await;
 
-        stop_server(&cluster);
+        cluster.stop().expect("the server stops");
         let banner = w
             .wait_text("[data-testid=ledger-unreachable]", |t| {
                 t.contains("unreachable since")
@@ -807,7 +807,7 @@ fn the_window_says_the_shared_ledger_is_unreachable_and_recovers() {
         );
         w.screenshot("ledger-unreachable").await;
 
-        start_server(&cluster);
+        cluster.start_again().expect("the server starts again");
         let gone = Instant::now() + Duration::from_secs(20);
         while w
             .client

@@ -328,53 +328,6 @@ pub async fn seed_jobs(db: &Path, n: u32) {
     onejob_testkit::seed_jobs(db, "local", n).await.unwrap();
 }
 
-/// Stops a test cluster's server as an administrator would (`pg_ctl stop -m fast`: every
-/// connection is ended), keeping its data for [`start_server`].
-pub fn stop_server(cluster: &onejob_testkit::Postgres) {
-    pg_ctl(cluster, &["stop", "-m", "fast", "-w"]);
-}
-
-/// Starts a stopped test cluster's server again, on its port and loopback only, and waits
-/// until it accepts connections.
-pub fn start_server(cluster: &onejob_testkit::Postgres) {
-    let dir = cluster.dir();
-    let log = dir.join("restarted.log").display().to_string();
-    let options = format!("-h 127.0.0.1 -p {} -k {}", cluster.port(), dir.display());
-    pg_ctl(cluster, &["start", "-w", "-l", &log, "-o", &options]);
-}
-
-/// Runs `pg_ctl` on the cluster's data folder, as the cluster's owner (`postgres` when the
-/// tests run as root, as testkit made it).
-fn pg_ctl(cluster: &onejob_testkit::Postgres, args: &[&str]) {
-    let bin = std::fs::read_dir("/usr/lib/postgresql")
-        .expect("PostgreSQL is installed")
-        .flatten()
-        .filter_map(|e| Some((e.file_name().to_str()?.parse::<u32>().ok()?, e.path())))
-        .max()
-        .map(|(_, dir)| dir.join("bin/pg_ctl"))
-        .expect("a PostgreSQL version");
-    let root = Command::new("id")
-        .arg("-u")
-        .output()
-        .is_ok_and(|out| String::from_utf8_lossy(&out.stdout).trim() == "0");
-    let mut command = if root {
-        let mut c = Command::new("runuser");
-        c.args(["-u", "postgres", "--"]).arg(&bin);
-        c
-    } else {
-        Command::new(&bin)
-    };
-    let status = command
-        .arg("-D")
-        .arg(cluster.dir().join("data"))
-        .args(args)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .expect("pg_ctl runs");
-    assert!(status.success(), "pg_ctl {args:?} failed");
-}
-
 /// The SHA-256 of a file's bytes, in hex.
 pub fn checksum(path: &Path) -> String {
     use sha2::Digest;

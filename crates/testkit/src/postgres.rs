@@ -150,24 +150,51 @@ impl Postgres {
     /// the original settings (`postmaster.opts`); dropping the cluster stops it all the same.
     pub fn restart_immediately(&mut self) -> std::io::Result<()> {
         let log = self.dir.path().join("restart.log");
-        let restarted = as_owner(&self.owner, &self.bin.join("pg_ctl"))
-            .arg("-D")
-            .arg(self.dir.path().join("data"))
-            .arg("-l")
-            .arg(&log)
-            .args(["restart", "-m", "immediate", "-w", "-t", "60"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .output()?;
-        if !restarted.status.success() {
-            return Err(Error::other(format!(
-                "pg_ctl restart failed: {}",
-                String::from_utf8_lossy(&restarted.stderr).trim()
-            )));
-        }
+        let log = log.to_string_lossy();
+        self.pg_ctl(&["-l", &log, "restart", "-m", "immediate", "-w", "-t", "60"])?;
         // The first server exited; reap it now rather than at drop.
         let _ = self.server.wait();
         self.wait_ready()
+    }
+
+    /// Stops the server as an administrator would (`pg_ctl stop -m fast`: every connection is
+    /// ended), keeping its data for [`Postgres::start_again`].
+    pub fn stop(&self) -> std::io::Result<()> {
+        self.pg_ctl(&["stop", "-m", "fast", "-w"])
+    }
+
+    /// Starts a server stopped by [`Postgres::stop`] again, on its port and loopback only; it
+    /// returns once the server accepts connections.
+    pub fn start_again(&self) -> std::io::Result<()> {
+        let log = self.dir.path().join("restarted.log");
+        let log = log.to_string_lossy();
+        let options = format!(
+            "-h 127.0.0.1 -p {} -k {}",
+            self.port,
+            self.dir.path().display()
+        );
+        self.pg_ctl(&["start", "-w", "-l", &log, "-o", &options])?;
+        self.wait_ready()
+    }
+
+    /// Runs `pg_ctl` on the cluster's data folder as the cluster's owner; its error output
+    /// becomes the error.
+    fn pg_ctl(&self, args: &[&str]) -> std::io::Result<()> {
+        let ran = as_owner(&self.owner, &self.bin.join("pg_ctl"))
+            .arg("-D")
+            .arg(self.dir.path().join("data"))
+            .args(args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .output()?;
+        if ran.status.success() {
+            return Ok(());
+        }
+        Err(Error::other(format!(
+            "pg_ctl {} failed: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&ran.stderr).trim()
+        )))
     }
 
     fn wait_ready(&self) -> std::io::Result<()> {
