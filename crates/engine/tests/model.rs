@@ -2697,7 +2697,7 @@ fn shorten(
 }
 
 #[test]
-fn random_interleavings_of_two_executors_and_a_person_keep_every_rule() {
+fn random_interleavings_of_three_executors_and_a_person_keep_every_rule() {
     quiet_panics_while_shrinking();
     let replay = std::env::var("ONEJOB_MODEL_SEED").ok().map(|s| {
         s.trim()
