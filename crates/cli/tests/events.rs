@@ -4,99 +4,12 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
 use common::serve::{token, Server};
+use common::sse::{Sent, Stream};
 use common::{id, intent, Ledger};
-use serde_json::Value;
-
-/// One event as the stream sent it.
-#[derive(Debug, Clone)]
-struct Sent {
-    id: String,
-    data: Value,
-}
-
-/// A curl reading the stream; its events arrive on a channel.
-struct Stream {
-    curl: Child,
-    events: mpsc::Receiver<Sent>,
-}
-
-impl Stream {
-    /// Opens the stream and returns once the server has answered its headers, so every event
-    /// committed afterwards is the stream's to deliver.
-    fn open(url: &str, token: &str, last_event_id: Option<&str>) -> Stream {
-        let mut curl = Command::new("curl");
-        curl.args(["-sS", "-N", "-i", &format!("{url}/v1/events")])
-            .args(["-H", &format!("Authorization: Bearer {token}")]);
-        if let Some(last) = last_event_id {
-            curl.args(["-H", &format!("Last-Event-ID: {last}")]);
-        }
-        let mut curl = curl
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("curl");
-        let stdout = curl.stdout.take().expect("stdout");
-        let (head_tx, head) = mpsc::channel();
-        let (tx, events) = mpsc::channel();
-        std::thread::spawn(move || {
-            let mut lines = BufReader::new(stdout).lines();
-            let status = lines.next().and_then(Result::ok).unwrap_or_default();
-            let _ = head_tx.send(status);
-            let mut id = String::new();
-            for line in lines.map_while(Result::ok) {
-                if let Some(rest) = line.strip_prefix("id: ") {
-                    id = rest.to_owned();
-                } else if let Some(rest) = line.strip_prefix("data: ") {
-                    let data = serde_json::from_str(rest).expect("data is JSON");
-                    let sent = Sent {
-                        id: id.clone(),
-                        data,
-                    };
-                    if tx.send(sent).is_err() {
-                        break;
-                    }
-                }
-            }
-        });
-        let status = head
-            .recv_timeout(Duration::from_secs(10))
-            .expect("the stream's status line");
-        assert!(status.starts_with("HTTP/1.1 200"), "{status}");
-        Stream { curl, events }
-    }
-
-    /// The events that arrive until `done` holds for one, at most 15 s.
-    fn until(&self, done: impl Fn(&Sent) -> bool) -> Vec<Sent> {
-        let deadline = Instant::now() + Duration::from_secs(15);
-        let mut seen = Vec::new();
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match self.events.recv_timeout(left) {
-                Ok(sent) => {
-                    let last = done(&sent);
-                    seen.push(sent);
-                    if last {
-                        return seen;
-                    }
-                }
-                Err(_) => panic!("the stream ended or stalled; it sent {seen:#?}"),
-            }
-        }
-    }
-}
-
-impl Drop for Stream {
-    fn drop(&mut self) {
-        let _ = self.curl.kill();
-        let _ = self.curl.wait();
-    }
-}
 
 fn is<'a>(kind: &'a str, key: &'a str) -> impl Fn(&Sent) -> bool + 'a {
     move |s| s.data["kind"] == kind && s.data["detail"]["idempotency_key"] == key

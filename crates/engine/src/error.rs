@@ -1,5 +1,7 @@
 //! The error codes of SPEC §11: one tagged union, the same in Rust, in the CLI and in TypeScript.
 
+use std::time::Duration;
+
 use serde::{Deserialize, Serialize};
 use specta::Type;
 
@@ -230,6 +232,66 @@ impl Error {
     }
 }
 
+impl Error {
+    /// `storage` for a failure of the PostgreSQL ledger at `location` (its URL without the
+    /// password): a server that cannot be reached, or that ended the connection, is said in
+    /// words, naming the ledger and what to check; any other failure as `From` words it.
+    /// `connect_timeout` is how long a connection was waited for.
+    pub fn from_postgres(location: &str, connect_timeout: Duration, e: sqlx::Error) -> Self {
+        match unreachable_cause(&e, connect_timeout) {
+            Some(cause) => Error::Storage {
+                message: format!(
+                    "the ledger at {location} is unreachable: {cause}. {UNREACHABLE_CHECK}"
+                ),
+                details: EmptyDetails {},
+            },
+            None => e.into(),
+        }
+    }
+}
+
+/// What a person should check, and expect, while a PostgreSQL ledger is unreachable.
+const UNREACHABLE_CHECK: &str = "Check that its PostgreSQL server is running and that this \
+     host can reach it (host, port, firewall); onejob reconnects by itself, so the same request \
+     can be sent again in a few seconds";
+
+/// Why a PostgreSQL ledger's server is unreachable, when `e` says it is: no connection within
+/// the timeout, a connection that failed or was cut, or the server ending its sessions (a
+/// shutdown, a crash, a start not yet finished: SQLSTATE class 08 and 57P01–57P03).
+fn unreachable_cause(e: &sqlx::Error, connect_timeout: Duration) -> Option<String> {
+    match e {
+        sqlx::Error::PoolTimedOut => Some(format!(
+            "no connection to its server within {} s",
+            connect_timeout.as_secs()
+        )),
+        sqlx::Error::Io(io) => Some(format!("the connection to its server failed ({io})")),
+        sqlx::Error::Database(_) if ends_the_connection(e) => Some(format!(
+            "its server ended the connection ({})",
+            database_message(e)
+        )),
+        _ => None,
+    }
+}
+
+/// Whether PostgreSQL reported that it ended, or cannot take, the session.
+fn ends_the_connection(e: &sqlx::Error) -> bool {
+    let sqlx::Error::Database(db) = e else {
+        return false;
+    };
+    db.try_downcast_ref::<sqlx::postgres::PgDatabaseError>()
+        .is_some()
+        && db.code().is_some_and(|code| {
+            code.starts_with("08") || matches!(code.as_ref(), "57P01" | "57P02" | "57P03")
+        })
+}
+
+fn database_message(e: &sqlx::Error) -> String {
+    match e {
+        sqlx::Error::Database(db) => db.message().to_owned(),
+        other => other.to_string(),
+    }
+}
+
 impl From<sqlx::Error> for Error {
     fn from(e: sqlx::Error) -> Self {
         let message = if is_busy(&e) {
@@ -238,6 +300,13 @@ impl From<sqlx::Error> for Error {
              onejob serve) or a tool holding it open in a transaction (sqlite3, a backup), \
              then try again; nothing was written"
                 .to_owned()
+        } else if ends_the_connection(&e) {
+            // Mid-statement, where the ledger's location is not at hand.
+            format!(
+                "the ledger is unreachable: its PostgreSQL server ended the connection ({}). \
+                 {UNREACHABLE_CHECK}",
+                database_message(&e)
+            )
         } else {
             format!("database: {e}")
         };
@@ -268,5 +337,57 @@ impl From<sqlx::migrate::MigrateError> for Error {
             message: format!("migration: {e}"),
             details: EmptyDetails {},
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LEDGER: &str = "postgres://alice:***@db.example:5432/ledger";
+
+    fn message(e: &Error) -> &str {
+        match e {
+            Error::Storage { message, .. } => message,
+            other => panic!("not storage: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_server_that_cannot_be_reached_is_an_unreachable_ledger_named_by_its_location() {
+        let timeout = Duration::from_secs(5);
+        let refused = std::io::Error::from(std::io::ErrorKind::ConnectionRefused);
+        for (e, cause) in [
+            (
+                sqlx::Error::PoolTimedOut,
+                "no connection to its server within 5 s",
+            ),
+            (
+                sqlx::Error::Io(refused),
+                "the connection to its server failed",
+            ),
+        ] {
+            let error = Error::from_postgres(LEDGER, timeout, e);
+            let text = message(&error);
+            assert!(
+                text.starts_with(&format!("the ledger at {LEDGER} is unreachable: {cause}")),
+                "{text}"
+            );
+            assert!(
+                text.contains("Check that its PostgreSQL server is running"),
+                "{text}"
+            );
+            assert!(!text.contains("pool timed out"), "{text}");
+            assert_eq!(error.code(), "storage");
+            assert_eq!(error.http_status(), 500);
+        }
+    }
+
+    #[test]
+    fn other_failures_of_a_postgres_ledger_keep_their_own_words() {
+        let error = Error::from_postgres(LEDGER, Duration::from_secs(5), sqlx::Error::RowNotFound);
+        let text = message(&error);
+        assert!(text.starts_with("database: "), "{text}");
+        assert!(!text.contains("unreachable"), "{text}");
     }
 }

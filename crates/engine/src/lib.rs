@@ -219,12 +219,12 @@ impl Engine {
     /// Starts a write transaction (see `Db::begin`: on PostgreSQL the caller locks the job it
     /// concerns before it reads to decide).
     async fn begin(&self) -> Result<Tx> {
-        Ok(self.db.begin().await?)
+        self.db.begin().await
     }
 
     /// A connection for reads outside a transaction.
     async fn read(&self) -> Result<store::Pooled> {
-        Ok(self.db.read().await?)
+        self.db.read().await
     }
 }
 

@@ -15,13 +15,10 @@ use onejob_engine::FeedEvent;
 use crate::auth::Owner;
 use crate::openapi::{BadRequest, ServerError, Unauthorized};
 use crate::problem::Problem;
-use crate::Api;
+use crate::{Api, RECHECK};
 
 /// The events read from the ledger at a time, and so the most a stream holds in memory.
 const PAGE: u32 = 100;
-/// How often the feed is asked even without news: on PostgreSQL an event may be held back by
-/// an older transaction that is still open, and one that aborts announces nothing.
-const RECHECK: Duration = Duration::from_secs(1);
 /// A comment line this often keeps proxies from closing a quiet stream.
 const KEEP_ALIVE: Duration = Duration::from_secs(15);
 

@@ -20,7 +20,7 @@ use crate::openapi::{
     ServerError, Unauthorized, UnsupportedMediaType,
 };
 use crate::problem::Problem;
-use crate::{key, Api};
+use crate::{key, Api, RECHECK};
 
 /// The longest `?wait=` accepted, in seconds (SPEC §15).
 pub const MAX_WAIT_S: f64 = 60.0;
@@ -122,23 +122,31 @@ pub async fn show(
     let deadline = Instant::now() + wait;
     let mut changes = api.changes.clone();
     let mut stopping = api.stopping.clone();
+    // Marked seen before each read, so a change after it wakes the wait below.
+    changes.borrow_and_update();
+    // The first read's failure is the answer; later ones are the ledger gone for a moment.
+    let mut detail = api.engine.job(&owner, &id).await?;
+    let mut failure = None;
     loop {
-        // Marked seen before the read, so a change after it wakes the wait below.
-        changes.borrow_and_update();
-        let detail = api.engine.job(&owner, &id).await?;
-        if settled(detail.job.status) || *stopping.borrow() {
-            return Ok(axum::Json(detail));
-        }
-        let Some(left) = deadline.checked_duration_since(Instant::now()) else {
-            return Ok(axum::Json(detail));
-        };
-        if left.is_zero() {
-            return Ok(axum::Json(detail));
+        let over = settled(detail.job.status) || *stopping.borrow();
+        let left = deadline.saturating_duration_since(Instant::now());
+        if over || left.is_zero() {
+            return match failure {
+                // What it last read is stale: say why it could not be read again.
+                Some(error) if !over => Err(Problem::from(error)),
+                _ => Ok(axum::Json(detail)),
+            };
         }
         tokio::select! {
             _ = changes.changed() => {}
             _ = stopping.changed() => {}
-            () = tokio::time::sleep(left) => {}
+            // Read again within a second even without news: a notification can be lost.
+            () = tokio::time::sleep(left.min(RECHECK)) => {}
+        }
+        changes.borrow_and_update();
+        match api.engine.job(&owner, &id).await {
+            Ok(read) => (detail, failure) = (read, None),
+            Err(error) => failure = Some(error),
         }
     }
 }

@@ -28,6 +28,11 @@ pub const MAX_BODY: usize = 1024 * 1024;
 pub const ARRIVAL_DEADLINE: Duration = Duration::from_secs(10);
 /// How often a SQLite ledger is checked for other processes' changes (PostgreSQL announces them).
 const CHANGE_CHECK: Duration = Duration::from_millis(100);
+/// How often a long wait or a stream reads the ledger again even without news: a PostgreSQL
+/// notification sent while the listening connection is being made again (after an outage) is
+/// lost, an event may be held back by an older transaction still open, and one that aborts
+/// announces nothing.
+const RECHECK: Duration = Duration::from_secs(1);
 
 /// What every handler shares: the engine, the ledger's change counter, and whether the server
 /// is stopping (long waits and streams end then).

@@ -6,6 +6,7 @@
 
 pub mod processes;
 pub mod serve;
+pub mod sse;
 
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};

@@ -265,12 +265,11 @@ async fn begin(db: &Db, group: Vec<Queued>) -> Option<(Tx, Vec<Queued>)> {
         if !jobs.is_empty() || !attempts.is_empty() {
             job_rows::lock(&mut tx, &jobs, &attempts).await?;
         }
-        Ok::<Tx, sqlx::Error>(tx)
+        Ok::<Tx, Error>(tx)
     };
     match begun.await {
         Ok(tx) => Some((tx, group)),
         Err(e) => {
-            let e = Error::from(e);
             for queued in group {
                 (queued.refuse)(e.clone());
             }

@@ -25,6 +25,8 @@ use chrono::{SecondsFormat, Utc};
 use sqlx::pool::PoolConnection;
 use sqlx::{PgConnection, Postgres, Sqlite, SqliteConnection, Transaction};
 
+use crate::error::{Error, Result};
+
 /// The current time in the ledger's fixed-width UTC text form.
 pub fn now() -> String {
     Utc::now().to_rfc3339_opts(SecondsFormat::Millis, true)
@@ -247,6 +249,14 @@ pub(crate) struct Queries {
     pub postgres: &'static str,
 }
 
+impl postgres::PgDb {
+    /// A failure of this ledger as a `storage` error that names it when its server is
+    /// unreachable.
+    fn failure(&self, e: sqlx::Error) -> Error {
+        Error::from_postgres(&self.location, postgres::CONNECT_TIMEOUT, e)
+    }
+}
+
 /// The ledger's database, either backend.
 #[derive(Clone)]
 pub enum Db {
@@ -261,28 +271,35 @@ impl Db {
     /// transaction that reads to decide first locks the one job it concerns
     /// (`jobs::lock`, `jobs::lock_skipping`), and every other decision is one guarded
     /// statement. docs/decisions.md lists each write transaction and why it holds.
-    pub async fn begin(&self) -> sqlx::Result<Tx> {
+    ///
+    /// A PostgreSQL server that cannot be reached is a `storage` error naming the ledger
+    /// (see [`Error::from_postgres`]), as for `read` and `write`.
+    pub async fn begin(&self) -> Result<Tx> {
         Ok(match self {
             Db::Sqlite(db) => Tx::Sqlite(db.writer.begin().await?),
-            Db::Postgres(db) => Tx::Postgres(db.pool.begin().await?),
+            Db::Postgres(db) => Tx::Postgres(db.pool.begin().await.map_err(|e| db.failure(e))?),
         })
     }
 
     /// A connection for reads outside a transaction.
-    pub async fn read(&self) -> sqlx::Result<Pooled> {
+    pub async fn read(&self) -> Result<Pooled> {
         Ok(match self {
             Db::Sqlite(db) => Pooled::Sqlite(db.reader.acquire().await?),
-            Db::Postgres(db) => Pooled::Postgres(db.pool.acquire().await?),
+            Db::Postgres(db) => {
+                Pooled::Postgres(db.pool.acquire().await.map_err(|e| db.failure(e))?)
+            }
         })
     }
 
     /// A connection for writes outside a group's transaction; on SQLite the writer, so the
     /// write queues in this process instead of in SQLite's busy loop.
-    pub async fn write(&self) -> sqlx::Result<Writing> {
+    pub async fn write(&self) -> Result<Writing> {
         Ok(Writing {
             conn: match self {
                 Db::Sqlite(db) => WritingConn::Sqlite(db.writer.lock().await?),
-                Db::Postgres(db) => WritingConn::Postgres(db.pool.acquire().await?),
+                Db::Postgres(db) => {
+                    WritingConn::Postgres(db.pool.acquire().await.map_err(|e| db.failure(e))?)
+                }
             },
             settled: true,
         })

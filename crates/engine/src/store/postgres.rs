@@ -28,7 +28,7 @@ pub const CHANNEL: &str = "onejob_changes";
 
 /// How long a connection may take to open (and a pooled one to be handed out, its ping
 /// included) before the server is reported unreachable: seconds, not the OS's TCP timeout.
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Settings every connection of the ledger starts with. The server ends a transaction left
 /// idle for 10 s (a frozen host's, SPEC §14) and any statement running for 30 s, and probes
