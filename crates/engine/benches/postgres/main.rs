@@ -93,7 +93,7 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
         processes::scaling(&runs).await?;
     }
     if part("frozen") {
-        frozen::frozen_host(&cluster, 300, logs.path()).await?;
+        frozen::frozen_host(&cluster, logs.path()).await?;
     }
     Ok(())
 }
