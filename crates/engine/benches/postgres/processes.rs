@@ -1,0 +1,207 @@
+//! Jobs per second with 1, 2 and 4 worker processes on one ledger, at a sandbox that answers at
+//! once and at one taking 50 ms: the jobs are queued first, every process opens the ledger and
+//! then all start together; the time runs until the ledger says every job is settled, and the
+//! ledger is checked for each job sent once. At once, each process sends 32 at a time and the
+//! ledger is the bound; at 50 ms, each sends 4 at a time, so the sandbox bounds one process
+//! (80 jobs/s) and what more processes add shows whether they wait for each other.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use onejob_engine::Engine;
+use onejob_testkit::Postgres;
+use serde_json::json;
+use sqlx::{Connection, PgConnection};
+
+use super::workers::{check_deadline, cpu_of, Worker};
+use crate::common::{ms, OWNER};
+
+type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
+
+/// The processes of each run.
+const PROCESSES: [usize; 3] = [1, 2, 4];
+/// The slow sandbox's answer time, in ms.
+const SLOW_MS: u64 = 50;
+/// How long one run may take before the benchmark gives up on it.
+const LIMIT: Duration = Duration::from_secs(300);
+
+/// What every run shares.
+pub struct Runs<'a> {
+    pub cluster: &'a Postgres,
+    /// Jobs queued for each run.
+    pub jobs: usize,
+    /// Attempts each worker process sends at once, at the instant sandbox and at the slow one.
+    pub in_flight: usize,
+    pub slow_in_flight: usize,
+    /// The raw INSERT rate of this benchmark's run, per second.
+    pub raw_rate: f64,
+    /// Where the workers' error output goes.
+    pub logs: &'a Path,
+}
+
+/// Every run, then the ratios of 2 and 4 processes to one at each latency.
+pub async fn scaling(runs: &Runs<'_>) -> Result<()> {
+    // The slow runs queue half as many jobs: their one process is the slowest run of all.
+    let kinds = [
+        (0, runs.jobs, runs.in_flight),
+        (SLOW_MS, runs.jobs / 2, runs.slow_in_flight),
+    ];
+    for (latency_ms, jobs, in_flight) in kinds {
+        let mut rates = Vec::new();
+        for processes in PROCESSES {
+            let kind = Kind {
+                latency_ms,
+                jobs,
+                in_flight,
+                processes,
+            };
+            rates.push(run(runs, &kind).await?);
+        }
+        let one = rates.first().copied().unwrap_or_default();
+        let times =
+            |i: usize| rates.get(i).copied().unwrap_or_default() / one.max(f64::MIN_POSITIVE);
+        let aim = if latency_ms == 0 { 1.0 } else { 3.5 };
+        println!(
+            "  pg ratio processes/one, {}: 2 {:.2}x, 4 {:.2}x (aim: 4 >= {aim:.1}x)",
+            sandbox_words(latency_ms),
+            times(1),
+            times(2),
+        );
+    }
+    Ok(())
+}
+
+fn sandbox_words(latency_ms: u64) -> String {
+    if latency_ms == 0 {
+        "instant sandbox".to_owned()
+    } else {
+        format!("{latency_ms} ms sandbox")
+    }
+}
+
+/// What one run does.
+struct Kind {
+    latency_ms: u64,
+    jobs: usize,
+    in_flight: usize,
+    processes: usize,
+}
+
+/// One run on a new ledger; its jobs per second.
+async fn run(runs: &Runs<'_>, kind: &Kind) -> Result<f64> {
+    let Runs {
+        cluster,
+        raw_rate,
+        logs,
+        ..
+    } = *runs;
+    let Kind {
+        latency_ms,
+        jobs,
+        in_flight,
+        processes,
+    } = *kind;
+    let name = format!("processes_{latency_ms}ms_{processes}");
+    let url = cluster.database(&name)?;
+    let engine = Engine::open(&url).await?;
+    let sandbox = json!({"name": "sandbox", "kind": "sandbox", "soft_timeout_ms": 30_000,
+        "hard_timeout_ms": 60_000, "honours_idempotency_key": true,
+        "dials": {"latency_ms": latency_ms, "jitter_ms": 0}});
+    engine.add_provider(&sandbox.to_string()).await?;
+    queue(&engine, jobs).await?;
+    engine.close().await;
+
+    let mut workers = Vec::with_capacity(processes);
+    for i in 0..processes {
+        workers.push(Worker::start(&url, in_flight, None, logs, &format!("{name}_{i}")).await?);
+    }
+    let mut ledger = PgConnection::connect(&url).await?;
+    for worker in &mut workers {
+        worker.go().await?;
+    }
+    let start = Instant::now();
+    loop {
+        let settled: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM jobs \
+             WHERE status IN ('succeeded', 'failed', 'cancelled', 'unknown')",
+        )
+        .fetch_one(&mut ledger)
+        .await?;
+        if settled as usize >= jobs {
+            break;
+        }
+        check_deadline(start + LIMIT, LIMIT, "every job settled")?;
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let took = start.elapsed();
+    // Processor time per job: the workers', and the server's for the ledger's connections.
+    let workers_cpu: Duration = workers.iter().filter_map(Worker::cpu).sum();
+    let backends: Vec<i32> = sqlx::query_scalar(
+        "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()",
+    )
+    .fetch_all(&mut ledger)
+    .await?;
+    let server_cpu: Duration = backends
+        .iter()
+        .filter_map(|pid| u32::try_from(*pid).ok().and_then(cpu_of))
+        .sum();
+    for worker in workers {
+        worker.stop().await?;
+    }
+
+    let succeeded: i64 = sqlx::query_scalar("SELECT count(*) FROM jobs WHERE status = 'succeeded'")
+        .fetch_one(&mut ledger)
+        .await?;
+    let (attempts, jobs_sent): (i64, i64) =
+        sqlx::query_as("SELECT count(*), count(DISTINCT job_id) FROM attempts")
+            .fetch_one(&mut ledger)
+            .await?;
+    let shares: Vec<i64> = sqlx::query_scalar(
+        "SELECT count(*) FROM attempts GROUP BY executor_id ORDER BY count(*) DESC",
+    )
+    .fetch_all(&mut ledger)
+    .await?;
+    ledger.close().await?;
+    let once = if attempts == jobs_sent && jobs_sent as usize == jobs {
+        "each sent once".to_owned()
+    } else {
+        format!("NOT EACH ONCE: {attempts} attempts for {jobs_sent} jobs")
+    };
+    let shares: Vec<String> = shares.iter().map(i64::to_string).collect();
+    let rate = jobs as f64 / took.as_secs_f64();
+    // What the sandbox's time and the slots allow, whatever the ledger does.
+    let ceiling = if latency_ms == 0 {
+        String::new()
+    } else {
+        let most = (processes * in_flight) as f64 * 1000.0 / latency_ms as f64;
+        format!(", the slots allow {most:.0}")
+    };
+    println!(
+        "pg {processes} worker process{}, {}: {rate:>6.0} jobs/s, {:.1}% of raw INSERT{ceiling} ({succeeded} of {jobs} succeeded in {:.1} ms, {once}; per process {}; {in_flight} at once each; processor per job: workers {:.2} ms, server {:.2} ms)",
+        if processes == 1 { "" } else { "es" },
+        sandbox_words(latency_ms),
+        100.0 * rate / raw_rate.max(f64::MIN_POSITIVE),
+        took.as_secs_f64() * 1000.0,
+        shares.join("/"),
+        ms(workers_cpu) / jobs as f64,
+        ms(server_cpu) / jobs as f64,
+    );
+    Ok(rate)
+}
+
+/// Queues `jobs` jobs at the sandbox, many submits at once.
+async fn queue(engine: &Engine, jobs: usize) -> Result<()> {
+    let tasks: Vec<_> = (0..jobs)
+        .map(|i| {
+            let engine = engine.clone();
+            tokio::spawn(async move {
+                let body = json!({"route": ["sandbox"], "input": {"n": i}}).to_string();
+                engine.submit(OWNER, &format!("job-{i}"), &body).await
+            })
+        })
+        .collect();
+    for task in tasks {
+        task.await??;
+    }
+    Ok(())
+}
