@@ -243,6 +243,20 @@ pub fn poll<T>(limit: Duration, what: &str, mut check: impl FnMut() -> Option<T>
     }
 }
 
+/// Milliseconds between two of the engine's UTC time texts, by the ledger's clock (the
+/// database's on PostgreSQL).
+pub fn between_ms(from: &Value, to: &Value) -> i64 {
+    let ms = |t: &Value| {
+        let t = t.as_str().unwrap_or_else(|| panic!("not a time: {t}"));
+        let (secs, millis) = (&t[17..19], &t[20..23]);
+        let minutes: i64 = t[14..16].parse().expect("minutes");
+        let hours: i64 = t[11..13].parse().expect("hours");
+        ((hours * 60 + minutes) * 60 + secs.parse::<i64>().expect("seconds")) * 1000
+            + millis.parse::<i64>().expect("millis")
+    };
+    ms(to) - ms(from)
+}
+
 pub fn event_kinds(detail: &Value) -> Vec<String> {
     detail["events"]
         .as_array()
