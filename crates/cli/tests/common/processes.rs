@@ -15,6 +15,8 @@ use super::{finish, id, parse, Ledger, Run};
 pub struct Running {
     pub child: Child,
     pub what: String,
+    /// The file its stderr goes to.
+    pub log: std::path::PathBuf,
 }
 
 impl Running {
@@ -40,6 +42,7 @@ impl Running {
         Running {
             child,
             what: format!("{} (stderr in {})", what.join(" "), log.display()),
+            log,
         }
     }
 
@@ -65,6 +68,11 @@ impl Running {
                 None => std::thread::sleep(Duration::from_millis(20)),
             }
         }
+    }
+
+    /// What it wrote to stderr so far.
+    pub fn stderr(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 
     /// Whether the child is still running.

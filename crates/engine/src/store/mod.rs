@@ -23,7 +23,9 @@ use std::time::Duration;
 
 use chrono::{SecondsFormat, Utc};
 use sqlx::pool::PoolConnection;
-use sqlx::{PgConnection, Postgres, Sqlite, SqliteConnection, Transaction};
+use sqlx::{PgConnection, Sqlite, SqliteConnection};
+
+use postgres::{PgConn, PgTx, Watch};
 
 /// The current time in the ledger's fixed-width UTC text form.
 pub fn now() -> String {
@@ -40,10 +42,11 @@ pub(crate) fn json_column(text: &str) -> serde_json::Value {
     serde_json::from_str(text).unwrap_or(serde_json::Value::String(text.to_owned()))
 }
 
-/// One connection of either backend, borrowed for the statements of one operation.
+/// One connection of either backend, borrowed for the statements of one operation. A
+/// PostgreSQL connection comes with its [`Watch`], which every statement on it runs under.
 pub enum Conn<'c> {
     Sqlite(&'c mut SqliteConnection),
-    Postgres(&'c mut PgConnection),
+    Postgres(&'c mut PgConnection, &'c Watch),
 }
 
 /// Anything the store's operations run on: a transaction, a pooled connection, a borrowed one.
@@ -56,7 +59,7 @@ impl Handle for Conn<'_> {
     fn conn(&mut self) -> Conn<'_> {
         match self {
             Conn::Sqlite(c) => Conn::Sqlite(c),
-            Conn::Postgres(c) => Conn::Postgres(c),
+            Conn::Postgres(c, watch) => Conn::Postgres(c, watch),
         }
     }
 }
@@ -64,7 +67,7 @@ impl Handle for Conn<'_> {
 /// A write transaction of either backend; dropped without `commit`, it rolls back.
 pub enum Tx {
     Sqlite(sqlite::WriterGuard),
-    Postgres(Transaction<'static, Postgres>),
+    Postgres(PgTx),
 }
 
 impl Tx {
@@ -89,7 +92,10 @@ impl Handle for Tx {
     fn conn(&mut self) -> Conn<'_> {
         match self {
             Tx::Sqlite(tx) => Conn::Sqlite(tx.conn()),
-            Tx::Postgres(tx) => Conn::Postgres(tx),
+            Tx::Postgres(tx) => {
+                let (c, watch) = tx.parts();
+                Conn::Postgres(c, watch)
+            }
         }
     }
 }
@@ -121,8 +127,11 @@ impl Tx {
                 .await
                 .map(|_| ()),
             Tx::Postgres(tx) => {
-                let conn: &mut PgConnection = tx;
-                conn.execute(sqlx::raw_sql(STATEMENTS)).await.map(|_| ())
+                let (conn, watch) = tx.parts();
+                watch
+                    .guard(conn.execute(sqlx::raw_sql(STATEMENTS)))
+                    .await
+                    .map(|_| ())
             }
         }
     }
@@ -130,7 +139,13 @@ impl Tx {
     async fn simple(&mut self, statement: &'static str) -> sqlx::Result<()> {
         match self {
             Tx::Sqlite(tx) => sqlx::query(statement).execute(tx.conn()).await.map(|_| ()),
-            Tx::Postgres(tx) => sqlx::query(statement).execute(&mut **tx).await.map(|_| ()),
+            Tx::Postgres(tx) => {
+                let (conn, watch) = tx.parts();
+                watch
+                    .guard(sqlx::query(statement).execute(conn))
+                    .await
+                    .map(|_| ())
+            }
         }
     }
 }
@@ -138,14 +153,17 @@ impl Tx {
 /// A connection from a pool, for reads outside a transaction.
 pub enum Pooled {
     Sqlite(PoolConnection<Sqlite>),
-    Postgres(PoolConnection<Postgres>),
+    Postgres(PgConn),
 }
 
 impl Handle for Pooled {
     fn conn(&mut self) -> Conn<'_> {
         match self {
             Pooled::Sqlite(c) => Conn::Sqlite(c),
-            Pooled::Postgres(c) => Conn::Postgres(c),
+            Pooled::Postgres(c) => {
+                let (c, watch) = c.parts();
+                Conn::Postgres(c, watch)
+            }
         }
     }
 }
@@ -161,7 +179,7 @@ pub struct Writing {
 
 enum WritingConn {
     Sqlite(sqlite::WriterGuard),
-    Postgres(PoolConnection<Postgres>),
+    Postgres(PgConn),
 }
 
 impl Writing {
@@ -178,7 +196,10 @@ impl Handle for Writing {
     fn conn(&mut self) -> Conn<'_> {
         match &mut self.conn {
             WritingConn::Sqlite(c) => Conn::Sqlite(c.conn()),
-            WritingConn::Postgres(c) => Conn::Postgres(c),
+            WritingConn::Postgres(c) => {
+                let (c, watch) = c.parts();
+                Conn::Postgres(c, watch)
+            }
         }
     }
 }
@@ -193,7 +214,8 @@ impl Drop for Writing {
 
 /// Runs `$body` on the handle's backend: `$conn` is that backend's connection and `$sql` the
 /// text of `$file` under its `queries/` folder. The body is written once and compiled for
-/// each backend, so both bind the same values in the same order.
+/// each backend, so both bind the same values in the same order. On PostgreSQL it runs under
+/// the connection's [`Watch`], so a server that stopped answering fails it in seconds.
 macro_rules! on_backend {
     ($handle:expr, $file:literal, |$conn:ident, $sql:ident| $body:expr) => {
         match $crate::store::Handle::conn(&mut *$handle) {
@@ -206,14 +228,14 @@ macro_rules! on_backend {
                 ));
                 $body
             }
-            $crate::store::Conn::Postgres($conn) => {
+            $crate::store::Conn::Postgres($conn, watch) => {
                 let $sql: &'static str = include_str!(concat!(
                     env!("CARGO_MANIFEST_DIR"),
                     "/src/store/postgres/queries/",
                     $file,
                     ".sql"
                 ));
-                $body
+                watch.guard(async { $body }).await
             }
         }
     };
@@ -264,7 +286,7 @@ impl Db {
     pub async fn begin(&self) -> sqlx::Result<Tx> {
         Ok(match self {
             Db::Sqlite(db) => Tx::Sqlite(db.writer.begin().await?),
-            Db::Postgres(db) => Tx::Postgres(db.pool.begin().await?),
+            Db::Postgres(db) => Tx::Postgres(PgTx::begin(db.acquire().await?).await?),
         })
     }
 
@@ -272,7 +294,7 @@ impl Db {
     pub async fn read(&self) -> sqlx::Result<Pooled> {
         Ok(match self {
             Db::Sqlite(db) => Pooled::Sqlite(db.reader.acquire().await?),
-            Db::Postgres(db) => Pooled::Postgres(db.pool.acquire().await?),
+            Db::Postgres(db) => Pooled::Postgres(db.acquire().await?),
         })
     }
 
@@ -282,7 +304,7 @@ impl Db {
         Ok(Writing {
             conn: match self {
                 Db::Sqlite(db) => WritingConn::Sqlite(db.writer.lock().await?),
-                Db::Postgres(db) => WritingConn::Postgres(db.pool.acquire().await?),
+                Db::Postgres(db) => WritingConn::Postgres(db.acquire().await?),
             },
             settled: true,
         })
