@@ -106,6 +106,41 @@ async fn a_change_on_one_host_is_announced_on_another_also_after_its_connection_
         .expect("still listening");
 }
 
+/// A server that stops answering without closing its connections (a host suspended or cut
+/// off) leaves a listening connection silent, not closed. The feed pings a connection that has
+/// been quiet for a few seconds; one that does not answer is dropped and replaced, with
+/// backoff, and the feed counts a change once it listens again, since what was announced
+/// meanwhile is lost.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_change_feed_whose_server_stops_answering_listens_again_once_it_answers() {
+    let mut cluster = Postgres::start().expect("a cluster");
+    let url = cluster.database("silent").expect("a database");
+    let here = Engine::open(&url).await.expect("open here");
+    let there = Engine::open(&url).await.expect("open there");
+    let mut changes = there
+        .changes(Duration::from_secs(3600))
+        .await
+        .expect("listen");
+    cluster.freeze().expect("frozen");
+    // Past the feed's quiet time and its ping's timeout: it gives the connection up and tries
+    // new ones, which nothing answers either.
+    tokio::time::sleep(Duration::from_secs(9)).await;
+    changes.borrow_and_update();
+    cluster.thaw().expect("thawed");
+    tokio::time::timeout(Duration::from_secs(15), changes.changed())
+        .await
+        .expect("the feed says it listens again")
+        .expect("still listening");
+    changes.borrow_and_update();
+    here.submit(OWNER, "after", &sandbox_intent("after"))
+        .await
+        .expect("submit");
+    tokio::time::timeout(Duration::from_secs(10), changes.changed())
+        .await
+        .expect("a change after the outage is announced")
+        .expect("still listening");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn eight_hosts_opening_a_new_database_together_apply_each_migration_once() {
     let cluster = Postgres::start().expect("a cluster");

@@ -21,6 +21,9 @@ pub struct Postgres {
     bin: PathBuf,
     owner: Option<String>,
     dir: tempfile::TempDir,
+    /// What [`Postgres::thaw`] continues: the `runuser` above the server (as root), the
+    /// postmaster, then its children.
+    frozen: Vec<u32>,
 }
 
 impl Postgres {
@@ -91,6 +94,7 @@ impl Postgres {
             bin,
             owner,
             dir,
+            frozen: Vec::new(),
         };
         cluster.wait_ready()?;
         Ok(cluster)
@@ -177,6 +181,43 @@ impl Postgres {
         self.wait_ready()
     }
 
+    /// Stops every process of the server with SIGSTOP, the postmaster first (so it starts no
+    /// new one) and then each of its children, as a host that is suspended or cut off would
+    /// be: connections stay open and nothing answers on them, and a new connection is accepted
+    /// by the kernel and then hears nothing. [`Postgres::thaw`] (or dropping the cluster)
+    /// lets them run on.
+    pub fn freeze(&mut self) -> std::io::Result<()> {
+        let postmaster = self.postmaster()?;
+        // As root the server runs under `runuser`, which stops itself when its child stops
+        // and must be continued too (it then continues its child).
+        if let Some(runuser) = parent_of(postmaster).filter(|&p| name_of(p) == "runuser") {
+            self.frozen.push(runuser);
+        }
+        signal(&[postmaster], "STOP")?;
+        self.frozen.push(postmaster);
+        let children = children_of(postmaster)?;
+        signal(&children, "STOP")?;
+        self.frozen.extend(children);
+        Ok(())
+    }
+
+    /// Lets the processes stopped by [`Postgres::freeze`] run on, its children first.
+    pub fn thaw(&mut self) -> std::io::Result<()> {
+        let frozen = std::mem::take(&mut self.frozen);
+        signal_each(frozen.iter().rev(), "CONT")
+    }
+
+    /// The postmaster's process id, from its `postmaster.pid` (the running server's, after a
+    /// restart too).
+    fn postmaster(&self) -> std::io::Result<u32> {
+        let pid_file = self.dir.path().join("data").join("postmaster.pid");
+        let text = std::fs::read_to_string(&pid_file)?;
+        text.lines()
+            .next()
+            .and_then(|line| line.trim().parse().ok())
+            .ok_or_else(|| Error::other(format!("no process id in {}", pid_file.display())))
+    }
+
     /// Runs `pg_ctl` on the cluster's data folder as the cluster's owner; its error output
     /// becomes the error.
     fn pg_ctl(&self, args: &[&str]) -> std::io::Result<()> {
@@ -246,6 +287,8 @@ impl Drop for Session {
 
 impl Drop for Postgres {
     fn drop(&mut self) {
+        // A frozen server would ignore the stop below until it ran again.
+        let _ = self.thaw();
         // An immediate shutdown: nothing in the cluster is kept. The folder goes with the TempDir.
         let stopped = as_owner(&self.owner, &self.bin.join("pg_ctl"))
             .arg("-D")
@@ -287,6 +330,68 @@ pub(crate) fn bin_dir() -> std::io::Result<PathBuf> {
     })
 }
 
+/// The processes whose parent is `parent`, read from /proc.
+fn children_of(parent: u32) -> std::io::Result<Vec<u32>> {
+    let mut children = Vec::new();
+    for entry in std::fs::read_dir("/proc")?.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        // Gone since the listing, or not readable: not a child to stop.
+        if parent_of(pid) == Some(parent) {
+            children.push(pid);
+        }
+    }
+    Ok(children)
+}
+
+/// The parent of process `pid`, from `/proc/<pid>/stat`: `pid (name) state ppid …`, where the
+/// name may hold spaces and parentheses.
+fn parent_of(pid: u32) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let (_, rest) = stat.rsplit_once(')')?;
+    rest.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// The program name of process `pid`, empty if it is gone.
+fn name_of(pid: u32) -> String {
+    std::fs::read_to_string(format!("/proc/{pid}/comm"))
+        .map(|name| name.trim().to_owned())
+        .unwrap_or_default()
+}
+
+/// Sends signal `name` (`STOP`, `CONT`) to every process of `pids`.
+fn signal(pids: &[u32], name: &str) -> std::io::Result<()> {
+    signal_each(pids.iter(), name)
+}
+
+fn signal_each<'a>(pids: impl Iterator<Item = &'a u32>, name: &str) -> std::io::Result<()> {
+    let pids: Vec<String> = pids.map(u32::to_string).collect();
+    if pids.is_empty() {
+        return Ok(());
+    }
+    let sent = Command::new("kill")
+        .arg(format!("-{name}"))
+        .args(&pids)
+        .stderr(Stdio::piped())
+        .output()?;
+    let stderr = String::from_utf8_lossy(&sent.stderr);
+    // A backend that exited since it was listed needs no signal.
+    let gone = |line: &str| line.contains("No such process");
+    if sent.status.success() || stderr.lines().all(gone) {
+        return Ok(());
+    }
+    Err(Error::other(format!(
+        "kill -{name} {} failed: {}",
+        pids.join(" "),
+        stderr.trim()
+    )))
+}
+
 fn is_root() -> bool {
     Command::new("id")
         .arg("-u")
@@ -322,6 +427,33 @@ mod tests {
         assert!(std::net::TcpStream::connect(("127.0.0.1", port)).is_ok());
         drop(cluster);
         assert!(std::net::TcpStream::connect(("127.0.0.1", port)).is_err());
+    }
+
+    #[test]
+    fn a_frozen_cluster_answers_nothing_until_it_is_thawed() {
+        let mut cluster = Postgres::start().expect("a cluster starts");
+        let url = format!("{}?connect_timeout=2", cluster.url());
+        assert_eq!(
+            crate::backend::psql(&url, "SELECT 1")
+                .expect("answered")
+                .trim(),
+            "1"
+        );
+        cluster.freeze().expect("frozen");
+        let started = Instant::now();
+        let frozen = crate::backend::psql(&url, "SELECT 1");
+        assert!(frozen.is_err(), "a frozen server answered: {frozen:?}");
+        assert!(
+            started.elapsed() >= Duration::from_secs(2),
+            "refused, not frozen"
+        );
+        cluster.thaw().expect("thawed");
+        assert_eq!(
+            crate::backend::psql(&url, "SELECT 1")
+                .expect("answered")
+                .trim(),
+            "1"
+        );
     }
 
     #[test]

@@ -15,6 +15,8 @@ use super::{finish, id, parse, Ledger, Run};
 pub struct Running {
     pub child: Child,
     pub what: String,
+    /// The file its stderr goes to.
+    pub log: std::path::PathBuf,
 }
 
 impl Running {
@@ -40,6 +42,7 @@ impl Running {
         Running {
             child,
             what: format!("{} (stderr in {})", what.join(" "), log.display()),
+            log,
         }
     }
 
@@ -65,6 +68,11 @@ impl Running {
                 None => std::thread::sleep(Duration::from_millis(20)),
             }
         }
+    }
+
+    /// What it wrote to stderr so far.
+    pub fn stderr(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 
     /// Whether the child is still running.
@@ -241,6 +249,20 @@ pub fn poll<T>(limit: Duration, what: &str, mut check: impl FnMut() -> Option<T>
         assert!(Instant::now() < deadline, "{what}: not within {limit:?}");
         std::thread::sleep(Duration::from_millis(200));
     }
+}
+
+/// Milliseconds between two of the engine's UTC time texts, by the ledger's clock (the
+/// database's on PostgreSQL).
+pub fn between_ms(from: &Value, to: &Value) -> i64 {
+    let ms = |t: &Value| {
+        let t = t.as_str().unwrap_or_else(|| panic!("not a time: {t}"));
+        let (secs, millis) = (&t[17..19], &t[20..23]);
+        let minutes: i64 = t[14..16].parse().expect("minutes");
+        let hours: i64 = t[11..13].parse().expect("hours");
+        ((hours * 60 + minutes) * 60 + secs.parse::<i64>().expect("seconds")) * 1000
+            + millis.parse::<i64>().expect("millis")
+    };
+    ms(to) - ms(from)
 }
 
 pub fn event_kinds(detail: &Value) -> Vec<String> {

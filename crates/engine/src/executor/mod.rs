@@ -23,7 +23,7 @@ use std::future::Future;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinSet;
 
 use crate::error::{Error, Result};
@@ -32,6 +32,18 @@ use crate::ledger::Claim;
 use crate::model::{Attempt, Job, JobAttempt};
 use crate::sandbox::Sandbox;
 use crate::Engine;
+
+/// How often a SQLite ledger's file is looked at for other processes' writes, which wake the
+/// executor (PostgreSQL announces them: `LISTEN/NOTIFY`).
+pub const CHANGE_CHECK: Duration = Duration::from_millis(100);
+
+/// The least time between the start of a pass and a pass woken by the ledger's change feed.
+/// The feed also announces this executor's own writes; without a floor a busy executor would
+/// run a pass per write it commits.
+const FEED_GAP: Duration = Duration::from_millis(50);
+
+/// How long a change feed that could not be followed is left before it is tried again.
+const FEED_RETRY: Duration = Duration::from_secs(5);
 
 /// How many attempts an executor sends at once unless told otherwise.
 pub const DEFAULT_MAX_IN_FLIGHT: usize = 32;
@@ -59,8 +71,8 @@ pub struct ExecutorOptions {
     pub lease: Duration,
     /// How often the lease is renewed while waiting for an answer.
     pub renew_every: Duration,
-    /// How often the ledger is looked at without a wake-up (work from other processes,
-    /// expired leases, ended backoffs).
+    /// How often the ledger is looked at without a wake-up (expired leases, ended backoffs,
+    /// and work from other processes should their change feed be unavailable).
     pub poll_every: Duration,
     /// Attempts this executor sends at once.
     pub max_in_flight: usize,
@@ -124,6 +136,33 @@ struct Inner {
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Follows the ledger's change feed, whoever wrote (this process or another one), and wakes
+/// the executor's loop on each change: one stored wake-up however many changes came. A feed
+/// that cannot be followed (the server is away) is tried again, meanwhile the loop polls.
+async fn follow_changes(engine: Engine, changed: Arc<Notify>) {
+    loop {
+        match engine.changes(CHANGE_CHECK).await {
+            Ok(mut feed) => {
+                while feed.changed().await.is_ok() {
+                    changed.notify_one();
+                }
+            }
+            Err(e) => eprintln!("onejob executor: cannot follow the ledger's changes: {e}"),
+        }
+        tokio::time::sleep(FEED_RETRY).await;
+    }
+}
+
+/// The task following the change feed, ended with the loop however the loop ends (a caller
+/// may drop it mid-pass).
+struct Following(tokio::task::JoinHandle<()>);
+
+impl Drop for Following {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }
 
 /// Whether a chore run at most once `every`, whose last run is kept in `last`, is due; if so,
@@ -208,15 +247,29 @@ impl Executor {
     }
 
     /// Runs until `stop` completes: a pass on every wake-up and at least every `poll_every`.
+    /// Besides this process's own submits and resolutions, the ledger's change feed wakes it,
+    /// so work another process submits is claimed at once rather than at the next poll.
     pub async fn run(&self, stop: impl Future<Output = ()>) {
         tokio::pin!(stop);
+        let changed = Arc::new(Notify::new());
+        let _feed = Following(tokio::spawn(follow_changes(
+            self.inner.engine.clone(),
+            changed.clone(),
+        )));
         loop {
+            let began = Instant::now();
             if let Err(e) = self.tick().await {
                 eprintln!("onejob executor: {e}");
             }
+            // Changes while the pass ran, or during the gap, wake it once.
+            let woken_by_feed = async {
+                changed.notified().await;
+                tokio::time::sleep_until((began + FEED_GAP).into()).await;
+            };
             tokio::select! {
                 () = &mut stop => break,
                 () = self.inner.engine.work_available() => {}
+                () = woken_by_feed => {}
                 () = tokio::time::sleep(self.inner.options.poll_every) => {}
             }
         }

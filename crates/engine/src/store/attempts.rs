@@ -114,9 +114,11 @@ pub async fn insert_next(
     let sql = queries!("attempts/insert_next");
     match h.conn() {
         super::Conn::Sqlite(conn) => inserted_rows(bound!(sql.sqlite).fetch_all(conn).await?),
-        super::Conn::Postgres(conn) => {
-            let row = bound!(sql.postgres).fetch_optional(&mut *conn).await?;
-            inserted_row(conn, job_id, row).await
+        super::Conn::Postgres(conn, watch) => {
+            let row = watch
+                .guard(bound!(sql.postgres).fetch_optional(&mut *conn))
+                .await?;
+            inserted_row(conn, watch, job_id, row).await
         }
     }
 }
@@ -145,9 +147,11 @@ pub async fn insert_first(
     let sql = queries!("attempts/insert_first");
     match h.conn() {
         super::Conn::Sqlite(conn) => inserted_rows(bound!(sql.sqlite).fetch_all(conn).await?),
-        super::Conn::Postgres(conn) => {
-            let row = bound!(sql.postgres).fetch_optional(&mut *conn).await?;
-            inserted_row(conn, job_id, row).await
+        super::Conn::Postgres(conn, watch) => {
+            let row = watch
+                .guard(bound!(sql.postgres).fetch_optional(&mut *conn))
+                .await?;
+            inserted_row(conn, watch, job_id, row).await
         }
     }
 }
@@ -163,6 +167,7 @@ fn inserted_rows(rows: Vec<sqlx::sqlite::SqliteRow>) -> sqlx::Result<Inserted> {
 /// An insert's row on PostgreSQL, saying whether the job was moved; the move is read back.
 async fn inserted_row(
     conn: &mut sqlx::PgConnection,
+    watch: &super::postgres::Watch,
     job_id: &str,
     row: Option<sqlx::postgres::PgRow>,
 ) -> sqlx::Result<Inserted> {
@@ -175,7 +180,7 @@ async fn inserted_row(
     };
     let attempt = AttemptRow::from_row(&row)?;
     let job = match row.try_get::<bool, _>("job_moved")? {
-        true => super::jobs::by_id(&mut super::Conn::Postgres(conn), job_id).await?,
+        true => super::jobs::by_id(&mut super::Conn::Postgres(conn, watch), job_id).await?,
         false => None,
     };
     Ok(Inserted {
@@ -229,9 +234,10 @@ pub async fn for_job(h: &mut impl Handle, job_id: &str) -> sqlx::Result<Vec<Atte
 /// Returns the ids of the jobs it locked; `None` on SQLite, where every job is held.
 pub async fn lock_expired(h: &mut impl Handle) -> sqlx::Result<Option<Vec<String>>> {
     match h.conn() {
-        super::Conn::Postgres(conn) => {
+        super::Conn::Postgres(conn, watch) => {
             let sql = include_str!("postgres/queries/attempts/lock_expired.sql");
-            Ok(Some(sqlx::query_scalar(sql).fetch_all(conn).await?))
+            let locking = sqlx::query_scalar(sql).fetch_all(conn);
+            Ok(Some(watch.guard(locking).await?))
         }
         super::Conn::Sqlite(_) => Ok(None),
     }

@@ -117,8 +117,10 @@ pub async fn submit(h: &mut impl Handle, job: &NewJob<'_>) -> sqlx::Result<Optio
             let done = bound!(sql.sqlite).bind(&at).execute(conn).await?;
             Ok((done.rows_affected() == 1).then(|| JobRow::queued(job, at)))
         }
-        Conn::Postgres(conn) => {
-            let row = bound!(sql.postgres).fetch_optional(conn).await?;
+        Conn::Postgres(conn, watch) => {
+            let row = watch
+                .guard(bound!(sql.postgres).fetch_optional(conn))
+                .await?;
             row.as_ref().map(JobRow::from_row).transpose()
         }
     }
@@ -170,13 +172,13 @@ pub async fn lock(
     job_ids: &[String],
     attempt_ids: &[String],
 ) -> sqlx::Result<()> {
-    if let Conn::Postgres(conn) = h.conn() {
+    if let Conn::Postgres(conn, watch) = h.conn() {
         let sql = include_str!("postgres/queries/jobs/lock.sql");
-        sqlx::query(sql)
+        let locking = sqlx::query(sql)
             .bind(job_ids)
             .bind(attempt_ids)
-            .fetch_all(conn)
-            .await?;
+            .fetch_all(conn);
+        watch.guard(locking).await?;
     }
     Ok(())
 }
@@ -186,12 +188,10 @@ pub async fn lock(
 /// whose `BEGIN IMMEDIATE` already holds the whole file.
 pub async fn lock_skipping(h: &mut impl Handle, id: &str) -> sqlx::Result<bool> {
     match h.conn() {
-        Conn::Postgres(conn) => {
+        Conn::Postgres(conn, watch) => {
             let sql = include_str!("postgres/queries/jobs/lock_skipping.sql");
-            let locked: Option<String> = sqlx::query_scalar(sql)
-                .bind(id)
-                .fetch_optional(conn)
-                .await?;
+            let locking = sqlx::query_scalar(sql).bind(id).fetch_optional(conn);
+            let locked: Option<String> = watch.guard(locking).await?;
             Ok(locked.is_some())
         }
         Conn::Sqlite(_) => Ok(true),
@@ -413,10 +413,10 @@ pub async fn page(
             build(&mut q, false, owner, filter, page);
             q.build_query_as().fetch_all(conn).await
         }
-        Conn::Postgres(conn) => {
+        Conn::Postgres(conn, watch) => {
             let mut q = QueryBuilder::new(PAGE_COLUMNS_POSTGRES);
             build(&mut q, true, owner, filter, page);
-            q.build_query_as().fetch_all(conn).await
+            watch.guard(q.build_query_as().fetch_all(conn)).await
         }
     }
 }
@@ -429,10 +429,10 @@ pub async fn count(h: &mut impl Handle, owner: &str, filter: &Filter<'_>) -> sql
             build(&mut q, false, owner, filter, None);
             q.build_query_scalar().fetch_one(conn).await
         }
-        Conn::Postgres(conn) => {
+        Conn::Postgres(conn, watch) => {
             let mut q = QueryBuilder::new("SELECT count(*)");
             build(&mut q, true, owner, filter, None);
-            q.build_query_scalar().fetch_one(conn).await
+            watch.guard(q.build_query_scalar().fetch_one(conn)).await
         }
     }
 }
@@ -545,13 +545,16 @@ pub async fn claim_answer(
             Ok(Some(ClaimedAnswer { job, attempt }))
         }
         // One row, saying whether the attempt moved; the move is read back.
-        Conn::Postgres(conn) => {
-            let Some(row) = bound!(sql.postgres).fetch_optional(&mut *conn).await? else {
+        Conn::Postgres(conn, watch) => {
+            let claimed = bound!(sql.postgres).fetch_optional(&mut *conn);
+            let Some(row) = watch.guard(claimed).await? else {
                 return Ok(None);
             };
             let job = JobRow::from_row(&row)?;
             let attempt = match row.try_get::<bool, _>("attempt_moved")? {
-                true => super::attempts::by_id(&mut Conn::Postgres(conn), attempt_id).await?,
+                true => {
+                    super::attempts::by_id(&mut Conn::Postgres(conn, watch), attempt_id).await?
+                }
                 false => None,
             };
             Ok(Some(ClaimedAnswer { job, attempt }))

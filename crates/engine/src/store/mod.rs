@@ -23,7 +23,9 @@ use std::time::Duration;
 
 use chrono::{SecondsFormat, Utc};
 use sqlx::pool::PoolConnection;
-use sqlx::{PgConnection, Postgres, Sqlite, SqliteConnection, Transaction};
+use sqlx::{PgConnection, Sqlite, SqliteConnection};
+
+use postgres::{PgConn, PgTx, Watch};
 
 use crate::error::{Error, Result};
 
@@ -42,10 +44,11 @@ pub(crate) fn json_column(text: &str) -> serde_json::Value {
     serde_json::from_str(text).unwrap_or(serde_json::Value::String(text.to_owned()))
 }
 
-/// One connection of either backend, borrowed for the statements of one operation.
+/// One connection of either backend, borrowed for the statements of one operation. A
+/// PostgreSQL connection comes with its [`Watch`], which every statement on it runs under.
 pub enum Conn<'c> {
     Sqlite(&'c mut SqliteConnection),
-    Postgres(&'c mut PgConnection),
+    Postgres(&'c mut PgConnection, &'c Watch),
 }
 
 /// Anything the store's operations run on: a transaction, a pooled connection, a borrowed one.
@@ -58,7 +61,7 @@ impl Handle for Conn<'_> {
     fn conn(&mut self) -> Conn<'_> {
         match self {
             Conn::Sqlite(c) => Conn::Sqlite(c),
-            Conn::Postgres(c) => Conn::Postgres(c),
+            Conn::Postgres(c, watch) => Conn::Postgres(c, watch),
         }
     }
 }
@@ -66,7 +69,7 @@ impl Handle for Conn<'_> {
 /// A write transaction of either backend; dropped without `commit`, it rolls back.
 pub enum Tx {
     Sqlite(sqlite::WriterGuard),
-    Postgres(Transaction<'static, Postgres>),
+    Postgres(PgTx),
 }
 
 impl Tx {
@@ -91,7 +94,10 @@ impl Handle for Tx {
     fn conn(&mut self) -> Conn<'_> {
         match self {
             Tx::Sqlite(tx) => Conn::Sqlite(tx.conn()),
-            Tx::Postgres(tx) => Conn::Postgres(tx),
+            Tx::Postgres(tx) => {
+                let (c, watch) = tx.parts();
+                Conn::Postgres(c, watch)
+            }
         }
     }
 }
@@ -123,8 +129,11 @@ impl Tx {
                 .await
                 .map(|_| ()),
             Tx::Postgres(tx) => {
-                let conn: &mut PgConnection = tx;
-                conn.execute(sqlx::raw_sql(STATEMENTS)).await.map(|_| ())
+                let (conn, watch) = tx.parts();
+                watch
+                    .guard(conn.execute(sqlx::raw_sql(STATEMENTS)))
+                    .await
+                    .map(|_| ())
             }
         }
     }
@@ -132,7 +141,13 @@ impl Tx {
     async fn simple(&mut self, statement: &'static str) -> sqlx::Result<()> {
         match self {
             Tx::Sqlite(tx) => sqlx::query(statement).execute(tx.conn()).await.map(|_| ()),
-            Tx::Postgres(tx) => sqlx::query(statement).execute(&mut **tx).await.map(|_| ()),
+            Tx::Postgres(tx) => {
+                let (conn, watch) = tx.parts();
+                watch
+                    .guard(sqlx::query(statement).execute(conn))
+                    .await
+                    .map(|_| ())
+            }
         }
     }
 }
@@ -140,14 +155,17 @@ impl Tx {
 /// A connection from a pool, for reads outside a transaction.
 pub enum Pooled {
     Sqlite(PoolConnection<Sqlite>),
-    Postgres(PoolConnection<Postgres>),
+    Postgres(PgConn),
 }
 
 impl Handle for Pooled {
     fn conn(&mut self) -> Conn<'_> {
         match self {
             Pooled::Sqlite(c) => Conn::Sqlite(c),
-            Pooled::Postgres(c) => Conn::Postgres(c),
+            Pooled::Postgres(c) => {
+                let (c, watch) = c.parts();
+                Conn::Postgres(c, watch)
+            }
         }
     }
 }
@@ -163,7 +181,7 @@ pub struct Writing {
 
 enum WritingConn {
     Sqlite(sqlite::WriterGuard),
-    Postgres(PoolConnection<Postgres>),
+    Postgres(PgConn),
 }
 
 impl Writing {
@@ -180,7 +198,10 @@ impl Handle for Writing {
     fn conn(&mut self) -> Conn<'_> {
         match &mut self.conn {
             WritingConn::Sqlite(c) => Conn::Sqlite(c.conn()),
-            WritingConn::Postgres(c) => Conn::Postgres(c),
+            WritingConn::Postgres(c) => {
+                let (c, watch) = c.parts();
+                Conn::Postgres(c, watch)
+            }
         }
     }
 }
@@ -195,7 +216,8 @@ impl Drop for Writing {
 
 /// Runs `$body` on the handle's backend: `$conn` is that backend's connection and `$sql` the
 /// text of `$file` under its `queries/` folder. The body is written once and compiled for
-/// each backend, so both bind the same values in the same order.
+/// each backend, so both bind the same values in the same order. On PostgreSQL it runs under
+/// the connection's [`Watch`], so a server that stopped answering fails it in seconds.
 macro_rules! on_backend {
     ($handle:expr, $file:literal, |$conn:ident, $sql:ident| $body:expr) => {
         match $crate::store::Handle::conn(&mut *$handle) {
@@ -208,14 +230,14 @@ macro_rules! on_backend {
                 ));
                 $body
             }
-            $crate::store::Conn::Postgres($conn) => {
+            $crate::store::Conn::Postgres($conn, watch) => {
                 let $sql: &'static str = include_str!(concat!(
                     env!("CARGO_MANIFEST_DIR"),
                     "/src/store/postgres/queries/",
                     $file,
                     ".sql"
                 ));
-                $body
+                watch.guard(async { $body }).await
             }
         }
     };
@@ -277,7 +299,11 @@ impl Db {
     pub async fn begin(&self) -> Result<Tx> {
         Ok(match self {
             Db::Sqlite(db) => Tx::Sqlite(db.writer.begin().await?),
-            Db::Postgres(db) => Tx::Postgres(db.pool.begin().await.map_err(|e| db.failure(e))?),
+            Db::Postgres(db) => Tx::Postgres(
+                PgTx::begin(db.acquire().await.map_err(|e| db.failure(e))?)
+                    .await
+                    .map_err(|e| db.failure(e))?,
+            ),
         })
     }
 
@@ -285,9 +311,7 @@ impl Db {
     pub async fn read(&self) -> Result<Pooled> {
         Ok(match self {
             Db::Sqlite(db) => Pooled::Sqlite(db.reader.acquire().await?),
-            Db::Postgres(db) => {
-                Pooled::Postgres(db.pool.acquire().await.map_err(|e| db.failure(e))?)
-            }
+            Db::Postgres(db) => Pooled::Postgres(db.acquire().await.map_err(|e| db.failure(e))?),
         })
     }
 
@@ -298,7 +322,7 @@ impl Db {
             conn: match self {
                 Db::Sqlite(db) => WritingConn::Sqlite(db.writer.lock().await?),
                 Db::Postgres(db) => {
-                    WritingConn::Postgres(db.pool.acquire().await.map_err(|e| db.failure(e))?)
+                    WritingConn::Postgres(db.acquire().await.map_err(|e| db.failure(e))?)
                 }
             },
             settled: true,

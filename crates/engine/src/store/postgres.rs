@@ -10,15 +10,25 @@
 //!   so a frozen host holds its jobs' locks for seconds at most.
 //! - Times that decide come from the database's clock (`now()`), never a host's.
 //! - Changes are announced with `NOTIFY onejob_changes` by statement triggers; `changes`
-//!   listens, and reconnects when the connection drops.
+//!   listens on a connection of its own, pings it when it has been quiet for a while, and
+//!   reconnects when the connection drops or stops answering.
+//! - A server that stops answering without closing its connections (a host suspended or cut
+//!   off) is noticed in seconds: a statement still waiting after [`PATIENCE`] makes the
+//!   process ask the server on a new connection whether it answers at all; if it does not, the
+//!   statement fails with `storage` and its connection is closed, never handed out again. A
+//!   statement waiting on another host's row lock is left to wait: the server still answers.
 //! - Migrations take sqlx's advisory lock, so processes that start together apply them once.
 //! - A URL's password (or `PGPASSWORD`) never appears in a location or an error.
 
+use std::future::Future;
 use std::str::FromStr;
-use std::time::Duration;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
+use sqlx::pool::PoolConnection;
 use sqlx::postgres::{PgConnectOptions, PgListener, PgPool, PgPoolOptions};
-use sqlx::{Connection, PgConnection};
+use sqlx::{Connection, PgConnection, Postgres, TransactionManager};
 use tokio::sync::watch;
 
 use crate::error::{EmptyDetails, Error, Result};
@@ -29,6 +39,23 @@ pub const CHANNEL: &str = "onejob_changes";
 /// How long a connection may take to open (and a pooled one to be handed out, its ping
 /// included) before the server is reported unreachable: seconds, not the OS's TCP timeout.
 pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How long a statement may wait for its answer before the process asks the server, on a new
+/// connection, whether it answers at all; asked again as often while the statement waits.
+pub const PATIENCE: Duration = Duration::from_secs(3);
+
+/// How long that question waits for a connection and a `SELECT 1`: a server that answers
+/// does so in milliseconds, even when it is busy.
+pub const PROBE_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// How long one answer serves every statement that waits at once, so a hundred of them ask once.
+const PROBE_FRESH: Duration = Duration::from_secs(1);
+
+/// How long the change feed's connection may stay quiet before it is pinged.
+const LISTEN_QUIET: Duration = Duration::from_secs(5);
+
+/// The longest wait between two tries to reconnect the change feed.
+const LISTEN_BACKOFF_CAP: Duration = Duration::from_secs(5);
 
 /// Settings every connection of the ledger starts with. The server ends a transaction left
 /// idle for 10 s (a frozen host's, SPEC §14) and any statement running for 30 s, and probes
@@ -49,6 +76,8 @@ pub struct PgDb {
     pub pool: PgPool,
     /// The URL without its password, for display.
     pub location: String,
+    /// Asks the server whether it answers, for statements that wait long.
+    live: Arc<Liveness>,
 }
 
 /// Whether `location` names a PostgreSQL ledger (`postgres://` or `postgresql://`).
@@ -71,6 +100,11 @@ impl PgDb {
             )
         })?;
         let options = options.application_name("onejob").options(SESSION);
+        let live = Arc::new(Liveness {
+            options: options.clone(),
+            location: location.clone(),
+            last: tokio::sync::Mutex::new(None),
+        });
         let secret = options_password(url);
         let fail = |e: sqlx::Error| open_error(&location, e, secret.as_deref());
         // One connection first: a pool retries a refused connection until its timeout, and
@@ -100,38 +134,264 @@ impl PgDb {
                     details: EmptyDetails {},
                 },
             })?;
-        Ok(PgDb { pool, location })
+        Ok(PgDb {
+            pool,
+            location,
+            live,
+        })
+    }
+
+    /// A connection from the pool, watched while statements run on it.
+    pub async fn acquire(&self) -> sqlx::Result<PgConn> {
+        Ok(PgConn {
+            conn: self.pool.acquire().await?,
+            watch: Watch {
+                live: self.live.clone(),
+                broken: AtomicBool::new(false),
+            },
+        })
     }
 
     /// A counter that rises whenever the ledger changes, whoever changed it: `LISTEN` on a
-    /// connection of its own. When that connection drops it reconnects, and counts a change,
-    /// since notifications sent meanwhile are lost.
+    /// connection of its own. When that connection drops, or stays quiet for [`LISTEN_QUIET`]
+    /// and then does not answer a ping within [`PROBE_TIMEOUT`], it is dropped and another is
+    /// made, with backoff; a change is counted once it listens again, since notifications sent
+    /// meanwhile are lost.
     pub async fn changes(&self) -> Result<watch::Receiver<u64>> {
-        let mut listener = PgListener::connect_with(&self.pool).await?;
-        listener.listen(CHANNEL).await?;
+        let listener = listen(&self.live.options).await?;
         let (tx, rx) = watch::channel(0u64);
-        tokio::spawn(async move {
-            let mut failures = 0u32;
-            loop {
-                tokio::select! {
-                    () = tx.closed() => break,
-                    next = listener.try_recv() => match next {
-                        // A notification, or a lost connection that the next call restores.
-                        Ok(_) => {
-                            failures = 0;
-                            tx.send_modify(|n| *n += 1);
-                        }
-                        // The server is unreachable: try again, a little later each time.
-                        Err(_) => {
-                            failures = failures.saturating_add(1);
-                            let wait = Duration::from_millis(100 * u64::from(failures.min(50)));
-                            tokio::time::sleep(wait).await;
-                        }
-                    },
+        tokio::spawn(follow(listener, self.live.clone(), tx));
+        Ok(rx)
+    }
+}
+
+/// `LISTEN` on a new connection, in a pool of its own: a connection given up on while the
+/// server does not answer holds none of the ledger's pool.
+async fn listen(options: &PgConnectOptions) -> sqlx::Result<PgListener> {
+    let pool = PgPoolOptions::new()
+        .max_connections(1)
+        .idle_timeout(None)
+        .max_lifetime(None)
+        .acquire_timeout(CONNECT_TIMEOUT)
+        .connect_lazy_with(options.clone());
+    let listening = async {
+        let mut listener = PgListener::connect_with(&pool).await?;
+        // A lost connection is replaced here, by a new listener, with backoff.
+        listener.eager_reconnect(false);
+        listener.listen(CHANNEL).await?;
+        Ok(listener)
+    };
+    tokio::time::timeout(CONNECT_TIMEOUT, listening)
+        .await
+        .map_err(|_| sqlx::Error::PoolTimedOut)?
+}
+
+/// The change feed's loop: counts each notification until every receiver is gone, and keeps
+/// a listening connection that answers.
+async fn follow(listener: PgListener, live: Arc<Liveness>, tx: watch::Sender<u64>) {
+    let mut listener = Some(listener);
+    let mut failures = 0u32;
+    loop {
+        let Some(listening) = listener.as_mut() else {
+            // Reconnecting: a little later each time, up to LISTEN_BACKOFF_CAP.
+            let wait = Duration::from_millis(100)
+                .saturating_mul(1 << failures.min(6))
+                .min(LISTEN_BACKOFF_CAP);
+            tokio::select! {
+                () = tx.closed() => break,
+                () = tokio::time::sleep(wait) => {}
+            }
+            match listen(&live.options).await {
+                Ok(again) => {
+                    listener = Some(again);
+                    failures = 0;
+                    tx.send_modify(|n| *n += 1);
+                }
+                Err(_) => failures = failures.saturating_add(1),
+            }
+            continue;
+        };
+        let next = tokio::select! {
+            () = tx.closed() => break,
+            next = tokio::time::timeout(LISTEN_QUIET, listening.try_recv()) => next,
+        };
+        match next {
+            Ok(Ok(Some(_))) => tx.send_modify(|n| *n += 1),
+            // The connection was lost or failed: start over on a new one, and count a change
+            // once it listens.
+            Ok(Ok(None) | Err(_)) => listener = None,
+            // Quiet for a while: a server that stopped answering says nothing either.
+            Err(_) => {
+                let ping = sqlx::query("SELECT 1").execute(&mut *listening);
+                if !matches!(tokio::time::timeout(PROBE_TIMEOUT, ping).await, Ok(Ok(_))) {
+                    listener = None;
                 }
             }
-        });
-        Ok(rx)
+        }
+    }
+}
+
+/// Whether the ledger's server answers, asked on a new connection of its own: one question at a
+/// time for the whole process, its answer shared for [`PROBE_FRESH`].
+struct Liveness {
+    options: PgConnectOptions,
+    location: String,
+    last: tokio::sync::Mutex<Option<(Instant, bool)>>,
+}
+
+impl Liveness {
+    /// Whether the server answered a new connection and a `SELECT 1` within [`PROBE_TIMEOUT`]. A
+    /// refusal said by the server (too many connections, say) is an answer.
+    async fn answers(&self) -> bool {
+        let mut last = self.last.lock().await;
+        if let Some((at, answered)) = *last {
+            if at.elapsed() < PROBE_FRESH {
+                return answered;
+            }
+        }
+        let asked = async {
+            let mut conn = PgConnection::connect_with(&self.options).await?;
+            sqlx::query("SELECT 1").execute(&mut conn).await?;
+            conn.close().await
+        };
+        let answered = matches!(
+            tokio::time::timeout(PROBE_TIMEOUT, asked).await,
+            Ok(Ok(()) | Err(sqlx::Error::Database(_)))
+        );
+        *last = Some((Instant::now(), answered));
+        answered
+    }
+
+    /// The error of a statement given up on.
+    fn not_answering(&self) -> sqlx::Error {
+        sqlx::Error::Io(std::io::Error::new(
+            std::io::ErrorKind::TimedOut,
+            format!(
+                "the ledger's server at {} is not answering: a statement had no reply for {}s and \
+                 a new connection none within {}s. The connection was dropped; what was asked \
+                 may or may not have been done (a submit of the same key again is recorded once)",
+                self.location,
+                PATIENCE.as_secs(),
+                PROBE_TIMEOUT.as_secs()
+            ),
+        ))
+    }
+}
+
+/// What a connection of the ledger carries for the statements run on it: the server's
+/// liveness, and whether a statement on it was given up on.
+pub struct Watch {
+    live: Arc<Liveness>,
+    broken: AtomicBool,
+}
+
+impl Watch {
+    /// Runs one statement (or `BEGIN`, `COMMIT`) on the watched connection. While it waits past
+    /// [`PATIENCE`], the server is asked whether it answers, again every [`PATIENCE`]: a wait
+    /// on a lock goes on (the database ends a frozen host's transaction after 10 s, and any
+    /// statement after 30 s); a server that does not answer fails it with `storage`, and marks
+    /// the connection broken so that it is closed instead of given back.
+    pub async fn guard<T, E>(&self, statement: impl Future<Output = Result<T, E>>) -> Result<T, E>
+    where
+        E: From<sqlx::Error>,
+    {
+        tokio::pin!(statement);
+        loop {
+            tokio::select! {
+                biased;
+                done = &mut statement => return done,
+                () = tokio::time::sleep(PATIENCE) => {}
+            }
+            let answers = tokio::select! {
+                biased;
+                done = &mut statement => return done,
+                answers = self.live.answers() => answers,
+            };
+            if !answers {
+                self.broken.store(true, Ordering::Relaxed);
+                return Err(E::from(self.live.not_answering()));
+            }
+        }
+    }
+
+    /// Whether a statement on this connection was given up on.
+    fn is_broken(&self) -> bool {
+        self.broken.load(Ordering::Relaxed)
+    }
+}
+
+/// A connection from the ledger's pool with its [`Watch`]: closed instead of given back when a
+/// statement on it was given up on, since what it would answer next is anyone's guess.
+pub struct PgConn {
+    conn: PoolConnection<Postgres>,
+    watch: Watch,
+}
+
+impl PgConn {
+    /// The connection and its watch, for the statements of one operation.
+    pub fn parts(&mut self) -> (&mut PgConnection, &Watch) {
+        (&mut self.conn, &self.watch)
+    }
+
+    /// Closes the connection when dropped instead of giving it back to the pool.
+    pub fn close_on_drop(&mut self) {
+        self.conn.close_on_drop();
+    }
+}
+
+impl Drop for PgConn {
+    fn drop(&mut self) {
+        if self.watch.is_broken() {
+            self.conn.close_on_drop();
+        }
+    }
+}
+
+/// A write transaction on a watched connection. Dropped while open, it rolls back as sqlx's
+/// own does (the `ROLLBACK` goes out before the connection's next use), or, on a broken
+/// connection, ends with the connection, which is closed.
+pub struct PgTx {
+    conn: PgConn,
+    open: bool,
+}
+
+type Manager = sqlx::postgres::PgTransactionManager;
+
+impl PgTx {
+    /// `BEGIN` on `conn`.
+    pub async fn begin(mut conn: PgConn) -> sqlx::Result<PgTx> {
+        let (raw, watch) = conn.parts();
+        watch.guard(Manager::begin(raw, None)).await?;
+        Ok(PgTx { conn, open: true })
+    }
+
+    /// `COMMIT`; nothing written may be reported before this returns `Ok`.
+    pub async fn commit(mut self) -> sqlx::Result<()> {
+        let (raw, watch) = self.conn.parts();
+        watch.guard(Manager::commit(raw)).await?;
+        self.open = false;
+        Ok(())
+    }
+
+    /// `ROLLBACK` now.
+    pub async fn rollback(mut self) -> sqlx::Result<()> {
+        let (raw, watch) = self.conn.parts();
+        watch.guard(Manager::rollback(raw)).await?;
+        self.open = false;
+        Ok(())
+    }
+
+    /// The connection and its watch.
+    pub fn parts(&mut self) -> (&mut PgConnection, &Watch) {
+        self.conn.parts()
+    }
+}
+
+impl Drop for PgTx {
+    fn drop(&mut self) {
+        if self.open && !self.conn.watch.is_broken() {
+            Manager::start_rollback(&mut self.conn.conn);
+        }
     }
 }
 
