@@ -23,17 +23,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     common::block_on(run())
 }
 
-fn env_number(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
-
 async fn run() -> Result<(), Box<dyn std::error::Error>> {
     let dir = tempfile::tempdir()?;
-    let jobs = env_number("ONEJOB_BENCH_JOBS", 2_000);
-    let history = env_number("ONEJOB_BENCH_HISTORY", 100_000);
+    let jobs = common::env_number("ONEJOB_BENCH_JOBS", 2_000);
+    let history = common::env_number("ONEJOB_BENCH_HISTORY", 100_000);
     println!("onejob ledger benchmark: {jobs} jobs end to end, {history} jobs of history");
     end_to_end(dir.path(), jobs).await?;
     pages(dir.path(), history).await?;
@@ -48,7 +41,7 @@ async fn end_to_end(dir: &std::path::Path, n: usize) -> Result<(), Box<dyn std::
     let mut raw = raw_inserts(&mut raw_conn, 0..n / 2).await?;
 
     let engine = Engine::open(dir.join("e2e.db")).await?;
-    let concurrency = env_number("ONEJOB_BENCH_CONCURRENCY", DEFAULT_MAX_IN_FLIGHT);
+    let concurrency = common::env_number("ONEJOB_BENCH_CONCURRENCY", DEFAULT_MAX_IN_FLIGHT);
     let instant = run_queued(&engine, "instant", n, 0, concurrency).await?;
     raw.extend(raw_inserts(&mut raw_conn, n / 2..n).await?);
     raw_conn.close().await?;

@@ -17,6 +17,14 @@ use sqlx::{ConnectOptions, SqliteConnection};
 
 pub const OWNER: &str = "bench";
 
+/// A count from the environment variable `name`, or `default` when it is unset or not a number.
+pub fn env_number(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
 /// Runs a benchmark on two worker threads, as many as this machine has cores.
 pub fn block_on(
     bench: impl std::future::Future<Output = Result<(), Box<dyn std::error::Error>>>,

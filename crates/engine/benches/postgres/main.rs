@@ -45,18 +45,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     common::block_on(run())
 }
 
-fn env_number(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
-
 async fn run() -> Result<(), Box<dyn std::error::Error>> {
-    let n = env_number("ONEJOB_BENCH_N", 5_000);
-    let jobs = env_number("ONEJOB_BENCH_JOBS", 2_000);
-    let in_flight = env_number("ONEJOB_BENCH_CONCURRENCY", DEFAULT_MAX_IN_FLIGHT);
-    let slow_in_flight = env_number("ONEJOB_BENCH_SLOW_CONCURRENCY", 4);
+    let n = common::env_number("ONEJOB_BENCH_N", 5_000);
+    let jobs = common::env_number("ONEJOB_BENCH_JOBS", 2_000);
+    let in_flight = common::env_number("ONEJOB_BENCH_CONCURRENCY", DEFAULT_MAX_IN_FLIGHT);
+    let slow_in_flight = common::env_number("ONEJOB_BENCH_SLOW_CONCURRENCY", 4);
     let parts = std::env::var("ONEJOB_BENCH_PARTS")
         .unwrap_or_else(|_| "submit storms executor processes frozen".to_owned());
     let part = |name: &str| parts.split([' ', ',']).any(|p| p == name);
