@@ -26,8 +26,6 @@ pub use serve::{is_loopback, serve, tls_config, Limits, Served};
 pub const MAX_BODY: usize = 1024 * 1024;
 /// How long the headers, and then the body, of a request may take to arrive.
 pub const ARRIVAL_DEADLINE: Duration = Duration::from_secs(10);
-/// How often a SQLite ledger is checked for other processes' changes (PostgreSQL announces them).
-const CHANGE_CHECK: Duration = Duration::from_millis(100);
 /// How often a long wait or a stream reads the ledger again even without news: a PostgreSQL
 /// notification sent while the listening connection is being made again (after an outage) is
 /// lost, an event may be held back by an older transaction still open, and one that aborts
@@ -46,7 +44,9 @@ pub struct Api {
 impl Api {
     /// The API over `engine`; `stopping` turns true when the server starts its graceful stop.
     pub async fn new(engine: Engine, stopping: watch::Receiver<bool>) -> Result<Api> {
-        let changes = engine.changes(CHANGE_CHECK).await?;
+        let changes = engine
+            .changes(onejob_engine::executor::CHANGE_CHECK)
+            .await?;
         Ok(Api {
             engine,
             changes,
