@@ -46,7 +46,7 @@ impl Postgres {
     }
 
     /// Creates and starts a cluster with the server settings `settings` (`name=value` each).
-    fn start_with(settings: &[&str]) -> std::io::Result<Postgres> {
+    pub fn start_with(settings: &[&str]) -> std::io::Result<Postgres> {
         let bin = bin_dir()?;
         let dir = tempfile::tempdir()?;
         let data = dir.path().join("data");

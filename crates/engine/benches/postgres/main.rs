@@ -53,7 +53,19 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
     let parts = std::env::var("ONEJOB_BENCH_PARTS")
         .unwrap_or_else(|_| "submit storms executor processes frozen".to_owned());
     let part = |name: &str| parts.split([' ', ',']).any(|p| p == name);
-    let cluster = Postgres::start()?;
+    // Statement statistics for a profile of the processes runs (ONEJOB_BENCH_STATS).
+    let cluster = if std::env::var("ONEJOB_BENCH_STATS").is_ok() {
+        Postgres::start_with(&[
+            "max_connections=200",
+            "shared_preload_libraries=pg_stat_statements",
+            "pg_stat_statements.track=top",
+            "pg_stat_statements.max=10000",
+            "track_functions=all",
+            "track_io_timing=on",
+        ])?
+    } else {
+        Postgres::start()?
+    };
     println!(
         "onejob PostgreSQL benchmark ({parts}): {n} sequential submits, 1000 concurrent, \
          {jobs} jobs per worker-process run; fsync on, synchronous_commit on, 127.0.0.1"

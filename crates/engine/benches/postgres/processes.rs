@@ -116,6 +116,12 @@ async fn run(runs: &Runs<'_>, kind: &Kind) -> Result<f64> {
         workers.push(Worker::start(&url, in_flight, None, logs, &format!("{name}_{i}")).await?);
     }
     let mut ledger = PgConnection::connect(&url).await?;
+    let profiling = std::env::var("ONEJOB_BENCH_STATS").is_ok();
+    let before = if profiling {
+        Some(stats::start(&mut ledger).await?)
+    } else {
+        None
+    };
     for worker in &mut workers {
         worker.go().await?;
     }
@@ -145,6 +151,11 @@ async fn run(runs: &Runs<'_>, kind: &Kind) -> Result<f64> {
         .iter()
         .filter_map(|pid| u32::try_from(*pid).ok().and_then(cpu_of))
         .sum();
+    let listeners: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND query ILIKE 'LISTEN%'",
+    )
+    .fetch_one(&mut ledger)
+    .await?;
     for worker in workers {
         worker.stop().await?;
     }
@@ -162,6 +173,9 @@ async fn run(runs: &Runs<'_>, kind: &Kind) -> Result<f64> {
     .fetch_all(&mut ledger)
     .await?;
     ledger.close().await?;
+    if let Some(before) = before {
+        stats::report(&url, &before, jobs, backends.len(), listeners).await?;
+    }
     let once = if attempts == jobs_sent && jobs_sent as usize == jobs {
         "each sent once".to_owned()
     } else {
@@ -204,4 +218,103 @@ async fn queue(engine: &Engine, jobs: usize) -> Result<()> {
         task.await??;
     }
     Ok(())
+}
+
+/// A profile of one run from the server's statistics (`ONEJOB_BENCH_STATS`).
+mod stats {
+    use std::collections::BTreeMap;
+    use std::time::Duration;
+
+    use sqlx::{Connection, PgConnection};
+
+    type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
+    pub type Snapshot = BTreeMap<String, f64>;
+
+    const COUNTERS: &str = "
+        SELECT 'db.' || k, v::float8 FROM pg_stat_database d,
+          LATERAL (VALUES ('xact_commit', xact_commit), ('xact_rollback', xact_rollback),
+                          ('blks_hit', blks_hit), ('blks_read', blks_read),
+                          ('tup_returned', tup_returned), ('tup_fetched', tup_fetched),
+                          ('tup_inserted', tup_inserted), ('tup_updated', tup_updated),
+                          ('tup_deleted', tup_deleted), ('deadlocks', deadlocks)) AS x(k, v)
+          WHERE d.datname = current_database()
+        UNION ALL
+        SELECT 'wal.' || k, v::float8 FROM pg_stat_wal,
+          LATERAL (VALUES ('records', wal_records), ('bytes', wal_bytes::bigint),
+                          ('write', wal_write), ('sync', wal_sync), ('fpi', wal_fpi)) AS x(k, v)
+        UNION ALL
+        SELECT 'tab.' || relname || '.' || k, v::float8 FROM pg_stat_user_tables t,
+          LATERAL (VALUES ('seq_scan', seq_scan), ('seq_tup_read', seq_tup_read),
+                          ('idx_scan', coalesce(idx_scan, 0)), ('ins', n_tup_ins),
+                          ('upd', n_tup_upd), ('hot_upd', n_tup_hot_upd), ('del', n_tup_del))
+                  AS x(k, v)
+        UNION ALL
+        SELECT 'fn.' || funcname || '.' || k, v::float8 FROM pg_stat_user_functions f,
+          LATERAL (VALUES ('calls', calls::float8), ('self_ms', self_time)) AS x(k, v)";
+
+    async fn counters(db: &mut PgConnection) -> Result<Snapshot> {
+        sqlx::query("SELECT pg_stat_clear_snapshot()").execute(&mut *db).await?;
+        let rows: Vec<(String, f64)> = sqlx::query_as(COUNTERS).fetch_all(&mut *db).await?;
+        Ok(rows.into_iter().collect())
+    }
+
+    /// Resets the statement statistics and takes the counters before the workers go.
+    pub async fn start(db: &mut PgConnection) -> Result<Snapshot> {
+        sqlx::query("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
+            .execute(&mut *db)
+            .await?;
+        // Let the queueing connections' counters reach the shared statistics first.
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        let before = counters(db).await?;
+        sqlx::query("SELECT pg_stat_statements_reset()")
+            .execute(&mut *db)
+            .await?;
+        Ok(before)
+    }
+
+    /// Prints the run's statements and counters per job.
+    pub async fn report(
+        url: &str,
+        before: &Snapshot,
+        jobs: usize,
+        connections: usize,
+        listeners: i64,
+    ) -> Result<()> {
+        // The workers' backends flush their counters as they exit.
+        tokio::time::sleep(Duration::from_millis(2500)).await;
+        let mut db = PgConnection::connect(url).await?;
+        let after = counters(&mut db).await?;
+        let n = jobs as f64;
+        println!("  -- profile: {connections} connections to the ledger at the end, {listeners} listening");
+        let rows: Vec<(String, i64, f64, f64, i64)> = sqlx::query_as(
+            "SELECT regexp_replace(query, '\\s+', ' ', 'g'), calls, total_exec_time, mean_exec_time, rows
+             FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
+             ORDER BY calls DESC",
+        )
+        .fetch_all(&mut db)
+        .await?;
+        let calls: i64 = rows.iter().map(|r| r.1).sum();
+        let time: f64 = rows.iter().map(|r| r.2).sum();
+        println!(
+            "  -- statements: {calls} ({:.1}/job), {time:.0} ms executing ({:.3} ms/job), {} distinct",
+            calls as f64 / n,
+            time / n,
+            rows.len()
+        );
+        for (query, calls, total, mean, rows) in rows.iter().take(20) {
+            let short: String = query.chars().take(150).collect();
+            println!(
+                "  {calls:>7} ({:>5.2}/job) total {total:>8.1} ms mean {mean:>7.3} ms rows {rows:>7} | {short}",
+                *calls as f64 / n
+            );
+        }
+        for (key, value) in &after {
+            let delta = value - before.get(key).copied().unwrap_or_default();
+            if delta.abs() > 0.0 {
+                println!("  {key:<40} {delta:>12.0} ({:>8.3}/job)", delta / n);
+            }
+        }
+        db.close().await?;
+        Ok(())
+    }
 }
