@@ -371,21 +371,16 @@ impl Executor {
         if slots.is_empty() {
             return Ok(started);
         }
-        let job_ids = self.inner.engine.sendable_jobs(slots.len() as u32).await?;
-        if job_ids.is_empty() {
-            return Ok(started);
-        }
-        // One transaction claims them all.
-        let claims = self.inner.engine.claim_many(&job_ids).await?;
+        // One transaction reads the sendable jobs locked and claims them all.
+        let claims = self.inner.engine.claim_sendable(slots.len() as u32).await?;
         let mut slots = slots.into_iter();
-        for (job_id, claim) in job_ids.iter().zip(claims) {
+        for (_, claim) in claims {
             match claim {
-                Ok(Claim::Attempt(claimed)) => {
+                Claim::Attempt(claimed) => {
                     let JobAttempt { job, attempt, .. } = *claimed;
                     started += usize::from(self.spawn_drive(attempt, Some(job), slots.next()));
                 }
-                Ok(Claim::Failed(_) | Claim::Skipped) => {}
-                Err(e) => eprintln!("onejob executor: job {job_id}: {e}"),
+                Claim::Failed(_) | Claim::Skipped => {}
             }
         }
         Ok(started)

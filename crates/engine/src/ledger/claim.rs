@@ -169,6 +169,25 @@ impl Engine {
         Ok(outcomes)
     }
 
+    /// For the executor: claims up to `limit` sendable jobs, oldest first, in one write that
+    /// reads them locked (passing over jobs another host is claiming) and claims each; their
+    /// ids beside the outcomes. A claim that fails fails the write, which is then run alone.
+    pub async fn claim_sendable(&self, limit: u32) -> Result<Vec<(String, Claim)>> {
+        self.writes
+            .run(Lock::Nothing, move |tx| {
+                Box::pin(async move {
+                    let ids = job_rows::sendable_locking(tx, limit).await?;
+                    let mut claims = Vec::with_capacity(ids.len());
+                    for id in ids {
+                        let claim = claim_in(tx, &id).await?;
+                        claims.push((id, claim));
+                    }
+                    Ok(claims)
+                })
+            })
+            .await
+    }
+
     /// For the executor: ids of queued jobs whose backoff has passed, oldest first.
     pub async fn sendable_jobs(&self, limit: u32) -> Result<Vec<String>> {
         let mut conn = self.read().await?;

@@ -586,6 +586,19 @@ pub async fn sendable(h: &mut impl Handle, limit: u32) -> sqlx::Result<Vec<Strin
     })
 }
 
+/// [`sendable`] inside a claiming transaction: on PostgreSQL the ids are locked, passing over
+/// jobs another host holds, so hosts claiming at once take different jobs.
+pub async fn sendable_locking(h: &mut impl Handle, limit: u32) -> sqlx::Result<Vec<String>> {
+    match h.conn() {
+        Conn::Postgres(conn, watch) => {
+            let sql = include_str!("postgres/queries/jobs/sendable_locking.sql");
+            let reading = sqlx::query_scalar(sql).bind(i64::from(limit)).fetch_all(conn);
+            watch.guard(reading).await
+        }
+        Conn::Sqlite(_) => sendable(h, limit).await,
+    }
+}
+
 /// Whether the job waits on a backoff that has not ended by the database's clock.
 pub async fn backing_off(h: &mut impl Handle, id: &str) -> sqlx::Result<bool> {
     on_backend!(h, "jobs/backing_off", |conn, sql| {
