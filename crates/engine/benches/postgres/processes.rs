@@ -253,7 +253,9 @@ mod stats {
           LATERAL (VALUES ('calls', calls::float8), ('self_ms', self_time)) AS x(k, v)";
 
     async fn counters(db: &mut PgConnection) -> Result<Snapshot> {
-        sqlx::query("SELECT pg_stat_clear_snapshot()").execute(&mut *db).await?;
+        sqlx::query("SELECT pg_stat_clear_snapshot()")
+            .execute(&mut *db)
+            .await?;
         let rows: Vec<(String, f64)> = sqlx::query_as(COUNTERS).fetch_all(&mut *db).await?;
         Ok(rows.into_iter().collect())
     }

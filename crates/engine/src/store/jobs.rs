@@ -592,7 +592,9 @@ pub async fn sendable_locking(h: &mut impl Handle, limit: u32) -> sqlx::Result<V
     match h.conn() {
         Conn::Postgres(conn, watch) => {
             let sql = include_str!("postgres/queries/jobs/sendable_locking.sql");
-            let reading = sqlx::query_scalar(sql).bind(i64::from(limit)).fetch_all(conn);
+            let reading = sqlx::query_scalar(sql)
+                .bind(i64::from(limit))
+                .fetch_all(conn);
             watch.guard(reading).await
         }
         Conn::Sqlite(_) => sendable(h, limit).await,
