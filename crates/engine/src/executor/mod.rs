@@ -361,7 +361,7 @@ impl Executor {
         }
         let mut started = 0;
         let room = self.inner.permits.available_permits() as u32;
-        for attempt in self.inner.engine.pending_attempts(room.max(1)).await? {
+        for attempt in self.inner.engine.left_pending_attempts(room.max(1)).await? {
             started += usize::from(self.spawn_drive(attempt, None, None));
         }
         // A slot for each claim, taken before claiming: the jobs claimed are sent at once, and

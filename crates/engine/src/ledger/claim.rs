@@ -211,6 +211,17 @@ impl Engine {
             .collect()
     }
 
+    /// For the executor's pass: [`Engine::pending_attempts`] less those another host has just
+    /// claimed and is about to send (PostgreSQL).
+    pub async fn left_pending_attempts(&self, limit: u32) -> Result<Vec<Attempt>> {
+        let mut conn = self.read().await?;
+        attempt_rows::pending_left(&mut conn, limit)
+            .await?
+            .into_iter()
+            .map(|a| a.into_attempt())
+            .collect()
+    }
+
     /// For reconciliation: attempts in `unknown`, oldest first.
     pub async fn unknown_attempts(&self, limit: u32) -> Result<Vec<Attempt>> {
         let mut conn = self.read().await?;

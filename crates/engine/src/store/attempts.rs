@@ -361,6 +361,19 @@ pub async fn pending(h: &mut impl Handle, limit: u32) -> sqlx::Result<Vec<Attemp
     })
 }
 
+/// [`pending`] for an executor's pass: on PostgreSQL, less those committed in the last
+/// seconds, which another host that claimed them is about to send.
+pub async fn pending_left(h: &mut impl Handle, limit: u32) -> sqlx::Result<Vec<AttemptRow>> {
+    match h.conn() {
+        crate::store::Conn::Postgres(conn, watch) => {
+            let sql = include_str!("postgres/queries/attempts/pending_left.sql");
+            let reading = sqlx::query_as(sql).bind(i64::from(limit)).fetch_all(conn);
+            watch.guard(reading).await
+        }
+        crate::store::Conn::Sqlite(_) => pending(h, limit).await,
+    }
+}
+
 /// Attempts in `unknown`, oldest first, for reconciliation.
 pub async fn unknown(h: &mut impl Handle, limit: u32) -> sqlx::Result<Vec<AttemptRow>> {
     on_backend!(h, "attempts/unknown", |conn, sql| {
