@@ -5,7 +5,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{kinds, sandbox, start, until, Ledger, OWNER};
+use common::{kinds, sandbox, start, until, Ledger, Sql, OWNER};
 use onejob_engine::executor::{Executor, ExecutorOptions, Reconciled};
 use onejob_engine::sandbox::Dials;
 use onejob_engine::{AttemptState, Engine, Error, JobDetail, JobStatus, Resolution, Verdict};
@@ -706,4 +706,52 @@ async fn the_attempts_sent_at_once_follow_a_change_made_while_the_executor_runs(
         let job = engine.job(OWNER, id).await.expect("job").job;
         assert_eq!(job.status, JobStatus::Succeeded, "{id}");
     }
+}
+
+/// A pass claims its jobs together; one whose claim fails (its stored intent no longer
+/// validates, written behind the engine's back) must not hold up the others. The failing
+/// claim is logged and passed over; the job beside it is claimed and sent in the same pass.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_whose_claim_fails_holds_up_no_other_job() {
+    let ledger = Ledger::new().await;
+    let sandbox_intent =
+        |text: &str| json!({ "route": ["sandbox"], "input": { "text": text } }).to_string();
+    let poisoned = ledger
+        .engine
+        .submit(OWNER, "poisoned", &sandbox_intent("poisoned"))
+        .await
+        .expect("submit")
+        .job;
+    let fine = ledger
+        .engine
+        .submit(OWNER, "fine", &sandbox_intent("fine"))
+        .await
+        .expect("submit")
+        .job;
+    let raw = ledger.raw().await;
+    let broken = Sql {
+        sqlite: "UPDATE jobs SET intent = $2 WHERE id = $1",
+        postgres: "UPDATE jobs SET intent = $2::json WHERE id::text = $1",
+    };
+    let changed = raw
+        .execute(broken, &[&poisoned.id, r#"{"route": [], "input": {}}"#])
+        .await
+        .expect("break the stored intent");
+    assert_eq!(changed, 1);
+    raw.close().await;
+
+    let executor =
+        Executor::new(ledger.engine.clone(), ExecutorOptions::default()).expect("an executor");
+    assert_eq!(
+        executor.tick().await.expect("a pass"),
+        1,
+        "the pass claims the job beside the one that cannot be claimed"
+    );
+    let done = until(&ledger.engine, &fine.id, |d| {
+        d.job.status == JobStatus::Succeeded
+    })
+    .await;
+    assert_eq!(done.attempts.len(), 1, "{done:?}");
+    let stuck = ledger.engine.job(OWNER, &poisoned.id).await.expect("job");
+    assert!(stuck.attempts.is_empty(), "{stuck:?}");
 }

@@ -6,7 +6,8 @@
 
 use std::time::Duration;
 
-use onejob_engine::{Engine, Error, JobStatus};
+use onejob_engine::executor::{Executor, ExecutorOptions};
+use onejob_engine::{Claim, Engine, Error, JobStatus};
 use onejob_testkit::Postgres;
 use serde_json::json;
 
@@ -235,4 +236,114 @@ async fn opening_fails_clearly_and_never_repeats_the_password() {
         }
         other => panic!("expected invalid_input, got {other:?}"),
     }
+}
+
+fn one_pass(max_in_flight: usize) -> ExecutorOptions {
+    ExecutorOptions {
+        max_in_flight,
+        reconcile_every: Duration::from_secs(3600),
+        ..ExecutorOptions::default()
+    }
+}
+
+/// Hosts claiming at once take different jobs: a pass reads the sendable jobs locked inside
+/// its claiming transaction, passing over one another host is claiming, so it fills every
+/// free slot with a job nobody holds instead of queueing on (or giving up) the held one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pass_passes_over_a_job_another_host_is_claiming_and_fills_its_slots_with_others() {
+    let cluster = Postgres::start().expect("a cluster");
+    let url = cluster.database("claims").expect("a database");
+    let engine = Engine::open(&url).await.expect("open");
+    let mut ids = Vec::new();
+    for key in ["a", "b", "c"] {
+        let submitted = engine
+            .submit(OWNER, key, &sandbox_intent(key))
+            .await
+            .expect("submit");
+        ids.push(submitted.job.id);
+    }
+
+    // Another host is in the middle of claiming the oldest job: its row is locked.
+    let other = sqlx::PgPool::connect(&url).await.expect("connect");
+    let mut claiming = other.begin().await.expect("begin");
+    sqlx::query("SELECT id FROM jobs WHERE id::text = $1 FOR UPDATE")
+        .bind(&ids[0])
+        .fetch_one(&mut *claiming)
+        .await
+        .expect("lock the oldest job");
+
+    let executor = Executor::new(engine.clone(), one_pass(2)).expect("an executor");
+    let started = executor.tick().await.expect("a pass");
+    assert_eq!(
+        started, 2,
+        "both free slots take a job nobody holds, the held one passed over"
+    );
+    let held = engine.job(OWNER, &ids[0]).await.expect("job");
+    assert_eq!(held.job.status, JobStatus::Queued, "{held:?}");
+    assert!(held.attempts.is_empty(), "{held:?}");
+
+    claiming.rollback().await.expect("the other host lets go");
+    other.close().await;
+    tokio::time::timeout(Duration::from_secs(60), executor.run_until_idle())
+        .await
+        .expect("the executor settles")
+        .expect("runs");
+    for id in &ids {
+        let detail = engine.job(OWNER, id).await.expect("job");
+        assert_eq!(detail.job.status, JobStatus::Succeeded, "{detail:?}");
+        assert_eq!(detail.attempts.len(), 1, "{detail:?}");
+    }
+}
+
+/// A `pending` attempt is its claimer's to send. Another host's pass leaves one that was
+/// claimed a moment ago (driving it too would only lose the move to in-flight and roll its
+/// group back), and sends one whose claimer has been gone for seconds: it is not lost.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pending_attempt_is_left_to_its_claimer_and_sent_once_by_another_host_if_it_stops() {
+    let cluster = Postgres::start().expect("a cluster");
+    let url = cluster.database("pending").expect("a database");
+    let claimer = Engine::open(&url).await.expect("open the claimer");
+    let job = claimer
+        .submit(OWNER, "k", &sandbox_intent("k"))
+        .await
+        .expect("submit")
+        .job;
+    let attempt = match claimer.claim_next(&job.id).await.expect("claim") {
+        Claim::Attempt(claimed) => claimed.attempt,
+        other => panic!("expected an attempt, got {other:?}"),
+    };
+    let claimed_at = std::time::Instant::now();
+
+    let host = Engine::open(&url).await.expect("open another host");
+    let executor = Executor::new(host.clone(), one_pass(4)).expect("an executor");
+    assert_eq!(
+        executor.tick().await.expect("a pass"),
+        0,
+        "an attempt claimed a moment ago is left to its claimer"
+    );
+    assert!(
+        claimed_at.elapsed() < Duration::from_secs(2),
+        "the pass was too slow to tell"
+    );
+
+    // The claimer stops without sending it.
+    drop(claimer);
+    tokio::time::sleep(Duration::from_millis(2200)).await;
+    assert_eq!(
+        executor.tick().await.expect("a pass"),
+        1,
+        "an attempt left for seconds is sent by another host"
+    );
+    tokio::time::timeout(Duration::from_secs(60), executor.run_until_idle())
+        .await
+        .expect("the executor settles")
+        .expect("runs");
+    let detail = host.job(OWNER, &job.id).await.expect("job");
+    assert_eq!(detail.job.status, JobStatus::Succeeded, "{detail:?}");
+    assert_eq!(detail.attempts.len(), 1, "{detail:?}");
+    assert_eq!(detail.attempts[0].id, attempt.id);
+    assert_eq!(
+        detail.job.completed_by.as_deref(),
+        Some(attempt.id.as_str())
+    );
 }

@@ -343,3 +343,47 @@ async fn migrations_are_applied_once_however_many_start_together() {
             .expect("providers");
     assert_eq!(sandboxes, 1);
 }
+
+/// `onejob_uuid` turns the text ids of nearly every statement into the key's type. It must be
+/// inlined into the statements that call it, not called as a function on each execution: a
+/// generic plan of a lookup by id shows its body, not the function. Its answers are the same.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_id_in_text_is_read_inline_and_only_a_canonical_uuid_names_anything() {
+    let cluster = Postgres::start().expect("a cluster");
+    let pool = ledger(&cluster, "inline").await;
+    let mut conn = pool.acquire().await.expect("a connection");
+    sqlx::query("SET plan_cache_mode = force_generic_plan")
+        .execute(&mut *conn)
+        .await
+        .expect("generic plans");
+    sqlx::raw_sql("PREPARE by_id(text) AS SELECT id FROM jobs WHERE id = onejob_uuid($1)")
+        .execute(&mut *conn)
+        .await
+        .expect("prepare");
+    let explain = format!("EXPLAIN (VERBOSE, COSTS OFF) EXECUTE by_id('{JOB}')");
+    let plan: Vec<String> = sqlx::query_scalar(&explain)
+        .fetch_all(&mut *conn)
+        .await
+        .expect("explain");
+    let plan = plan.join("\n");
+    assert!(
+        !plan.contains("onejob_uuid"),
+        "called, not inlined:\n{plan}"
+    );
+    assert!(plan.contains("CASE"), "{plan}");
+
+    for (text, expected) in [
+        (Some(JOB), Some(JOB)),
+        (Some("01900000-0000-7000-8000-00000000000"), None),
+        (Some("01900000-0000-7000-8000-0000000000A1"), None),
+        (Some("not an id"), None),
+        (None, None),
+    ] {
+        let got: Option<String> = sqlx::query_scalar("SELECT onejob_uuid($1)::text")
+            .bind(text)
+            .fetch_one(&mut *conn)
+            .await
+            .expect("onejob_uuid");
+        assert_eq!(got.as_deref(), expected, "{text:?}");
+    }
+}

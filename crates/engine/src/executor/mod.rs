@@ -371,16 +371,27 @@ impl Executor {
         if slots.is_empty() {
             return Ok(started);
         }
-        // One transaction reads the sendable jobs locked and claims them all.
-        let claims = self.inner.engine.claim_sendable(slots.len() as u32).await?;
+        // One transaction reads the sendable jobs locked and claims them all. Should one claim
+        // fail (a job whose intent no longer validates), the write fails whole: the jobs are
+        // then claimed one by one, so that one fails alone and the others go on.
+        let claims = match self.inner.engine.claim_sendable(slots.len() as u32).await {
+            Ok(claims) => claims.into_iter().map(|(id, c)| (id, Ok(c))).collect(),
+            Err(e @ Error::Storage { .. }) => return Err(e),
+            Err(_) => {
+                let ids = self.inner.engine.sendable_jobs(slots.len() as u32).await?;
+                let claims = self.inner.engine.claim_many(&ids).await?;
+                ids.into_iter().zip(claims).collect::<Vec<_>>()
+            }
+        };
         let mut slots = slots.into_iter();
-        for (_, claim) in claims {
+        for (job_id, claim) in claims {
             match claim {
-                Claim::Attempt(claimed) => {
+                Ok(Claim::Attempt(claimed)) => {
                     let JobAttempt { job, attempt, .. } = *claimed;
                     started += usize::from(self.spawn_drive(attempt, Some(job), slots.next()));
                 }
-                Claim::Failed(_) | Claim::Skipped => {}
+                Ok(Claim::Failed(_) | Claim::Skipped) => {}
+                Err(e) => eprintln!("onejob executor: job {job_id}: {e}"),
             }
         }
         Ok(started)
