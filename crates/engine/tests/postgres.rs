@@ -347,3 +347,85 @@ async fn a_pending_attempt_is_left_to_its_claimer_and_sent_once_by_another_host_
         Some(attempt.id.as_str())
     );
 }
+
+/// Whole-table reads of `jobs` and `attempts` so far, as the server counts them once every
+/// other connection to the database has ended (a connection's counts are flushed when it ends).
+async fn whole_table_reads(url: &str) -> (i64, i64) {
+    let pool = sqlx::PgPool::connect(url).await.expect("connect");
+    for _ in 0..200 {
+        let others: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM pg_stat_activity \
+             WHERE datname = current_database() AND pid <> pg_backend_pid()",
+        )
+        .fetch_one(&pool)
+        .await
+        .expect("activity");
+        if others == 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let (jobs, attempts): (i64, i64) = sqlx::query_as(
+        "SELECT (SELECT seq_scan FROM pg_stat_user_tables WHERE relname = 'jobs'), \
+                (SELECT seq_scan FROM pg_stat_user_tables WHERE relname = 'attempts')",
+    )
+    .fetch_one(&pool)
+    .await
+    .expect("table statistics");
+    pool.close().await;
+    (jobs, attempts)
+}
+
+/// A team's ledger grows: no statement of a job's way from submit to its one result may read
+/// a whole table. On a ledger of 20,000 settled jobs, an engine that opens it, takes submits,
+/// claims, sends, answers and closes leaves the server's count of whole-table reads of `jobs`
+/// and `attempts` where it was.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_runs_to_its_result_on_a_large_ledger_without_reading_a_table_whole() {
+    let cluster = Postgres::start().expect("a cluster");
+    let url = cluster.database("large").expect("a database");
+    Engine::open(&url).await.expect("migrate").close().await;
+    let filler = sqlx::PgPool::connect(&url).await.expect("connect");
+    for sql in [
+        "INSERT INTO jobs (id, owner_id, idempotency_key, fingerprint, intent, status, finished_at) \
+         SELECT gen_random_uuid(), 'local', 'old-' || g, 'f', \
+                '{\"route\": [\"sandbox\"], \"input\": {}}'::json, 'cancelled', now() \
+         FROM generate_series(1, 20000) AS g",
+        "INSERT INTO attempts (id, job_id, number, provider, state, job_version, error_kind) \
+         SELECT gen_random_uuid(), id, 1, 'sandbox', 'failed', 0, 'server_error' FROM jobs",
+        "ANALYZE jobs",
+        "ANALYZE attempts",
+    ] {
+        sqlx::query(sql).execute(&filler).await.expect(sql);
+    }
+    filler.close().await;
+    let before = whole_table_reads(&url).await;
+
+    let engine = Engine::open(&url).await.expect("open");
+    let mut ids = Vec::new();
+    for key in ["a", "b", "c"] {
+        let submitted = engine
+            .submit(OWNER, key, &sandbox_intent(key))
+            .await
+            .expect("submit");
+        ids.push(submitted.job.id);
+    }
+    let executor = Executor::new(engine.clone(), one_pass(4)).expect("an executor");
+    tokio::time::timeout(Duration::from_secs(60), executor.run_until_idle())
+        .await
+        .expect("the executor settles")
+        .expect("runs");
+    for id in &ids {
+        let detail = engine.job(OWNER, id).await.expect("job");
+        assert_eq!(detail.job.status, JobStatus::Succeeded, "{detail:?}");
+    }
+    drop(executor);
+    engine.close().await;
+
+    let after = whole_table_reads(&url).await;
+    assert_eq!(
+        (after.0 - before.0, after.1 - before.1),
+        (0, 0),
+        "whole-table reads of jobs and attempts"
+    );
+}

@@ -261,8 +261,14 @@ impl Executor {
             if let Err(e) = self.tick().await {
                 eprintln!("onejob executor: {e}");
             }
-            // Changes while the pass ran, or during the gap, wake it once.
+            // Changes while the pass ran, or during the gap, wake it once; but not while every
+            // slot is taken, as no claim could be made: the pass would only read. The slot an
+            // attempt frees wakes it (`work_available`), and the change is then still noted.
+            let full = self.inner.permits.available_permits() == 0;
             let woken_by_feed = async {
+                if full {
+                    std::future::pending::<()>().await;
+                }
                 changed.notified().await;
                 tokio::time::sleep_until((began + FEED_GAP).into()).await;
             };
