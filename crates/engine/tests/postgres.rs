@@ -429,3 +429,38 @@ async fn a_job_runs_to_its_result_on_a_large_ledger_without_reading_a_table_whol
         "whole-table reads of jobs and attempts"
     );
 }
+
+/// What a person starts is not an executor's claim: a retry's attempt is sent at once by
+/// whichever host passes next, not left for seconds to a claimer that does not exist.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_persons_retry_is_sent_at_once_by_another_host() {
+    let cluster = Postgres::start().expect("a cluster");
+    let url = cluster.database("retry").expect("a database");
+    let person = Engine::open(&url).await.expect("open the person's");
+    let job = person
+        .submit(OWNER, "k", &sandbox_intent("k"))
+        .await
+        .expect("submit")
+        .job;
+    person.retry(OWNER, &job.id, None).await.expect("retry now");
+    let retried_at = std::time::Instant::now();
+
+    let host = Engine::open(&url).await.expect("open another host");
+    let executor = Executor::new(host.clone(), one_pass(4)).expect("an executor");
+    assert_eq!(
+        executor.tick().await.expect("a pass"),
+        1,
+        "a person's attempt is sent at once"
+    );
+    assert!(
+        retried_at.elapsed() < Duration::from_secs(2),
+        "the pass was too slow to tell"
+    );
+    tokio::time::timeout(Duration::from_secs(60), executor.run_until_idle())
+        .await
+        .expect("the executor settles")
+        .expect("runs");
+    let detail = host.job(OWNER, &job.id).await.expect("job");
+    assert_eq!(detail.job.status, JobStatus::Succeeded, "{detail:?}");
+    assert_eq!(detail.attempts.len(), 1, "{detail:?}");
+}
