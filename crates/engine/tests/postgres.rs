@@ -44,15 +44,9 @@ async fn a_postgres_url_opens_a_shared_ledger_where_a_job_runs_to_its_one_result
     assert_eq!(first.job.id, again.job.id);
     assert!(again.replayed);
 
-    let executor = onejob_engine::executor::Executor::new(engine.clone(), Default::default())
-        .expect("an executor");
-    tokio::time::timeout(Duration::from_secs(60), executor.run_until_idle())
-        .await
-        .expect("the executor settles")
-        .expect("runs");
-    let detail = engine.job(OWNER, &first.job.id).await.expect("job");
-    assert_eq!(detail.job.status, JobStatus::Succeeded, "{detail:?}");
-    assert_eq!(detail.attempts.len(), 1);
+    let executor = Executor::new(engine.clone(), Default::default()).expect("an executor");
+    settle(&executor).await;
+    let detail = sent_once(&engine, &first.job.id).await;
     assert_eq!(
         detail.job.completed_by.as_deref(),
         Some(detail.attempts[0].id.as_str())
@@ -238,6 +232,22 @@ async fn opening_fails_clearly_and_never_repeats_the_password() {
     }
 }
 
+/// Runs `executor` until nothing is left to send, for at most a minute.
+async fn settle(executor: &Executor) {
+    tokio::time::timeout(Duration::from_secs(60), executor.run_until_idle())
+        .await
+        .expect("the executor settles")
+        .expect("runs");
+}
+
+/// The job, checked to have succeeded with its one attempt.
+async fn sent_once(engine: &Engine, job_id: &str) -> onejob_engine::JobDetail {
+    let detail = engine.job(OWNER, job_id).await.expect("job");
+    assert_eq!(detail.job.status, JobStatus::Succeeded, "{detail:?}");
+    assert_eq!(detail.attempts.len(), 1, "{detail:?}");
+    detail
+}
+
 fn one_pass(max_in_flight: usize) -> ExecutorOptions {
     ExecutorOptions {
         max_in_flight,
@@ -284,14 +294,9 @@ async fn a_pass_passes_over_a_job_another_host_is_claiming_and_fills_its_slots_w
 
     claiming.rollback().await.expect("the other host lets go");
     other.close().await;
-    tokio::time::timeout(Duration::from_secs(60), executor.run_until_idle())
-        .await
-        .expect("the executor settles")
-        .expect("runs");
+    settle(&executor).await;
     for id in &ids {
-        let detail = engine.job(OWNER, id).await.expect("job");
-        assert_eq!(detail.job.status, JobStatus::Succeeded, "{detail:?}");
-        assert_eq!(detail.attempts.len(), 1, "{detail:?}");
+        sent_once(&engine, id).await;
     }
 }
 
@@ -334,13 +339,8 @@ async fn a_pending_attempt_is_left_to_its_claimer_and_sent_once_by_another_host_
         1,
         "an attempt left for seconds is sent by another host"
     );
-    tokio::time::timeout(Duration::from_secs(60), executor.run_until_idle())
-        .await
-        .expect("the executor settles")
-        .expect("runs");
-    let detail = host.job(OWNER, &job.id).await.expect("job");
-    assert_eq!(detail.job.status, JobStatus::Succeeded, "{detail:?}");
-    assert_eq!(detail.attempts.len(), 1, "{detail:?}");
+    settle(&executor).await;
+    let detail = sent_once(&host, &job.id).await;
     assert_eq!(detail.attempts[0].id, attempt.id);
     assert_eq!(
         detail.job.completed_by.as_deref(),
@@ -411,13 +411,9 @@ async fn a_job_runs_to_its_result_on_a_large_ledger_without_reading_a_table_whol
         ids.push(submitted.job.id);
     }
     let executor = Executor::new(engine.clone(), one_pass(4)).expect("an executor");
-    tokio::time::timeout(Duration::from_secs(60), executor.run_until_idle())
-        .await
-        .expect("the executor settles")
-        .expect("runs");
+    settle(&executor).await;
     for id in &ids {
-        let detail = engine.job(OWNER, id).await.expect("job");
-        assert_eq!(detail.job.status, JobStatus::Succeeded, "{detail:?}");
+        sent_once(&engine, id).await;
     }
     drop(executor);
     engine.close().await;
@@ -456,11 +452,6 @@ async fn a_persons_retry_is_sent_at_once_by_another_host() {
         retried_at.elapsed() < Duration::from_secs(2),
         "the pass was too slow to tell"
     );
-    tokio::time::timeout(Duration::from_secs(60), executor.run_until_idle())
-        .await
-        .expect("the executor settles")
-        .expect("runs");
-    let detail = host.job(OWNER, &job.id).await.expect("job");
-    assert_eq!(detail.job.status, JobStatus::Succeeded, "{detail:?}");
-    assert_eq!(detail.attempts.len(), 1, "{detail:?}");
+    settle(&executor).await;
+    sent_once(&host, &job.id).await;
 }
