@@ -166,14 +166,60 @@ impl Window {
         window
     }
 
-    /// Waits up to 20 s for an element to be there, and returns it.
+    /// Waits up to 20 s for an element to be there, and returns it. If it never comes, the
+    /// failure says what the window showed instead (its text, a screenshot in artifacts/) and
+    /// what the app printed last.
     pub async fn wait_for(&self, css: &str) -> fantoccini::elements::Element {
-        self.client
+        match self
+            .client
             .wait()
             .at_most(Duration::from_secs(20))
             .for_element(Locator::Css(css))
             .await
-            .unwrap_or_else(|e| panic!("{css} did not appear: {e}"))
+        {
+            Ok(element) => element,
+            Err(e) => panic!("{css} did not appear: {e}\n{}", self.what_it_shows().await),
+        }
+    }
+
+    /// What the window shows now and what the app printed last, for a failure's message;
+    /// each part it cannot get within 10 s (a window that stopped answering) is said so.
+    pub async fn what_it_shows(&self) -> String {
+        let ten = Duration::from_secs(10);
+        let text = async {
+            let body = self.client.find(Locator::Css("body")).await?;
+            body.text().await
+        };
+        let shown = match tokio::time::timeout(ten, text).await {
+            Ok(Ok(text)) => text,
+            Ok(Err(e)) => format!("(no text: {e})"),
+            Err(_) => "(no text within 10 s)".into(),
+        };
+        // The X server's pixels, as `screenshot` takes them (WebDriver's own can wait for ever).
+        let shot = artifacts().join(format!("failed-{}.png", std::process::id()));
+        let pixels = async {
+            let (x, y, width, height) = self.client.get_window_rect().await.ok()?;
+            tokio::process::Command::new("import")
+                .args(["-display", &self.display, "-window", "root", "-crop"])
+                .arg(format!("{width}x{height}+{x}+{y}"))
+                .arg("+repage")
+                .arg(&shot)
+                .status()
+                .await
+                .ok()
+                .filter(|status| status.success())
+        };
+        let saved = match tokio::time::timeout(ten, pixels).await {
+            Ok(Some(_)) => format!("screenshot: {}", shot.display()),
+            _ => "(no screenshot)".into(),
+        };
+        let outputs = String::from_utf8_lossy(&self.outputs()).into_owned();
+        let mut last: Vec<&str> = outputs.lines().rev().take(40).collect();
+        last.reverse();
+        format!(
+            "the window shows:\n{shown}\n{saved}\nthe app and driver printed last:\n{}",
+            last.join("\n")
+        )
     }
 
     pub async fn click(&self, css: &str) {
@@ -238,24 +284,13 @@ impl Window {
         assert!(status.success(), "import could not save {}", path.display());
     }
 
-    /// Opens the job from the Jobs list. A click on a row that has only just appeared was
-    /// once lost in a full run (the Job screen never came); it is then clicked once more, and
-    /// the harness says so on stderr, so a lost click stays visible in the run's output.
+    /// Opens the job from the Jobs list with one click on its row, and waits for its screen.
     pub async fn open_job(&self, id: &str) {
         self.click("[data-screen=jobs]").await;
         let row = format!(".job-row[data-job-id='{id}']");
         self.click(&row).await;
-        let opened = self
-            .client
-            .wait()
-            .at_most(Duration::from_secs(10))
-            .for_element(Locator::Css("#job-title"))
+        self.wait_for(&format!("section.job[data-job-id='{id}'] #job-title"))
             .await;
-        if opened.is_err() {
-            eprintln!("window: a click on job {id}'s row did not open it in 10 s; clicking again");
-            self.click(&row).await;
-        }
-        self.wait_for("#job-title").await;
     }
 
     /// The folder holding the app's data, config and cache directories and the outputs.

@@ -93,6 +93,44 @@ export function JobsScreen({ now, open, go }: Props) {
     [status, search, provider],
   );
 
+  // The list as last rendered, for reads that decide between refreshing and starting over.
+  const current = useRef(pages);
+  current.current = pages;
+
+  // Starts the list over at `total` rows. In view of its top, the rows already shown stay
+  // until the new first page is there and are then replaced in one render: the list never
+  // flashes placeholders while the ledger changes, so a click on a row always lands on it.
+  const startOver = useCallback(
+    (total: number) => {
+      generation.current++;
+      loading.current.clear();
+      const fresh = emptyPages(total);
+      if (total === 0 || shown.current.first >= PAGE) {
+        setPages(fresh);
+        return;
+      }
+      const gen = generation.current;
+      const find = search === "" ? null : search;
+      const read = () =>
+        takeOpeningPage(status, null, PAGE, false, find, provider) ??
+        commands.listJobs(status, null, PAGE, false, find, provider);
+      void call(read).then((result) => {
+        if (gen !== generation.current) return;
+        // Pages asked for meanwhile were of the old list.
+        generation.current++;
+        loading.current.clear();
+        if (result.status === "error") {
+          setError(result.error);
+          setPages(fresh);
+          return;
+        }
+        setError(null);
+        setPages(withPage(fresh, { end: "top", i: 0 }, result.data.jobs, result.data.next, around.current));
+      });
+    },
+    [status, search, provider],
+  );
+
   // Counts the jobs; an unchanged count keeps the list and re-reads the pages in view
   // (statuses change in place), otherwise the list starts over at its new length.
   const recount = useCallback(
@@ -106,18 +144,15 @@ export function JobsScreen({ now, open, go }: Props) {
           setError(result.error);
           return;
         }
-        setPages((cur) => {
-          if (inPlace && cur !== null && cur.total === result.data && !cur.stale) {
-            for (const ref of inView(cur, shown.current.first, shown.current.last)) fetchPage(cur, ref, true);
-            return cur;
-          }
-          generation.current++;
-          loading.current.clear();
-          return emptyPages(result.data);
-        });
+        const cur = current.current;
+        if (inPlace && cur !== null && cur.total === result.data && !cur.stale) {
+          for (const ref of inView(cur, shown.current.first, shown.current.last)) fetchPage(cur, ref, true);
+          return;
+        }
+        startOver(result.data);
       });
     },
-    [status, search, provider, fetchPage],
+    [status, search, provider, fetchPage, startOver],
   );
 
   // A new filter starts over; the first, unfiltered list is already there when it was opened.
@@ -167,9 +202,18 @@ export function JobsScreen({ now, open, go }: Props) {
   }, []);
 
   const total = pages?.total ?? 0;
-  const shownRows: { index: number; job: Job | undefined }[] = [];
+  // A job's row is keyed by the job, so it keeps its element while the job moves down the
+  // list: an element found (or clicked) for a job never shows another one. A job read twice
+  // (two pages read at different moments) is keyed by its place the second time.
+  const shownRows: { key: string; index: number; job: Job | undefined }[] = [];
   if (pages !== null) {
-    for (let i = first; i <= Math.min(last, total - 1); i++) shownRows.push({ index: i, job: rowAt(pages, i) });
+    const keyed = new Set<string>();
+    for (let i = first; i <= Math.min(last, total - 1); i++) {
+      const job = rowAt(pages, i);
+      const key = job !== undefined && !keyed.has(job.id) ? job.id : `row-${i}`;
+      if (job !== undefined) keyed.add(job.id);
+      shownRows.push({ key, index: i, job });
+    }
   }
   const empty = pages !== null && total === 0;
   // The first content: a job row, or the first-run panel of an empty ledger.
@@ -242,8 +286,8 @@ export function JobsScreen({ now, open, go }: Props) {
         onScroll={(e) => setView({ top: e.currentTarget.scrollTop, height: e.currentTarget.clientHeight })}
       >
         <div style={{ height: total * ROW, position: "relative" }}>
-          {shownRows.map(({ index, job }) => (
-            <JobRow key={index} index={index} job={job} now={now} open={open} />
+          {shownRows.map(({ key, index, job }) => (
+            <JobRow key={key} index={index} job={job} now={now} open={open} />
           ))}
         </div>
       </div>
