@@ -18,17 +18,29 @@ if [[ "${TAURI_ENV_DEBUG:-false}" == "true" ]]; then
   name=debug
 fi
 
-# Cargo names the executable it built, wherever the target directory is (CARGO_TARGET_DIR,
-# .cargo/config or ./target).
-built="$(
-  cargo build -p onejob --locked "${profile[@]}" --manifest-path "$root/Cargo.toml" \
-    --message-format=json-render-diagnostics |
-    grep -o '"executable":"[^"]*/onejob"' | tail -n1 | cut -d'"' -f4
-)"
-[[ -x "$built" ]] || {
-  echo "stage-cli: cargo did not report the onejob executable" >&2
-  exit 1
-}
+# A CLI binary already built from this tree may be handed over instead (tests/deb.sh gives the
+# one its test run built): `cargo build -p onejob` alone resolves the CLI's dependencies with
+# other features than a workspace build does, and compiles them all again.
+if [[ -n "${ONEJOB_STAGE_CLI_BINARY:-}" ]]; then
+  built="$ONEJOB_STAGE_CLI_BINARY"
+  name="given"
+  [[ -x "$built" ]] || {
+    echo "stage-cli: ONEJOB_STAGE_CLI_BINARY=$built is not an executable" >&2
+    exit 1
+  }
+else
+  # Cargo names the executable it built, wherever the target directory is (CARGO_TARGET_DIR,
+  # .cargo/config or ./target).
+  built="$(
+    cargo build -p onejob --locked "${profile[@]}" --manifest-path "$root/Cargo.toml" \
+      --message-format=json-render-diagnostics |
+      grep -o '"executable":"[^"]*/onejob"' | tail -n1 | cut -d'"' -f4
+  )"
+  [[ -x "$built" ]] || {
+    echo "stage-cli: cargo did not report the onejob executable" >&2
+    exit 1
+  }
+fi
 
 mkdir -p "$(dirname "$staged")"
 cp -f "$built" "$staged"

@@ -43,8 +43,9 @@ for file in /usr/bin/onejob /usr/bin/onejob-app; do
 done
 
 phase "build the .deb (debug)"
-# A debug bundle of the app binary that tests/window_opens.sh already built: `tauri bundle`
-# packs it as it is. Measured on two busy cores with the debug builds done: 14 s, plus about
+# A debug bundle of the app binary already built (by scripts/test's tests step, or by
+# tests/window_opens.sh): `tauri bundle` packs it as it is; scripts/test also hands over its
+# command line (ONEJOB_STAGE_CLI_BINARY, see packaging/stage-cli.sh). Measured on two busy cores with the debug builds done: 14 s, plus about
 # 35 s the first time for stage-cli.sh's `cargo build -p onejob` (built alone, the CLI's
 # dependencies get other features than in the workspace's build). `tauri build --debug`
 # took 95 s (it recompiles tauri and the app with the custom-protocol feature), and a
