@@ -53,3 +53,29 @@ pub async fn raw_inserts(
     }
     Ok(times)
 }
+
+/// The lone submit's own statement (the engine's `jobs/submit.sql`), one autocommit each on a
+/// plain connection to a ledger: what the server does for a submit, without the engine's pool,
+/// queue and parsing around it. The latency of each.
+pub async fn submit_statements(
+    conn: &mut PgConnection,
+    keys: std::ops::Range<usize>,
+) -> Result<Vec<Duration>, sqlx::Error> {
+    let statement = include_str!("../../src/store/postgres/queries/jobs/submit.sql");
+    let mut times = Vec::with_capacity(keys.len());
+    for i in keys {
+        let body = intent(i);
+        let id = uuid::Uuid::now_v7().to_string();
+        let start = Instant::now();
+        sqlx::query(statement)
+            .bind(&id)
+            .bind(OWNER)
+            .bind(format!("statement-{i}"))
+            .bind("f")
+            .bind(&body)
+            .fetch_optional(&mut *conn)
+            .await?;
+        times.push(start.elapsed());
+    }
+    Ok(times)
+}

@@ -27,7 +27,7 @@ mod processes;
 mod workers;
 
 use common::executor::run_queued;
-use common::postgres::{raw_connection, raw_inserts};
+use common::postgres::{raw_connection, raw_inserts, submit_statements};
 use common::{
     engine_with_provider, ms, pct, print_latencies, ratio, sequential_submits, storm, storm_rates,
     total,
@@ -120,6 +120,10 @@ async fn sequential(cluster: &Postgres, n: usize) -> Result<f64, Box<dyn std::er
     let mut names_only =
         ledger_without(cluster, "names_only", "jobs_notify, jobs_submitted").await?;
     let (mut without_notify, mut with_names_only) = (Vec::new(), Vec::new());
+    // The submit's own statement on a plain connection: the server's share, apart from the
+    // engine's pool, queue and parsing.
+    let mut statement_conn = PgConnection::connect(&ledger_url).await?;
+    let mut statements = Vec::new();
     // Alternating blocks, so a noisy neighbour slows every side alike.
     let (mut raws, mut submits, mut triggered) = (
         Vec::with_capacity(n),
@@ -133,7 +137,8 @@ async fn sequential(cluster: &Postgres, n: usize) -> Result<f64, Box<dyn std::er
         submits.extend(sequential_submits(&engine, range.clone()).await?);
         triggered.extend(raw_inserts(&mut with_triggers, range.clone()).await?);
         without_notify.extend(raw_inserts(&mut no_notify, range.clone()).await?);
-        with_names_only.extend(raw_inserts(&mut names_only, range).await?);
+        with_names_only.extend(raw_inserts(&mut names_only, range.clone()).await?);
+        statements.extend(submit_statements(&mut statement_conn, range).await?);
     }
     engine.close().await;
     print_latencies("pg raw INSERT (baseline)", &raws);
@@ -141,6 +146,7 @@ async fn sequential(cluster: &Postgres, n: usize) -> Result<f64, Box<dyn std::er
     print_latencies("pg raw INSERT, ledger's triggers", &triggered);
     print_latencies("  the same without NOTIFY", &without_notify);
     print_latencies("  only the name check", &with_names_only);
+    print_latencies("pg the submit's statement alone", &statements);
     println!(
         "  pg ratio submit/raw: p50 {:.2}x, p99 {:.2}x (aim: <= 1.3x); throughput {:.2}x raw (aim: >= 0.8x)",
         ratio(pct(&submits, 50.0), pct(&raws, 50.0)),
