@@ -197,21 +197,10 @@ impl Window {
         };
         // The X server's pixels, as `screenshot` takes them (WebDriver's own can wait for ever).
         let shot = artifacts().join(format!("failed-{}.png", std::process::id()));
-        let pixels = async {
-            let (x, y, width, height) = self.client.get_window_rect().await.ok()?;
-            tokio::process::Command::new("import")
-                .args(["-display", &self.display, "-window", "root", "-crop"])
-                .arg(format!("{width}x{height}+{x}+{y}"))
-                .arg("+repage")
-                .arg(&shot)
-                .status()
-                .await
-                .ok()
-                .filter(|status| status.success())
-        };
-        let saved = match tokio::time::timeout(ten, pixels).await {
-            Ok(Some(_)) => format!("screenshot: {}", shot.display()),
-            _ => "(no screenshot)".into(),
+        let saved = match tokio::time::timeout(ten, self.grab(&shot)).await {
+            Ok(Ok(())) => format!("screenshot: {}", shot.display()),
+            Ok(Err(e)) => format!("(no screenshot: {e})"),
+            Err(_) => "(no screenshot within 10 s)".into(),
         };
         let outputs = String::from_utf8_lossy(&self.outputs()).into_owned();
         let mut last: Vec<&str> = outputs.lines().rev().take(40).collect();
@@ -271,17 +260,30 @@ impl Window {
             )
             .await
             .unwrap();
-        let (x, y, width, height) = self.client.get_window_rect().await.unwrap();
         let path = artifacts().join(format!("{name}.png"));
+        self.grab(&path).await.unwrap();
+    }
+
+    /// Saves the window's pixels as the X server holds them in `path`.
+    async fn grab(&self, path: &Path) -> Result<(), String> {
+        let (x, y, width, height) = self
+            .client
+            .get_window_rect()
+            .await
+            .map_err(|e| format!("no window rectangle: {e}"))?;
         let status = tokio::process::Command::new("import")
             .args(["-display", &self.display, "-window", "root", "-crop"])
             .arg(format!("{width}x{height}+{x}+{y}"))
             .arg("+repage")
-            .arg(&path)
+            .arg(path)
             .status()
             .await
-            .expect("import runs (apt-get install imagemagick)");
-        assert!(status.success(), "import could not save {}", path.display());
+            .map_err(|e| format!("import does not run (apt-get install imagemagick): {e}"))?;
+        if status.success() {
+            Ok(())
+        } else {
+            Err(format!("import could not save {}", path.display()))
+        }
     }
 
     /// Opens the job from the Jobs list with one click on its row, and waits for its screen.
