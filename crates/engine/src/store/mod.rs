@@ -336,11 +336,7 @@ impl Db {
                 db.writer.close().await;
                 db.reader.close().await;
             }
-            Db::Postgres(db) => {
-                // The pool waits for every connection handed out, hot ones included.
-                db.cool();
-                db.pool.close().await;
-            }
+            Db::Postgres(db) => db.pool.close().await,
         }
     }
 }

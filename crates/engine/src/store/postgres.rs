@@ -22,7 +22,7 @@
 
 use std::future::Future;
 use std::str::FromStr;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -51,18 +51,6 @@ pub const PROBE_TIMEOUT: Duration = Duration::from_secs(2);
 /// How long one answer serves every statement that waits at once, so a hundred of them ask once.
 const PROBE_FRESH: Duration = Duration::from_secs(1);
 
-/// How long a connection given back stays hot: taken again within this, it is used as it is;
-/// after it, it is pinged first. A connection the server dropped meanwhile (a restart, a
-/// terminated backend) is then found and closed, never handed out.
-const HOT_FRESH: Duration = Duration::from_secs(1);
-
-/// How long a hot connection may sit unused before it goes back to the pool, whose idle
-/// timeout then closes it.
-const HOT_IDLE: Duration = Duration::from_secs(30);
-
-/// The most connections kept hot: the pool's size.
-const POOL_SIZE: u32 = 8;
-
 /// How long the change feed's connection may stay quiet before it is pinged.
 const LISTEN_QUIET: Duration = Duration::from_secs(5);
 
@@ -83,13 +71,6 @@ const SESSION: [(&str, &str); 5] = [
 ];
 
 /// The pool of one PostgreSQL ledger.
-///
-/// A connection given back after clean use is kept out of sqlx's pool, hot, and handed out
-/// again as it is: sqlx pings every connection it takes back (and this pool, every one it
-/// hands out), two round trips per use that cost more than a submit's own statement on a
-/// busy host. A connection is given back to sqlx's pool instead, pinged there, whenever its
-/// state is not known to be clean (a statement on it was cancelled or given up on), and one
-/// hot connection left unused for [`HOT_FRESH`] is pinged before it is used again.
 #[derive(Clone)]
 pub struct PgDb {
     pub pool: PgPool,
@@ -97,41 +78,6 @@ pub struct PgDb {
     pub location: String,
     /// Asks the server whether it answers, for statements that wait long.
     live: Arc<Liveness>,
-    /// Connections given back clean, the last given back at the end, with when.
-    hot: Arc<Hot>,
-}
-
-/// The hot connections; how many callers are waiting for a connection (then one given back
-/// goes to sqlx's pool, where they wait); whether the pool is closing (then none is kept).
-#[derive(Default)]
-struct Hot {
-    conns: std::sync::Mutex<Vec<(PoolConnection<Postgres>, Instant)>>,
-    waiting: AtomicUsize,
-    closed: AtomicBool,
-}
-
-/// Counts a caller as waiting for a connection until it is dropped.
-struct Waiting<'a>(&'a AtomicUsize);
-
-impl<'a> Waiting<'a> {
-    fn new(count: &'a AtomicUsize) -> Waiting<'a> {
-        count.fetch_add(1, Ordering::SeqCst);
-        Waiting(count)
-    }
-}
-
-impl Drop for Waiting<'_> {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::SeqCst);
-    }
-}
-
-impl Hot {
-    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<(PoolConnection<Postgres>, Instant)>> {
-        self.conns
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-    }
 }
 
 /// Whether `location` names a PostgreSQL ledger (`postgres://` or `postgresql://`).
@@ -170,7 +116,7 @@ impl PgDb {
             .map_err(fail)?;
         probe.close().await.map_err(fail)?;
         let pool = PgPoolOptions::new()
-            .max_connections(POOL_SIZE)
+            .max_connections(8)
             // A connection the server dropped while it sat in the pool (a restart, a
             // terminated backend) is found by a ping and closed, never handed out again.
             .test_before_acquire(true)
@@ -192,56 +138,18 @@ impl PgDb {
             pool,
             location,
             live,
-            hot: Arc::new(Hot::default()),
         })
     }
 
-    /// A connection, watched while statements run on it: the hot one given back last, else
-    /// one from the pool.
+    /// A connection from the pool, watched while statements run on it.
     pub async fn acquire(&self) -> sqlx::Result<PgConn> {
-        // Counted before the hot ones are looked at: a connection given back meanwhile goes
-        // to sqlx's pool, so this caller, if it finds none hot, is not left waiting there.
-        let _waiting = Waiting::new(&self.hot.waiting);
-        loop {
-            let taken = self.hot.lock().pop();
-            let Some((mut conn, at)) = taken else {
-                break;
-            };
-            if at.elapsed() >= HOT_FRESH {
-                let pinged = tokio::time::timeout(PROBE_TIMEOUT, conn.ping()).await;
-                if !matches!(pinged, Ok(Ok(()))) {
-                    // Broken or silent: closed, not given back.
-                    conn.close_on_drop();
-                    continue;
-                }
-            }
-            return Ok(self.watched(conn));
-        }
-        let conn = self.pool.acquire().await?;
-        Ok(self.watched(conn))
-    }
-
-    fn watched(&self, conn: PoolConnection<Postgres>) -> PgConn {
-        PgConn {
-            conn: Some(conn),
+        Ok(PgConn {
+            conn: self.pool.acquire().await?,
             watch: Watch {
                 live: self.live.clone(),
                 broken: AtomicBool::new(false),
-                running: AtomicBool::new(false),
             },
-            hot: self.hot.clone(),
-            closing: false,
-        }
-    }
-
-    /// Gives the hot connections back to the pool, before it closes.
-    pub fn cool(&self) {
-        let mut hot = self.hot.lock();
-        // Under the lock, so no connection given back after this is kept.
-        self.hot.closed.store(true, Ordering::Relaxed);
-        let cooled = std::mem::take(&mut *hot);
-        drop(hot);
-        drop(cooled);
+        })
     }
 
     /// A counter that rises whenever the ledger changes, whoever changed it: `LISTEN` on a
@@ -375,8 +283,6 @@ impl Liveness {
 pub struct Watch {
     live: Arc<Liveness>,
     broken: AtomicBool,
-    /// Whether a statement was started and has not ended (it may have been cancelled).
-    running: AtomicBool,
 }
 
 impl Watch {
@@ -385,32 +291,7 @@ impl Watch {
     /// on a lock goes on (the database ends a frozen host's transaction after 10 s, and any
     /// statement after 30 s); a server that does not answer fails it with `storage`, and marks
     /// the connection broken so that it is closed instead of given back.
-    ///
-    /// A failure that says the server is unreachable (the connection failed or was cut, or
-    /// the server ended the session) also marks the connection broken, and names the ledger.
     pub async fn guard<T, E>(&self, statement: impl Future<Output = Result<T, E>>) -> Result<T, E>
-    where
-        E: From<sqlx::Error> + AsSqlx,
-    {
-        self.running.store(true, Ordering::Relaxed);
-        let done = self.wait(statement).await;
-        self.running.store(false, Ordering::Relaxed);
-        match done {
-            Err(e)
-                if e.as_sqlx()
-                    .is_some_and(|e| Error::is_unreachable(e, CONNECT_TIMEOUT)) =>
-            {
-                self.broken.store(true, Ordering::Relaxed);
-                let named = e
-                    .as_sqlx()
-                    .map(|e| Error::unreachable_at(&self.live.location, CONNECT_TIMEOUT, e));
-                Err(named.map(E::from).unwrap_or(e))
-            }
-            done => done,
-        }
-    }
-
-    async fn wait<T, E>(&self, statement: impl Future<Output = Result<T, E>>) -> Result<T, E>
     where
         E: From<sqlx::Error>,
     {
@@ -439,78 +320,30 @@ impl Watch {
     }
 }
 
-/// A connection of the ledger with its [`Watch`]: closed instead of given back when a
-/// statement on it was given up on, since what it would answer next is anyone's guess; kept
-/// hot when every statement on it ended; else given back to sqlx's pool, which pings it.
+/// A connection from the ledger's pool with its [`Watch`]: closed instead of given back when a
+/// statement on it was given up on, since what it would answer next is anyone's guess.
 pub struct PgConn {
-    conn: Option<PoolConnection<Postgres>>,
+    conn: PoolConnection<Postgres>,
     watch: Watch,
-    hot: Arc<Hot>,
-    closing: bool,
 }
 
 impl PgConn {
     /// The connection and its watch, for the statements of one operation.
     pub fn parts(&mut self) -> (&mut PgConnection, &Watch) {
-        let conn = self
-            .conn
-            .as_mut()
-            .expect("a connection is there until the PgConn is dropped");
-        (conn, &self.watch)
+        (&mut self.conn, &self.watch)
     }
 
-    /// Closes the connection when dropped instead of giving it back.
+    /// Closes the connection when dropped instead of giving it back to the pool.
     pub fn close_on_drop(&mut self) {
-        self.closing = true;
+        self.conn.close_on_drop();
     }
 }
 
 impl Drop for PgConn {
     fn drop(&mut self) {
-        let Some(mut conn) = self.conn.take() else {
-            return;
-        };
-        if self.closing || self.watch.is_broken() {
-            conn.close_on_drop();
-            return;
+        if self.watch.is_broken() {
+            self.conn.close_on_drop();
         }
-        if self.watch.running.load(Ordering::Relaxed) || self.hot.waiting.load(Ordering::SeqCst) > 0
-        {
-            // A statement was cancelled: sqlx's pool waits for its answer and pings it. Or
-            // someone waits for a connection: sqlx's pool hands it over.
-            return;
-        }
-        let mut hot = self.hot.lock();
-        if self.hot.closed.load(Ordering::Relaxed) {
-            // The pool is closing, and waits for this connection to close it.
-            drop(hot);
-            return;
-        }
-        let now = Instant::now();
-        // The longest unused go back to the pool (dropped after the lock is let go).
-        let cold: Vec<_> = match hot.iter().position(|(_, at)| now - *at < HOT_IDLE) {
-            Some(fresh) => hot.drain(..fresh).collect(),
-            None => hot.drain(..).collect(),
-        };
-        if hot.len() < POOL_SIZE as usize {
-            hot.push((conn, now));
-            drop(hot);
-        } else {
-            drop(hot);
-            drop(conn);
-        }
-        drop(cold);
-    }
-}
-
-/// The `sqlx::Error` inside an error, if it is one.
-pub trait AsSqlx {
-    fn as_sqlx(&self) -> Option<&sqlx::Error>;
-}
-
-impl AsSqlx for sqlx::Error {
-    fn as_sqlx(&self) -> Option<&sqlx::Error> {
-        Some(self)
     }
 }
 
@@ -557,10 +390,7 @@ impl PgTx {
 impl Drop for PgTx {
     fn drop(&mut self) {
         if self.open && !self.conn.watch.is_broken() {
-            // The `ROLLBACK` goes out before the connection's next statement, hot or pooled.
-            if let Some(conn) = self.conn.conn.as_mut() {
-                Manager::start_rollback(conn);
-            }
+            Manager::start_rollback(&mut self.conn.conn);
         }
     }
 }
@@ -661,121 +491,7 @@ fn open_error(location: &str, e: sqlx::Error, secret: Option<&str>) -> Error {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
-
     use super::*;
-
-    /// A PostgreSQL ledger of its own on the PostgreSQL pass (`ONEJOB_TEST_POSTGRES`); `None`
-    /// on the SQLite pass, where there is no pool to test.
-    async fn ledger() -> Option<(PgDb, tempfile::TempDir)> {
-        let dir = tempfile::tempdir().unwrap();
-        let location = onejob_testkit::ledger_location(&dir.path().join("ledger.db"));
-        if !is_url(&location) {
-            return None;
-        }
-        Some((PgDb::open(&location).await.unwrap(), dir))
-    }
-
-    async fn backend(conn: &mut PgConn) -> sqlx::Result<i32> {
-        let (raw, watch) = conn.parts();
-        let asked = sqlx::query_scalar::<_, i32>("SELECT pg_backend_pid()").fetch_one(raw);
-        watch.guard(asked).await
-    }
-
-    /// Ends the server's side of connection `pid`, and waits until the server is done with it.
-    async fn terminate(db: &PgDb, pid: i32) {
-        let mut other = db.pool.acquire().await.unwrap();
-        let ended: bool = sqlx::query_scalar("SELECT pg_terminate_backend($1, 5000)")
-            .bind(pid)
-            .fetch_one(&mut *other)
-            .await
-            .unwrap();
-        assert!(ended, "backend {pid} ended");
-    }
-
-    #[tokio::test]
-    async fn a_connection_given_back_clean_is_handed_out_again_at_once_the_last_first() {
-        let Some((db, _dir)) = ledger().await else {
-            return;
-        };
-        let mut a = db.acquire().await.unwrap();
-        let mut b = db.acquire().await.unwrap();
-        let (first, second) = (
-            backend(&mut a).await.unwrap(),
-            backend(&mut b).await.unwrap(),
-        );
-        assert_ne!(first, second);
-        drop(b);
-        drop(a);
-        let mut again = db.acquire().await.unwrap();
-        assert_eq!(backend(&mut again).await.unwrap(), first);
-        drop(again);
-
-        // Handed out without a round trip: one the server dropped just now is found by its
-        // statement, which fails with `storage` naming the ledger; it is closed, and the next
-        // connection handed out is another, that answers.
-        terminate(&db, first).await;
-        let mut dead = db.acquire().await.unwrap();
-        let failed = Error::from(backend(&mut dead).await.unwrap_err());
-        let said = failed.to_string();
-        assert!(
-            said.contains(&format!("the ledger at {} is unreachable", db.location)),
-            "{said}"
-        );
-        assert!(
-            said.contains("Check that its PostgreSQL server is running"),
-            "{said}"
-        );
-        drop(dead);
-        let mut next = db.acquire().await.unwrap();
-        let answered = backend(&mut next).await.unwrap();
-        assert_ne!(answered, first);
-    }
-
-    #[tokio::test]
-    async fn a_connection_left_unused_for_a_while_is_pinged_before_it_is_handed_out() {
-        let Some((db, _dir)) = ledger().await else {
-            return;
-        };
-        let mut conn = db.acquire().await.unwrap();
-        let pid = backend(&mut conn).await.unwrap();
-        drop(conn);
-        terminate(&db, pid).await;
-        tokio::time::sleep(HOT_FRESH + Duration::from_millis(100)).await;
-        // The ping finds it dropped: another connection answers.
-        let mut conn = db.acquire().await.unwrap();
-        let answered = backend(&mut conn).await.unwrap();
-        assert_ne!(answered, pid);
-    }
-
-    #[tokio::test]
-    async fn a_connection_whose_statement_was_cancelled_is_not_kept() {
-        let Some((db, _dir)) = ledger().await else {
-            return;
-        };
-        let mut conn = db.acquire().await.unwrap();
-        let (raw, watch) = conn.parts();
-        let slow = watch.guard(sqlx::query("SELECT pg_sleep(2)").execute(raw));
-        assert!(tokio::time::timeout(Duration::from_millis(200), slow)
-            .await
-            .is_err());
-        drop(conn);
-        assert!(
-            db.hot.lock().is_empty(),
-            "kept hot with a statement running"
-        );
-
-        // One used to the end is kept.
-        let mut conn = db.acquire().await.unwrap();
-        backend(&mut conn).await.unwrap();
-        drop(conn);
-        assert_eq!(db.hot.lock().len(), 1);
-        // And closing gives every connection back: the pool's close waits for them all.
-        let db = super::super::Db::Postgres(db);
-        tokio::time::timeout(Duration::from_secs(10), db.close())
-            .await
-            .expect("the pool closed");
-    }
 
     #[test]
     fn a_password_never_survives_redaction() {
