@@ -65,6 +65,17 @@ export function JobsScreen({ now, open, go }: Props) {
   const shown = useRef({ first, last });
   shown.current = { first, last };
 
+  // Reads one page of the list as filtered now: the opening page when it is the one asked for.
+  const readPage = useCallback(
+    (after: string | null, oldestFirst: boolean) => {
+      const find = search === "" ? null : search;
+      return () =>
+        takeOpeningPage(status, after, PAGE, oldestFirst, find, provider) ??
+        commands.listJobs(status, after, PAGE, oldestFirst, find, provider);
+    },
+    [status, search, provider],
+  );
+
   const fetchPage = useCallback(
     (p: Pages, ref: PageRef, refresh = false) => {
       const key = keyOf(ref);
@@ -72,12 +83,7 @@ export function JobsScreen({ now, open, go }: Props) {
       if (loading.current.has(key) || after === undefined) return;
       loading.current.add(key);
       const gen = generation.current;
-      const find = search === "" ? null : search;
-      const oldestFirst = ref.end === "bottom";
-      const read = () =>
-        takeOpeningPage(status, after, PAGE, oldestFirst, find, provider) ??
-        commands.listJobs(status, after, PAGE, oldestFirst, find, provider);
-      void call(read).then((result) => {
+      void call(readPage(after, ref.end === "bottom")).then((result) => {
         if (gen !== generation.current) return;
         loading.current.delete(key);
         if (result.status === "error") {
@@ -90,7 +96,7 @@ export function JobsScreen({ now, open, go }: Props) {
         );
       });
     },
-    [status, search, provider],
+    [readPage],
   );
 
   // The list as last rendered, for reads that decide between refreshing and starting over.
@@ -110,11 +116,7 @@ export function JobsScreen({ now, open, go }: Props) {
         return;
       }
       const gen = generation.current;
-      const find = search === "" ? null : search;
-      const read = () =>
-        takeOpeningPage(status, null, PAGE, false, find, provider) ??
-        commands.listJobs(status, null, PAGE, false, find, provider);
-      void call(read).then((result) => {
+      void call(readPage(null, false)).then((result) => {
         if (gen !== generation.current) return;
         // Pages asked for meanwhile were of the old list.
         generation.current++;
@@ -128,7 +130,7 @@ export function JobsScreen({ now, open, go }: Props) {
         setPages(withPage(fresh, { end: "top", i: 0 }, result.data.jobs, result.data.next, around.current));
       });
     },
-    [status, search, provider],
+    [readPage],
   );
 
   // Counts the jobs; an unchanged count keeps the list and re-reads the pages in view
