@@ -87,14 +87,26 @@ fn lose_nothing_and_send_nothing_twice(database: &str, fault: impl FnOnce(&mut P
     );
     jobs.extend(submits.acknowledged.iter().cloned());
 
-    poll(Duration::from_secs(180), "every job succeeded", || {
+    let deadline = Instant::now() + Duration::from_secs(180);
+    loop {
         assert!(worker.is_running(), "{} exited", worker.what);
-        let settled = details(&ledger, &jobs)
-            .iter()
-            .filter(|d| d["job"]["status"] == "succeeded")
-            .count();
-        (settled == jobs.len()).then_some(())
-    });
+        let unsettled: Vec<Value> = details(&ledger, &jobs)
+            .into_iter()
+            .filter(|d| d["job"]["status"] != "succeeded")
+            .collect();
+        if unsettled.is_empty() {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "every job succeeded: not within 180 s; {} did not, the first of them: {:#}\n\
+             the worker's stderr: {}",
+            unsettled.len(),
+            unsettled[0],
+            worker.stderr()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
     let keys = sandbox.keys();
     let distinct: HashSet<&String> = keys.iter().collect();
     assert_eq!(

@@ -7,8 +7,9 @@
 use std::time::Duration;
 
 use onejob_engine::executor::{Executor, ExecutorOptions};
+use onejob_engine::sandbox::{Dials, Sandbox};
 use onejob_engine::{Claim, Engine, Error, JobStatus};
-use onejob_testkit::Postgres;
+use onejob_testkit::{Postgres, Relay};
 use serde_json::json;
 
 const OWNER: &str = "local";
@@ -454,4 +455,60 @@ async fn a_persons_retry_is_sent_at_once_by_another_host() {
     );
     settle(&executor).await;
     sent_once(&host, &job.id).await;
+}
+
+/// A commit whose answer never came may have been made. The server commits an attempt's move
+/// to in flight and the connection goes before its answer: the executor cannot tell from the
+/// error whether the move was made, so it asks the ledger (a lease renews only on an attempt
+/// it holds in flight) and sends the attempt, once. It is not left in flight unsent, to turn
+/// `unknown` when its lease runs out as if it might have been sent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_move_to_in_flight_committed_without_an_answer_is_sent_once_not_left_unknown() {
+    let cluster = Postgres::start().expect("a cluster");
+    let direct = cluster.database("unanswered").expect("a database");
+    let relay = Relay::start(cluster.port()).expect("a relay");
+    let url = relay.url_for(&direct, cluster.port());
+    let engine = Engine::open(&url).await.expect("open through the relay");
+    let server = Sandbox::start(
+        ([127, 0, 0, 1], 0).into(),
+        Dials {
+            latency_ms: 5,
+            jitter_ms: 0,
+            ..Dials::default()
+        },
+    )
+    .await
+    .expect("a sandbox");
+    let config = json!({
+        "name": "payee", "kind": "http", "base_url": server.url(),
+        "soft_timeout_ms": 5000, "hard_timeout_ms": 8000,
+        "honours_idempotency_key": false
+    });
+    engine
+        .add_provider(&config.to_string())
+        .await
+        .expect("provider");
+    let job = engine
+        .submit(
+            OWNER,
+            "unanswered",
+            &json!({ "route": ["payee"], "input": 1 }).to_string(),
+        )
+        .await
+        .expect("submit")
+        .job;
+
+    // The event a move to in flight writes is bound only by that move's statement.
+    relay.lose_commit_answer("attempt_sent");
+    let executor = Executor::new(engine.clone(), one_pass(1)).expect("an executor");
+    settle(&executor).await;
+    assert_eq!(relay.lost(), 1, "the move's commit answer was lost");
+    let detail = sent_once(&engine, &job.id).await;
+    assert_eq!(server.log().len(), 1, "sent once");
+    let sent = detail
+        .events
+        .iter()
+        .filter(|e| e.kind == "attempt_sent")
+        .count();
+    assert_eq!(sent, 1, "{detail:#?}");
 }

@@ -97,15 +97,7 @@ impl Executor {
                 return Ok(());
             }
         };
-        if let Err(e) = engine
-            .mark_sent(&attempt.id, &self.inner.id, self.inner.options.lease)
-            .await
-        {
-            // Another executor sent it, or the job moved on: nothing is sent. A storage error
-            // leaves it `pending`, to be sent on a later pass.
-            if !matches!(e, Error::InvalidTransition { .. }) {
-                eprintln!("onejob executor: attempt {}: {e}", attempt.id);
-            }
+        if !self.marked_sent(&attempt.id).await {
             return Ok(());
         }
         let renewer = self.renew_lease(&attempt.id);
@@ -123,6 +115,39 @@ impl Executor {
             }
             // The hard deadline passed: the connection is dropped and the attempt stays unknown.
             None => Ok(()),
+        }
+    }
+
+    /// Commits the attempt's `pending → in_flight` under this executor's lease; whether it
+    /// may now be sent. Another executor sent it, or the job moved on: false, nothing is sent.
+    /// A storage error says nothing of the commit: the server may have committed the move and
+    /// then gone away before answering. The attempt is then this executor's in flight, and
+    /// left so it would turn `unknown` when its lease ran out, though nothing was sent. So the
+    /// lease is renewed, which holds only for an attempt this executor has in flight: renewed,
+    /// the move was committed and the attempt is sent now, once; not renewed, the move was not
+    /// (the attempt stays `pending`, for a later pass) or the attempt moved on.
+    async fn marked_sent(&self, attempt_id: &str) -> bool {
+        let (engine, id, lease) = (&self.inner.engine, &self.inner.id, self.inner.options.lease);
+        match engine.mark_sent(attempt_id, id, lease).await {
+            Ok(_) => true,
+            Err(Error::InvalidTransition { .. }) => false,
+            Err(e @ Error::Storage { .. }) => {
+                eprintln!("onejob executor: attempt {attempt_id}: {e}; was it marked sent?");
+                let renewed = self
+                    .persist("lease", || engine.renew_lease(attempt_id, id, lease))
+                    .await;
+                match renewed {
+                    Ok(renewed) => renewed,
+                    Err(e) => {
+                        eprintln!("onejob executor: attempt {attempt_id}: {e}");
+                        false
+                    }
+                }
+            }
+            Err(e) => {
+                eprintln!("onejob executor: attempt {attempt_id}: {e}");
+                false
+            }
         }
     }
 
