@@ -457,13 +457,10 @@ async fn a_persons_retry_is_sent_at_once_by_another_host() {
     sent_once(&host, &job.id).await;
 }
 
-/// A commit whose answer never came may have been made. The server commits an attempt's move
-/// to in flight and the connection goes before its answer: the executor cannot tell from the
-/// error whether the move was made, so it asks the ledger (a lease renews only on an attempt
-/// it holds in flight) and sends the attempt, once. It is not left in flight unsent, to turn
-/// `unknown` when its lease runs out as if it might have been sent.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_move_to_in_flight_committed_without_an_answer_is_sent_once_not_left_unknown() {
+/// Runs one job at a provider on 127.0.0.1 through a relay that loses the answer to the commit
+/// of the first transaction binding `needle`; the job's detail once the executor has settled,
+/// checked to have succeeded with one attempt, sent once.
+async fn one_commit_answer_lost(needle: &str) -> onejob_engine::JobDetail {
     let cluster = Postgres::start().expect("a cluster");
     let direct = cluster.database("unanswered").expect("a database");
     let relay = Relay::start(cluster.port()).expect("a relay");
@@ -498,17 +495,42 @@ async fn a_move_to_in_flight_committed_without_an_answer_is_sent_once_not_left_u
         .expect("submit")
         .job;
 
-    // The event a move to in flight writes is bound only by that move's statement.
-    relay.lose_commit_answer("attempt_sent");
+    relay.lose_commit_answer(needle);
     let executor = Executor::new(engine.clone(), one_pass(1)).expect("an executor");
     settle(&executor).await;
-    assert_eq!(relay.lost(), 1, "the move's commit answer was lost");
+    assert_eq!(relay.lost(), 1, "the commit answer was lost");
     let detail = sent_once(&engine, &job.id).await;
     assert_eq!(server.log().len(), 1, "sent once");
-    let sent = detail
-        .events
-        .iter()
-        .filter(|e| e.kind == "attempt_sent")
-        .count();
-    assert_eq!(sent, 1, "{detail:#?}");
+    for kind in ["attempt_sent", "attempt_succeeded"] {
+        let n = detail.events.iter().filter(|e| e.kind == kind).count();
+        assert_eq!(n, 1, "one {kind}: {detail:#?}");
+    }
+    detail
+}
+
+/// A commit whose answer never came may have been made. The server commits an attempt's move
+/// to in flight and the connection goes before its answer: the executor cannot tell from the
+/// error whether the move was made, so it asks the ledger (a lease renews only on an attempt
+/// it holds in flight) and sends the attempt, once. It is not left in flight unsent, to turn
+/// `unknown` when its lease runs out as if it might have been sent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_move_to_in_flight_committed_without_an_answer_is_sent_once_not_left_unknown() {
+    // The event a move to in flight writes is bound only by that move's statement.
+    one_commit_answer_lost("attempt_sent").await;
+}
+
+/// The answer's write is committed and its commit's answer lost: the write is tried again and
+/// finds the job completed by this very attempt. That is not a race lost, nor an error to
+/// report: the one result stands, recorded once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answer_committed_without_an_answer_is_recorded_once_and_loses_no_race() {
+    let detail = one_commit_answer_lost("attempt_succeeded").await;
+    assert_eq!(
+        detail.job.completed_by.as_deref(),
+        Some(detail.attempts[0].id.as_str())
+    );
+    assert!(
+        !detail.events.iter().any(|e| e.kind == "race_lost"),
+        "{detail:#?}"
+    );
 }
