@@ -534,3 +534,11 @@ async fn an_answer_committed_without_an_answer_is_recorded_once_and_loses_no_rac
         "{detail:#?}"
     );
 }
+
+/// The claim's commit is made and its answer lost: the executor took nothing, and the job has
+/// a `pending` attempt nobody is sending. A later pass finds it, as it finds one whose claimer
+/// stopped, and sends it once; the job gets no second attempt.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_claim_committed_without_an_answer_is_sent_once_by_a_later_pass() {
+    one_commit_answer_lost("attempt_created").await;
+}
