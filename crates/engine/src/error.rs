@@ -238,6 +238,9 @@ impl Error {
     /// words, naming the ledger and what to check; any other failure as `From` words it.
     /// `connect_timeout` is how long a connection was waited for.
     pub fn from_postgres(location: &str, connect_timeout: Duration, e: sqlx::Error) -> Self {
+        if named_unreachable(&e).is_some() {
+            return e.into();
+        }
         match unreachable_cause(&e, connect_timeout) {
             Some(cause) => Error::Storage {
                 message: format!(
@@ -248,6 +251,50 @@ impl Error {
             None => e.into(),
         }
     }
+}
+
+impl Error {
+    /// Whether `e` says the PostgreSQL server is unreachable (see [`Error::from_postgres`]).
+    /// One that already names its ledger is not said again.
+    pub(crate) fn is_unreachable(e: &sqlx::Error, connect_timeout: Duration) -> bool {
+        named_unreachable(e).is_none() && unreachable_cause(e, connect_timeout).is_some()
+    }
+
+    /// `e`, a failure that says the server at `location` is unreachable, as an error that
+    /// converts to `storage` in the words of [`Error::from_postgres`], naming the ledger:
+    /// statements fail mid-way where only their connection knows which ledger it is.
+    pub(crate) fn unreachable_at(
+        location: &str,
+        connect_timeout: Duration,
+        e: &sqlx::Error,
+    ) -> sqlx::Error {
+        let cause = unreachable_cause(e, connect_timeout).unwrap_or_else(|| e.to_string());
+        sqlx::Error::Io(std::io::Error::other(Unreachable(format!(
+            "the ledger at {location} is unreachable: {cause}. {UNREACHABLE_CHECK}"
+        ))))
+    }
+}
+
+/// A failure that already says, in full, that a named ledger is unreachable.
+#[derive(Debug)]
+struct Unreachable(String);
+
+impl std::fmt::Display for Unreachable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Unreachable {}
+
+/// The words of a failure that already names its unreachable ledger.
+fn named_unreachable(e: &sqlx::Error) -> Option<String> {
+    let sqlx::Error::Io(io) = e else {
+        return None;
+    };
+    io.get_ref()?
+        .downcast_ref::<Unreachable>()
+        .map(|u| u.0.clone())
 }
 
 /// What a person should check, and expect, while a PostgreSQL ledger is unreachable.
@@ -294,7 +341,9 @@ fn database_message(e: &sqlx::Error) -> String {
 
 impl From<sqlx::Error> for Error {
     fn from(e: sqlx::Error) -> Self {
-        let message = if is_busy(&e) {
+        let message = if let Some(named) = named_unreachable(&e) {
+            named
+        } else if is_busy(&e) {
             "the ledger is busy: another process has held its write lock past the busy \
              timeout. Check for another onejob process on this file (the app, a worker, \
              onejob serve) or a tool holding it open in a transaction (sqlite3, a backup), \

@@ -498,7 +498,7 @@ async fn one_commit_answer_lost(needle: &str) -> onejob_engine::JobDetail {
     relay.lose_commit_answer(needle);
     let executor = Executor::new(engine.clone(), one_pass(1)).expect("an executor");
     settle(&executor).await;
-    assert_eq!(relay.lost(), 1, "the commit answer was lost");
+    assert_eq!(relay.cut(), 1, "the commit answer was lost");
     let detail = sent_once(&engine, &job.id).await;
     assert_eq!(server.log().len(), 1, "sent once");
     for kind in ["attempt_sent", "attempt_succeeded"] {
@@ -541,4 +541,45 @@ async fn an_answer_committed_without_an_answer_is_recorded_once_and_loses_no_rac
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_claim_committed_without_an_answer_is_sent_once_by_a_later_pass() {
     one_commit_answer_lost("attempt_created").await;
+}
+
+/// A connection cut in the middle of a statement is said as a failed connect is: `storage`,
+/// naming the ledger and what to check, not the driver's bare words. Nothing was written, the
+/// connection is not handed out again, and the same submit a moment later goes through.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connection_cut_mid_statement_names_the_ledger_and_the_next_request_goes_through() {
+    let cluster = Postgres::start().expect("a cluster");
+    let direct = cluster.database("cut").expect("a database");
+    let relay = Relay::start(cluster.port()).expect("a relay");
+    let url = relay.url_for(&direct, cluster.port());
+    let engine = Engine::open(&url).await.expect("open through the relay");
+
+    relay.cut_statement("cut-here");
+    let cut = engine
+        .submit(OWNER, "cut-here", &sandbox_intent("cut"))
+        .await
+        .expect_err("the statement's connection was cut");
+    assert_eq!(relay.cut(), 1);
+    match &cut {
+        Error::Storage { message, .. } => {
+            assert!(
+                message.contains(&format!(
+                    "the ledger at {} is unreachable",
+                    engine.location()
+                )),
+                "{message}"
+            );
+            assert!(
+                message.contains("Check that its PostgreSQL server"),
+                "{message}"
+            );
+        }
+        other => panic!("expected storage, got {other:?}"),
+    }
+
+    let again = engine
+        .submit(OWNER, "cut-here", &sandbox_intent("cut"))
+        .await
+        .expect("the same submit, a moment later");
+    assert!(!again.replayed, "the cut statement wrote nothing");
 }

@@ -1,6 +1,7 @@
-//! A loopback relay in front of a PostgreSQL server that can lose the answer to one commit:
-//! the server commits, and the client never hears so. That is what a server restarted or a
-//! connection cut at the wrong moment does, made to happen at a moment a test chooses.
+//! A loopback relay in front of a PostgreSQL server that can cut a connection at a moment a
+//! test chooses: after the server made a commit and before its answer (the client never hears
+//! that it was made), or in the middle of a statement. That is what a server restarted, or a
+//! connection cut, at the wrong moment does.
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
@@ -15,10 +16,9 @@ const COMMIT_TIME: Duration = Duration::from_millis(500);
 const PROTOCOL_3: u32 = 196_608;
 
 /// A TCP relay on 127.0.0.1 to a PostgreSQL server on another loopback port. Every byte is
-/// passed on unchanged, until [`Relay::lose_commit_answer`] arms it: then the first transaction
-/// that binds a parameter containing the given text has its `COMMIT` passed to the server,
-/// the server is given time to commit it, and that connection is closed both ways without
-/// the server's answer reaching the client. Connections after it are relayed as before.
+/// passed on unchanged until the relay is armed, with [`Relay::lose_commit_answer`] or
+/// [`Relay::cut_statement`]; then it cuts the first connection that binds a parameter
+/// containing the given text, once. Connections after it are relayed as before.
 pub struct Relay {
     port: u16,
     shared: Arc<Shared>,
@@ -26,11 +26,20 @@ pub struct Relay {
 
 #[derive(Default)]
 struct Shared {
-    /// The text a bound parameter must contain for its transaction's commit answer to be lost.
-    armed: Mutex<Option<Vec<u8>>>,
-    /// How many commit answers were lost.
-    lost: AtomicUsize,
+    /// The text a bound parameter must contain for its connection to be cut, and where.
+    armed: Mutex<Option<(Vec<u8>, Cut)>>,
+    /// How many connections were cut.
+    cut: AtomicUsize,
     stopped: AtomicBool,
+}
+
+/// Where an armed relay cuts a connection.
+#[derive(Clone, Copy, PartialEq)]
+enum Cut {
+    /// After the server received the transaction's `COMMIT`, before its answer.
+    CommitAnswer,
+    /// Before the statement that binds the text reaches the server.
+    Statement,
 }
 
 impl Relay {
@@ -71,15 +80,22 @@ impl Relay {
         )
     }
 
-    /// Arms the relay: the answer to the commit of the next transaction that binds a
-    /// parameter containing `needle` is lost.
+    /// Arms the relay: the next transaction that binds a parameter containing `needle` has its
+    /// `COMMIT` passed to the server, which is given time to make it; then the connection is
+    /// closed both ways without the server's answer reaching the client.
     pub fn lose_commit_answer(&self, needle: &str) {
-        *lock(&self.shared.armed) = Some(needle.as_bytes().to_vec());
+        *lock(&self.shared.armed) = Some((needle.as_bytes().to_vec(), Cut::CommitAnswer));
     }
 
-    /// How many commit answers it has lost so far.
-    pub fn lost(&self) -> usize {
-        self.shared.lost.load(Ordering::SeqCst)
+    /// Arms the relay: the next statement that binds a parameter containing `needle` never
+    /// reaches the server; its connection is closed both ways instead, mid-statement.
+    pub fn cut_statement(&self, needle: &str) {
+        *lock(&self.shared.armed) = Some((needle.as_bytes().to_vec(), Cut::Statement));
+    }
+
+    /// How many connections it has cut so far.
+    pub fn cut(&self) -> usize {
+        self.shared.cut.load(Ordering::SeqCst)
     }
 }
 
@@ -148,8 +164,15 @@ fn requests(
         let body = &message[5..];
         match kind {
             b'B' => {
-                if let Some(needle) = lock(&shared.armed).as_ref() {
-                    bound_needle |= body.windows(needle.len()).any(|w| w == needle.as_slice());
+                let mut armed = lock(&shared.armed);
+                if let Some((needle, cut)) = armed.as_ref() {
+                    let binds = body.windows(needle.len()).any(|w| w == needle.as_slice());
+                    if binds && *cut == Cut::Statement {
+                        *armed = None;
+                        shared.cut.fetch_add(1, Ordering::SeqCst);
+                        return Ok(());
+                    }
+                    bound_needle |= binds;
                 }
             }
             b'Q' => {
@@ -164,7 +187,7 @@ fn requests(
                     muted.store(true, Ordering::SeqCst);
                     server.write_all(&message)?;
                     std::thread::sleep(COMMIT_TIME);
-                    shared.lost.fetch_add(1, Ordering::SeqCst);
+                    shared.cut.fetch_add(1, Ordering::SeqCst);
                     return Ok(());
                 }
                 if text.starts_with("BEGIN")

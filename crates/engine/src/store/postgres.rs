@@ -290,28 +290,43 @@ impl Watch {
     /// [`PATIENCE`], the server is asked whether it answers, again every [`PATIENCE`]: a wait
     /// on a lock goes on (the database ends a frozen host's transaction after 10 s, and any
     /// statement after 30 s); a server that does not answer fails it with `storage`, and marks
-    /// the connection broken so that it is closed instead of given back.
-    pub async fn guard<T, E>(&self, statement: impl Future<Output = Result<T, E>>) -> Result<T, E>
-    where
-        E: From<sqlx::Error>,
-    {
+    /// the connection broken so that it is closed instead of given back. A statement that
+    /// fails because its connection failed or was ended by the server names the ledger, as a
+    /// failed connect does, and its connection is closed too.
+    pub async fn guard<T>(
+        &self,
+        statement: impl Future<Output = sqlx::Result<T>>,
+    ) -> sqlx::Result<T> {
         tokio::pin!(statement);
         loop {
             tokio::select! {
                 biased;
-                done = &mut statement => return done,
+                done = &mut statement => return self.named(done),
                 () = tokio::time::sleep(PATIENCE) => {}
             }
             let answers = tokio::select! {
                 biased;
-                done = &mut statement => return done,
+                done = &mut statement => return self.named(done),
                 answers = self.live.answers() => answers,
             };
             if !answers {
                 self.broken.store(true, Ordering::Relaxed);
-                return Err(E::from(self.live.not_answering()));
+                return Err(self.live.not_answering());
             }
         }
+    }
+
+    /// `done`, with a failure that says the server is unreachable worded to name the ledger;
+    /// its connection is then broken.
+    fn named<T>(&self, done: sqlx::Result<T>) -> sqlx::Result<T> {
+        done.map_err(|e| {
+            if Error::is_unreachable(&e, CONNECT_TIMEOUT) {
+                self.broken.store(true, Ordering::Relaxed);
+                Error::unreachable_at(&self.live.location, CONNECT_TIMEOUT, &e)
+            } else {
+                e
+            }
+        })
     }
 
     /// Whether a statement on this connection was given up on.
