@@ -583,3 +583,52 @@ async fn a_connection_cut_mid_statement_names_the_ledger_and_the_next_request_go
         .expect("the same submit, a moment later");
     assert!(!again.replayed, "the cut statement wrote nothing");
 }
+
+/// A stream's end position is never passed by events that commit after a crash. The end is
+/// where the transactions still to start begin; transactions that took an id and rolled back
+/// just before it leave nothing durable, so a server that crashed before writing them out
+/// would hand their ids out again, below the end, and a stream resuming from it would skip
+/// those events for ever. The feed's end is made durable before it is given.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_feed_end_given_just_before_a_crash_misses_no_event_committed_after_it() {
+    // The WAL writer stays asleep, so only a commit writes the WAL out.
+    let mut cluster = Postgres::start_with(&["max_connections=200", "wal_writer_delay=10000ms"])
+        .expect("a cluster");
+    let url = cluster.database("feed_crash").expect("a database");
+    let engine = Engine::open(&url).await.expect("open");
+    engine
+        .submit(OWNER, "before", &sandbox_intent("before"))
+        .await
+        .expect("submit");
+    // Transactions that take an id and roll back, as a failed write does.
+    for _ in 0..5 {
+        cluster
+            .sql("feed_crash", "BEGIN; SELECT pg_current_xact_id(); ROLLBACK")
+            .expect("a transaction rolled back");
+    }
+    let end = engine.feed_end(OWNER).await.expect("the feed's end");
+    cluster.restart_immediately().expect("a crash and recovery");
+
+    let mut after = None;
+    for _ in 0..50 {
+        match engine
+            .submit(OWNER, "after", &sandbox_intent("after"))
+            .await
+        {
+            Ok(submitted) => {
+                after = Some(submitted.job.id);
+                break;
+            }
+            Err(Error::Storage { .. }) => tokio::time::sleep(Duration::from_millis(100)).await,
+            Err(e) => panic!("submit after the crash: {e:?}"),
+        }
+    }
+    let after = after.expect("a submit after the crash");
+    let page = engine.feed(OWNER, &end, 100).await.expect("the feed");
+    assert!(
+        page.events
+            .iter()
+            .any(|e| e.event.job_id == after && e.event.kind == "submitted"),
+        "the job submitted after the crash is in the feed after {end}: {page:#?}"
+    );
+}
