@@ -147,13 +147,15 @@ async fn run(runs: &Runs<'_>, kind: &Kind) -> Result<f64> {
     }
     let start = Instant::now();
     loop {
-        // The history holds no open job: the run's are settled when none is open. (Counted
-        // from the index of open jobs, the watching stays off the processors.)
-        let open: i64 =
-            sqlx::query_scalar("SELECT count(*) FROM jobs WHERE status IN ('queued', 'running')")
-                .fetch_one(&mut ledger)
-                .await?;
-        if open == 0 {
+        // The history holds no open job: the run's are settled when none is open. (Asked of
+        // the index of open jobs, which stops at the first one, so the watching stays off the
+        // processors: counting them all every 10 ms took a few percent of a core.)
+        let open: bool = sqlx::query_scalar(
+            "SELECT EXISTS (SELECT 1 FROM jobs WHERE status IN ('queued', 'running'))",
+        )
+        .fetch_one(&mut ledger)
+        .await?;
+        if !open {
             break;
         }
         check_deadline(start + LIMIT, LIMIT, "every job settled")?;
