@@ -632,3 +632,65 @@ async fn a_feed_end_given_just_before_a_crash_misses_no_event_committed_after_it
         "the job submitted after the crash is in the feed after {end}: {page:#?}"
     );
 }
+
+/// A server that stops answering while a ledger is opened (suspended half-way through bringing
+/// the schema up to date) fails the open in seconds with `storage`, naming the ledger. A frozen
+/// server never ends the waiting statement itself, and its kernel still answers keepalives, so
+/// without the watch the open would wait for as long as the server stays frozen.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_open_whose_server_freezes_while_migrating_fails_in_seconds() {
+    let mut cluster = Postgres::start().expect("a cluster");
+    let url = cluster.database("frozen_open").expect("a database");
+    Engine::open(&url)
+        .await
+        .expect("a first open")
+        .close()
+        .await;
+    // Another session holds the migrations' table, so the next open waits inside them.
+    let mut holder = cluster.session("frozen_open").expect("a session");
+    holder
+        .send("BEGIN; LOCK TABLE _sqlx_migrations IN ACCESS EXCLUSIVE MODE;")
+        .expect("the table held");
+    let locks = |granted: bool| {
+        let sql = format!(
+            "SELECT count(*) FROM pg_locks l JOIN pg_class c ON c.oid = l.relation \
+             WHERE c.relname = '_sqlx_migrations' AND l.granted = {granted}"
+        );
+        let counted = cluster.sql("frozen_open", &sql).expect("pg_locks");
+        counted.trim().parse::<u32>().expect("a count")
+    };
+    let until = |what: &str, done: &dyn Fn() -> bool| {
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        while !done() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{what}: not within 20 s"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    };
+    until("the table held", &|| locks(true) > 0);
+    let opening = {
+        let url = url.clone();
+        tokio::spawn(async move { Engine::open(&url).await.map(|e| e.location().to_owned()) })
+    };
+    until("the open waiting for the table", &|| locks(false) > 0);
+
+    cluster.freeze().expect("the server frozen");
+    let opened = tokio::time::timeout(Duration::from_secs(30), opening).await;
+    cluster.thaw().expect("the server thawed");
+    drop(holder);
+    match opened
+        .expect("the open gave up within 30 s")
+        .expect("the task")
+    {
+        Err(Error::Storage { message, .. }) => {
+            assert!(message.contains("stopped answering"), "{message}");
+            assert!(
+                message.contains(&format!("server at {url}")),
+                "names the ledger: {message}"
+            );
+        }
+        other => panic!("expected storage, got {other:?}"),
+    }
+}

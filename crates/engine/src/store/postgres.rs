@@ -124,16 +124,30 @@ impl PgDb {
             .connect_with(options)
             .await
             .map_err(fail)?;
-        sqlx::migrate!("../../migrations/postgres")
-            .run(&pool)
+        // Watched as a statement is: a server that stops answering mid-way (suspended, cut
+        // off) fails the open in seconds; one busy or waiting on a lock is waited for.
+        let migrated = live
+            .patiently(sqlx::migrate!("../../migrations/postgres").run(&pool))
             .await
-            .map_err(|e| match e {
-                sqlx::migrate::MigrateError::Execute(e) => fail(e),
-                other => Error::Storage {
-                    message: format!("{location}: migration: {other}"),
-                    details: EmptyDetails {},
-                },
+            .ok_or_else(|| Error::Storage {
+                message: format!(
+                    "the ledger's server at {location} stopped answering while its schema was \
+                     brought up to date: nothing answered for {}s, nor a new connection within \
+                     {}s. Check that the server is running and not suspended, and that this \
+                     host can reach it; opening the ledger again applies what is left, each \
+                     change once",
+                    PATIENCE.as_secs(),
+                    PROBE_TIMEOUT.as_secs()
+                ),
+                details: EmptyDetails {},
             })?;
+        migrated.map_err(|e| match e {
+            sqlx::migrate::MigrateError::Execute(e) => fail(e),
+            other => Error::Storage {
+                message: format!("{location}: migration: {other}"),
+                details: EmptyDetails {},
+            },
+        })?;
         Ok(PgDb {
             pool,
             location,
@@ -262,6 +276,27 @@ impl Liveness {
         answered
     }
 
+    /// Waits for `work`. While it waits past [`PATIENCE`], asks whether the server answers,
+    /// again every [`PATIENCE`]; `None`, the work given up on, when the server does not.
+    async fn patiently<T>(&self, work: impl Future<Output = T>) -> Option<T> {
+        tokio::pin!(work);
+        loop {
+            tokio::select! {
+                biased;
+                done = &mut work => return Some(done),
+                () = tokio::time::sleep(PATIENCE) => {}
+            }
+            let answers = tokio::select! {
+                biased;
+                done = &mut work => return Some(done),
+                answers = self.answers() => answers,
+            };
+            if !answers {
+                return None;
+            }
+        }
+    }
+
     /// The error of a statement given up on.
     fn not_answering(&self) -> sqlx::Error {
         sqlx::Error::Io(std::io::Error::new(
@@ -297,21 +332,11 @@ impl Watch {
         &self,
         statement: impl Future<Output = sqlx::Result<T>>,
     ) -> sqlx::Result<T> {
-        tokio::pin!(statement);
-        loop {
-            tokio::select! {
-                biased;
-                done = &mut statement => return self.named(done),
-                () = tokio::time::sleep(PATIENCE) => {}
-            }
-            let answers = tokio::select! {
-                biased;
-                done = &mut statement => return self.named(done),
-                answers = self.live.answers() => answers,
-            };
-            if !answers {
+        match self.live.patiently(statement).await {
+            Some(done) => self.named(done),
+            None => {
                 self.broken.store(true, Ordering::Relaxed);
-                return Err(self.live.not_answering());
+                Err(self.live.not_answering())
             }
         }
     }
