@@ -238,41 +238,34 @@ impl Error {
     /// words, naming the ledger and what to check; any other failure as `From` words it.
     /// `connect_timeout` is how long a connection was waited for.
     pub fn from_postgres(location: &str, connect_timeout: Duration, e: sqlx::Error) -> Self {
-        if named_unreachable(&e).is_some() {
-            return e.into();
-        }
         match unreachable_cause(&e, connect_timeout) {
             Some(cause) => Error::Storage {
-                message: format!(
-                    "the ledger at {location} is unreachable: {cause}. {UNREACHABLE_CHECK}"
-                ),
+                message: unreachable_words(location, &cause),
                 details: EmptyDetails {},
             },
             None => e.into(),
         }
     }
-}
 
-impl Error {
-    /// Whether `e` says the PostgreSQL server is unreachable (see [`Error::from_postgres`]).
-    /// One that already names its ledger is not said again.
-    pub(crate) fn is_unreachable(e: &sqlx::Error, connect_timeout: Duration) -> bool {
-        named_unreachable(e).is_none() && unreachable_cause(e, connect_timeout).is_some()
-    }
-
-    /// `e`, a failure that says the server at `location` is unreachable, as an error that
-    /// converts to `storage` in the words of [`Error::from_postgres`], naming the ledger:
-    /// statements fail mid-way where only their connection knows which ledger it is.
+    /// `e` worded as [`Error::from_postgres`] words it, naming the ledger at `location`, when
+    /// it says the server is unreachable and does not name its ledger yet; kept a `sqlx`
+    /// error, which converts to that `storage`: statements fail mid-way where only their
+    /// connection knows which ledger it is. `None` for any other failure.
     pub(crate) fn unreachable_at(
         location: &str,
         connect_timeout: Duration,
         e: &sqlx::Error,
-    ) -> sqlx::Error {
-        let cause = unreachable_cause(e, connect_timeout).unwrap_or_else(|| e.to_string());
-        sqlx::Error::Io(std::io::Error::other(Unreachable(format!(
-            "the ledger at {location} is unreachable: {cause}. {UNREACHABLE_CHECK}"
+    ) -> Option<sqlx::Error> {
+        let cause = unreachable_cause(e, connect_timeout)?;
+        Some(sqlx::Error::Io(std::io::Error::other(Unreachable(
+            unreachable_words(location, &cause),
         ))))
     }
+}
+
+/// What a person reads when the PostgreSQL ledger at `location` is unreachable for `cause`.
+fn unreachable_words(location: &str, cause: &str) -> String {
+    format!("the ledger at {location} is unreachable: {cause}. {UNREACHABLE_CHECK}")
 }
 
 /// A failure that already says, in full, that a named ledger is unreachable.
@@ -304,8 +297,13 @@ const UNREACHABLE_CHECK: &str = "Check that its PostgreSQL server is running and
 
 /// Why a PostgreSQL ledger's server is unreachable, when `e` says it is: no connection within
 /// the timeout, a connection that failed or was cut, or the server ending its sessions (a
-/// shutdown, a crash, a start not yet finished: SQLSTATE class 08 and 57P01–57P03).
+/// shutdown, a crash, a start not yet finished: SQLSTATE class 08 and 57P01–57P03). `None`
+/// also for a failure that already names its ledger.
 fn unreachable_cause(e: &sqlx::Error, connect_timeout: Duration) -> Option<String> {
+    if named_unreachable(e).is_some() {
+        // Said already, naming its ledger: `From` words it as it is.
+        return None;
+    }
     match e {
         sqlx::Error::PoolTimedOut => Some(format!(
             "no connection to its server within {} s",

@@ -457,15 +457,22 @@ async fn a_persons_retry_is_sent_at_once_by_another_host() {
     sent_once(&host, &job.id).await;
 }
 
+/// A new database `name` on `cluster`, opened through a [`Relay`] to the cluster.
+async fn relayed(cluster: &Postgres, name: &str) -> (Relay, Engine) {
+    let direct = cluster.database(name).expect("a database");
+    let relay = Relay::start(cluster.port()).expect("a relay");
+    let engine = Engine::open(&relay.url_for(&direct))
+        .await
+        .expect("open through the relay");
+    (relay, engine)
+}
+
 /// Runs one job at a provider on 127.0.0.1 through a relay that loses the answer to the commit
 /// of the first transaction binding `needle`; the job's detail once the executor has settled,
 /// checked to have succeeded with one attempt, sent once.
 async fn one_commit_answer_lost(needle: &str) -> onejob_engine::JobDetail {
     let cluster = Postgres::start().expect("a cluster");
-    let direct = cluster.database("unanswered").expect("a database");
-    let relay = Relay::start(cluster.port()).expect("a relay");
-    let url = relay.url_for(&direct, cluster.port());
-    let engine = Engine::open(&url).await.expect("open through the relay");
+    let (relay, engine) = relayed(&cluster, "unanswered").await;
     let server = Sandbox::start(
         ([127, 0, 0, 1], 0).into(),
         Dials {
@@ -549,10 +556,7 @@ async fn a_claim_committed_without_an_answer_is_sent_once_by_a_later_pass() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_connection_cut_mid_statement_names_the_ledger_and_the_next_request_goes_through() {
     let cluster = Postgres::start().expect("a cluster");
-    let direct = cluster.database("cut").expect("a database");
-    let relay = Relay::start(cluster.port()).expect("a relay");
-    let url = relay.url_for(&direct, cluster.port());
-    let engine = Engine::open(&url).await.expect("open through the relay");
+    let (relay, engine) = relayed(&cluster, "cut").await;
 
     relay.cut_statement("cut-here");
     let cut = engine

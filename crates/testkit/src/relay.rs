@@ -21,6 +21,7 @@ const PROTOCOL_3: u32 = 196_608;
 /// containing the given text, once. Connections after it are relayed as before.
 pub struct Relay {
     port: u16,
+    server_port: u16,
     shared: Arc<Shared>,
 }
 
@@ -63,7 +64,11 @@ impl Relay {
                 std::thread::spawn(move || relay(client, server, &shared));
             }
         });
-        Ok(Relay { port, shared })
+        Ok(Relay {
+            port,
+            server_port,
+            shared,
+        })
     }
 
     /// The relay's port.
@@ -71,10 +76,10 @@ impl Relay {
         self.port
     }
 
-    /// `url` (a PostgreSQL URL on 127.0.0.1:`server_port`) through the relay instead.
-    pub fn url_for(&self, url: &str, server_port: u16) -> String {
+    /// `url`, a PostgreSQL URL of the relayed server, through the relay instead.
+    pub fn url_for(&self, url: &str) -> String {
         url.replacen(
-            &format!("127.0.0.1:{server_port}"),
+            &format!("127.0.0.1:{}", self.server_port),
             &format!("127.0.0.1:{}", self.port),
             1,
         )

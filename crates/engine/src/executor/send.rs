@@ -133,16 +133,12 @@ impl Executor {
             Err(Error::InvalidTransition { .. }) => false,
             Err(e @ Error::Storage { .. }) => {
                 eprintln!("onejob executor: attempt {attempt_id}: {e}; was it marked sent?");
-                let renewed = self
-                    .persist("lease", || engine.renew_lease(attempt_id, id, lease))
-                    .await;
-                match renewed {
-                    Ok(renewed) => renewed,
-                    Err(e) => {
+                self.persist("lease", || engine.renew_lease(attempt_id, id, lease))
+                    .await
+                    .unwrap_or_else(|e| {
                         eprintln!("onejob executor: attempt {attempt_id}: {e}");
                         false
-                    }
-                }
+                    })
             }
             Err(e) => {
                 eprintln!("onejob executor: attempt {attempt_id}: {e}");

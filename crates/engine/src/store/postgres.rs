@@ -344,14 +344,15 @@ impl Watch {
     /// `done`, with a failure that says the server is unreachable worded to name the ledger;
     /// its connection is then broken.
     fn named<T>(&self, done: sqlx::Result<T>) -> sqlx::Result<T> {
-        done.map_err(|e| {
-            if Error::is_unreachable(&e, CONNECT_TIMEOUT) {
-                self.broken.store(true, Ordering::Relaxed);
-                Error::unreachable_at(&self.live.location, CONNECT_TIMEOUT, &e)
-            } else {
-                e
-            }
-        })
+        done.map_err(
+            |e| match Error::unreachable_at(&self.live.location, CONNECT_TIMEOUT, &e) {
+                Some(named) => {
+                    self.broken.store(true, Ordering::Relaxed);
+                    named
+                }
+                None => e,
+            },
+        )
     }
 
     /// Whether a statement on this connection was given up on.
