@@ -377,16 +377,10 @@ async fn whole_table_reads(url: &str) -> (i64, i64) {
     (jobs, attempts)
 }
 
-/// A team's ledger grows: no statement of a job's way from submit to its one result may read
-/// a whole table. On a ledger of 20,000 settled jobs, an engine that opens it, takes submits,
-/// claims, sends, answers and closes leaves the server's count of whole-table reads of `jobs`
-/// and `attempts` where it was.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_job_runs_to_its_result_on_a_large_ledger_without_reading_a_table_whole() {
-    let cluster = Postgres::start().expect("a cluster");
-    let url = cluster.database("large").expect("a database");
-    Engine::open(&url).await.expect("migrate").close().await;
-    let filler = sqlx::PgPool::connect(&url).await.expect("connect");
+/// A ledger of 20,000 settled jobs, its planner's statistics taken: what a team's ledger looks
+/// like to the server's planner.
+async fn a_large_ledger(url: &str) {
+    let filler = sqlx::PgPool::connect(url).await.expect("connect");
     for sql in [
         "INSERT INTO jobs (id, owner_id, idempotency_key, fingerprint, intent, status, finished_at) \
          SELECT gen_random_uuid(), 'local', 'old-' || g, 'f', \
@@ -400,6 +394,18 @@ async fn a_job_runs_to_its_result_on_a_large_ledger_without_reading_a_table_whol
         sqlx::query(sql).execute(&filler).await.expect(sql);
     }
     filler.close().await;
+}
+
+/// A team's ledger grows: no statement of a job's way from submit to its one result may read
+/// a whole table. On a ledger of 20,000 settled jobs, an engine that opens it, takes submits,
+/// claims, sends, answers and closes leaves the server's count of whole-table reads of `jobs`
+/// and `attempts` where it was.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_runs_to_its_result_on_a_large_ledger_without_reading_a_table_whole() {
+    let cluster = Postgres::start().expect("a cluster");
+    let url = cluster.database("large").expect("a database");
+    Engine::open(&url).await.expect("migrate").close().await;
+    a_large_ledger(&url).await;
     let before = whole_table_reads(&url).await;
 
     let engine = Engine::open(&url).await.expect("open");
@@ -425,6 +431,78 @@ async fn a_job_runs_to_its_result_on_a_large_ledger_without_reading_a_table_whol
         (0, 0),
         "whole-table reads of jobs and attempts"
     );
+}
+
+/// The server plans a prepared statement anew on every run while it deems a plan for the
+/// values given cheaper than one for any values: for a statement that reads arrays, or a
+/// LIMIT, it always does. The statement that locks a write's jobs and the claim's read of the
+/// sendable jobs did, on every write and every pass, and planning them cost several times
+/// their own work (about a millisecond a job, more than any statement's execution). On a large
+/// ledger, every statement an executor runs for each job is planned a few times per
+/// connection, not on every run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_statements_of_a_jobs_way_are_planned_once_per_connection_not_on_every_run() {
+    let cluster = Postgres::start_with(&[
+        "shared_preload_libraries=pg_stat_statements",
+        "pg_stat_statements.track=top",
+        "pg_stat_statements.track_planning=on",
+    ])
+    .expect("a cluster");
+    let url = cluster.database("plans").expect("a database");
+    let engine = Engine::open(&url).await.expect("open");
+    a_large_ledger(&url).await;
+    let jobs = 300;
+    let mut ids = Vec::with_capacity(jobs);
+    for i in 0..jobs {
+        let key = format!("q-{i}");
+        let submitted = engine
+            .submit(OWNER, &key, &sandbox_intent(&key))
+            .await
+            .expect("submit");
+        ids.push(submitted.job.id);
+    }
+    let stats = sqlx::PgPool::connect(&url).await.expect("connect");
+    for sql in [
+        // As autovacuum would after so many submits: the backlog is in the statistics.
+        "ANALYZE jobs",
+        "CREATE EXTENSION pg_stat_statements",
+        "SELECT pg_stat_statements_reset()",
+    ] {
+        sqlx::query(sql).execute(&stats).await.expect(sql);
+    }
+
+    let executor = Executor::new(engine.clone(), one_pass(4)).expect("an executor");
+    settle(&executor).await;
+    for id in &ids {
+        sent_once(&engine, id).await;
+    }
+    drop(executor);
+    engine.close().await;
+
+    let rows: Vec<(String, i64, i64)> = sqlx::query_as(
+        "SELECT query, calls, plans FROM pg_stat_statements \
+         WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database()) \
+           AND calls >= $1",
+    )
+    .bind(jobs as i64 / 2)
+    .fetch_all(&stats)
+    .await
+    .expect("statement statistics");
+    stats.close().await;
+    assert!(
+        rows.iter()
+            .any(|(query, ..)| query.contains("Locks jobs $1")),
+        "the lock statement ran for every job: {rows:#?}"
+    );
+    let replanned: Vec<_> = rows
+        .iter()
+        .filter(|(_, calls, plans)| plans * 4 > *calls)
+        .map(|(query, calls, plans)| {
+            let first: String = query.lines().take(2).collect::<Vec<_>>().join(" ");
+            format!("planned {plans} times in {calls} runs: {first}")
+        })
+        .collect();
+    assert!(replanned.is_empty(), "{replanned:#?}");
 }
 
 /// What a person starts is not an executor's claim: a retry's attempt is sent at once by

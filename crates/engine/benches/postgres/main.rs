@@ -17,7 +17,8 @@
 //! (`submit storms executor processes frozen`, all by default), `ONEJOB_BENCH_N` changes the
 //! 5,000 sequential submits, `ONEJOB_BENCH_JOBS` the 2,000 jobs of each worker-process run at the
 //! instant sandbox (half as many at 50 ms), `ONEJOB_BENCH_CONCURRENCY` and
-//! `ONEJOB_BENCH_SLOW_CONCURRENCY` the 32 and 4 attempts each worker process sends at once there.
+//! `ONEJOB_BENCH_SLOW_CONCURRENCY` the 32 and 4 attempts each worker process sends at once there,
+//! `ONEJOB_BENCH_LATENCY_MS` (0 or 50) keeps only the worker-process runs at that sandbox.
 
 #[path = "../common/mod.rs"]
 mod common;
@@ -59,6 +60,7 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
             "max_connections=200",
             "shared_preload_libraries=pg_stat_statements",
             "pg_stat_statements.track=top",
+            "pg_stat_statements.track_planning=on",
             "pg_stat_statements.max=10000",
             "track_functions=all",
             "track_io_timing=on",

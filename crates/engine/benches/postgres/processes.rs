@@ -63,7 +63,15 @@ pub async fn scaling(runs: &Runs<'_>) -> Result<()> {
         (0, runs.jobs, runs.in_flight),
         (SLOW_MS, runs.jobs / 2, runs.slow_in_flight),
     ];
+    // ONEJOB_BENCH_LATENCY_MS runs only the runs at that sandbox latency (0 or 50).
+    let only = std::env::var("ONEJOB_BENCH_LATENCY_MS").ok();
     for (latency_ms, jobs, in_flight) in kinds {
+        if only
+            .as_ref()
+            .is_some_and(|ms| *ms != latency_ms.to_string())
+        {
+            continue;
+        }
         let mut rates = Vec::new();
         for processes in PROCESSES {
             let kind = Kind {
@@ -311,8 +319,9 @@ mod stats {
         let after = counters(&mut db).await?;
         let n = jobs as f64;
         println!("  -- profile: {connections} connections to the ledger at the end, {listeners} listening");
-        let rows: Vec<(String, i64, f64, f64, i64)> = sqlx::query_as(
-            "SELECT regexp_replace(query, '\\s+', ' ', 'g'), calls, total_exec_time, mean_exec_time, rows
+        let rows: Vec<(String, i64, f64, f64, i64, f64, i64)> = sqlx::query_as(
+            "SELECT regexp_replace(query, '\\s+', ' ', 'g'), calls, total_exec_time, mean_exec_time, rows,
+                    total_plan_time, plans
              FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
              ORDER BY calls DESC",
         )
@@ -320,16 +329,18 @@ mod stats {
         .await?;
         let calls: i64 = rows.iter().map(|r| r.1).sum();
         let time: f64 = rows.iter().map(|r| r.2).sum();
+        let planning: f64 = rows.iter().map(|r| r.5).sum();
         println!(
-            "  -- statements: {calls} ({:.1}/job), {time:.0} ms executing ({:.3} ms/job), {} distinct",
+            "  -- statements: {calls} ({:.1}/job), {time:.0} ms executing ({:.3} ms/job), {planning:.0} ms planning ({:.3} ms/job), {} distinct",
             calls as f64 / n,
             time / n,
+            planning / n,
             rows.len()
         );
-        for (query, calls, total, mean, rows) in rows.iter().take(20) {
+        for (query, calls, total, mean, rows, plan, plans) in rows.iter().take(20) {
             let short: String = query.chars().take(150).collect();
             println!(
-                "  {calls:>7} ({:>5.2}/job) total {total:>8.1} ms mean {mean:>7.3} ms rows {rows:>7} | {short}",
+                "  {calls:>7} ({:>5.2}/job) total {total:>8.1} ms mean {mean:>7.3} ms, planned {plans:>6} times {plan:>7.1} ms, rows {rows:>7} | {short}",
                 *calls as f64 / n
             );
         }

@@ -86,6 +86,11 @@ pub(super) async fn claim_in(tx: &mut Tx, job_id: &str) -> Result<Claim> {
             None => Err(Error::not_found("job", job_id)),
         };
     }
+    claim_locked(tx, job_id).await
+}
+
+/// [`claim_in`] for a job whose lock the caller's transaction already holds.
+async fn claim_locked(tx: &mut Tx, job_id: &str) -> Result<Claim> {
     if let Some(claimed) = first_attempt(tx, job_id).await? {
         return Ok(Claim::Attempt(Box::new(claimed)));
     }
@@ -176,10 +181,11 @@ impl Engine {
         self.writes
             .run(Lock::Nothing, move |tx| {
                 Box::pin(async move {
+                    // Read locked: each is claimed without taking its lock again.
                     let ids = job_rows::sendable_locking(tx, limit).await?;
                     let mut claims = Vec::with_capacity(ids.len());
                     for id in ids {
-                        let claim = claim_in(tx, &id).await?;
+                        let claim = claim_locked(tx, &id).await?;
                         claims.push((id, claim));
                     }
                     Ok(claims)

@@ -175,12 +175,28 @@ pub async fn lock(
     if let Conn::Postgres(conn, watch) = h.conn() {
         let sql = include_str!("postgres/queries/jobs/lock.sql");
         let locking = sqlx::query(sql)
-            .bind(job_ids)
-            .bind(attempt_ids)
+            .bind(canonical_uuids(job_ids))
+            .bind(canonical_uuids(attempt_ids))
             .fetch_all(conn);
         watch.guard(locking).await?;
     }
     Ok(())
+}
+
+/// The ids among `ids` that are UUIDs in their canonical form (lowercase, hyphenated), as
+/// `onejob_uuid` reads them: any other text names no job or attempt, and is passed over.
+fn canonical_uuids(ids: &[String]) -> Vec<&str> {
+    let canonical = |id: &str| {
+        id.len() == 36
+            && id.bytes().enumerate().all(|(i, b)| match i {
+                8 | 13 | 18 | 23 => b == b'-',
+                _ => b.is_ascii_digit() || (b'a'..=b'f').contains(&b),
+            })
+    };
+    ids.iter()
+        .map(String::as_str)
+        .filter(|id| canonical(id))
+        .collect()
 }
 
 /// Locks job `id` until the transaction ends unless another transaction holds it: false then,
@@ -667,4 +683,28 @@ pub async fn open_naming_contract(
     on_backend!(h, "jobs/open_naming_contract", |conn, sql| {
         sqlx::query_as(sql).bind(contract).fetch_all(conn).await
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::canonical_uuids;
+
+    #[test]
+    fn only_canonical_uuids_name_jobs_to_lock() {
+        let given = [
+            "0192b7a4-5c3e-7d10-8f2a-1b2c3d4e5f60", // canonical
+            "0192B7A4-5C3E-7D10-8F2A-1B2C3D4E5F60", // upper case: onejob_uuid names nothing
+            "{0192b7a4-5c3e-7d10-8f2a-1b2c3d4e5f60}",
+            "0192b7a45c3e7d108f2a1b2c3d4e5f60",
+            "0192b7a4-5c3e-7d10-8f2a-1b2c3d4e5f6g",
+            "0192b7a4-5c3e-7d10-8f2a+1b2c3d4e5f60",
+            "",
+            "not a job",
+        ]
+        .map(String::from);
+        assert_eq!(
+            canonical_uuids(&given),
+            ["0192b7a4-5c3e-7d10-8f2a-1b2c3d4e5f60"]
+        );
+    }
 }
