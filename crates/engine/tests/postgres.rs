@@ -505,6 +505,108 @@ async fn the_statements_of_a_jobs_way_are_planned_once_per_connection_not_on_eve
     assert!(replanned.is_empty(), "{replanned:#?}");
 }
 
+/// A running executor passes on every slot that frees. Each pass looked for `pending`
+/// attempts it did not claim (a person's retry, one a stopped host left), and nearly every
+/// look found none: 1.5 statements a job at four slots. A running executor now looks at most
+/// once every 100 ms, and still sends such an attempt: here a person's retry made on another
+/// host while it is busy.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_busy_executor_looks_for_attempts_it_did_not_claim_at_most_every_100ms() {
+    let cluster = Postgres::start_with(&[
+        "shared_preload_libraries=pg_stat_statements",
+        "pg_stat_statements.track=top",
+    ])
+    .expect("a cluster");
+    let url = cluster.database("looks").expect("a database");
+    let engine = Engine::open(&url).await.expect("open");
+    // Quick answers and eight slots: a slot frees every few milliseconds.
+    let sandbox = json!({"name": "sandbox", "kind": "sandbox", "soft_timeout_ms": 30_000,
+        "hard_timeout_ms": 60_000, "honours_idempotency_key": true,
+        "dials": {"latency_ms": 20, "jitter_ms": 0}});
+    engine
+        .add_provider(&sandbox.to_string())
+        .await
+        .expect("a quick sandbox");
+    let mut ids = Vec::new();
+    for i in 0..200 {
+        let key = format!("q-{i}");
+        let submitted = engine
+            .submit(OWNER, &key, &sandbox_intent(&key))
+            .await
+            .expect("submit");
+        ids.push(submitted.job.id);
+    }
+    // A job a person retries on another host while the executor is busy with the others.
+    let person = Engine::open(&url).await.expect("open the person's");
+    let retried = person
+        .submit(OWNER, "retried", &sandbox_intent("retried"))
+        .await
+        .expect("submit")
+        .job;
+    let stats = sqlx::PgPool::connect(&url).await.expect("connect");
+    for sql in [
+        "CREATE EXTENSION pg_stat_statements",
+        "SELECT pg_stat_statements_reset()",
+    ] {
+        sqlx::query(sql).execute(&stats).await.expect(sql);
+    }
+
+    let executor = Executor::new(engine.clone(), one_pass(8)).expect("an executor");
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let running = tokio::spawn({
+        let executor = executor.clone();
+        async move {
+            executor
+                .run(async {
+                    let _ = stopped.await;
+                })
+                .await
+        }
+    });
+    let began = std::time::Instant::now();
+    person
+        .retry(OWNER, &retried.id, None)
+        .await
+        .expect("the person's retry");
+    ids.push(retried.id.clone());
+    let deadline = began + Duration::from_secs(120);
+    loop {
+        let open: i64 =
+            sqlx::query_scalar("SELECT count(*) FROM jobs WHERE status IN ('queued', 'running')")
+                .fetch_one(&stats)
+                .await
+                .expect("open jobs");
+        if open == 0 {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{open} jobs still open"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let took = began.elapsed();
+    let _ = stop.send(());
+    running.await.expect("the executor stops");
+    for id in &ids {
+        sent_once(&engine, id).await;
+    }
+
+    let looks: i64 = sqlx::query_scalar(
+        "SELECT coalesce(sum(calls), 0)::bigint FROM pg_stat_statements \
+         WHERE query LIKE '-- pending.sql for a pass%'",
+    )
+    .fetch_one(&stats)
+    .await
+    .expect("statement statistics");
+    stats.close().await;
+    let most = took.as_millis() as i64 / 100 + 2;
+    assert!(
+        looks <= most,
+        "{looks} looks for pending attempts in {took:?} (at most {most})"
+    );
+}
+
 /// What a person starts is not an executor's claim: a retry's attempt is sent at once by
 /// whichever host passes next, not left for seconds to a claimer that does not exist.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -42,6 +42,12 @@ pub const CHANGE_CHECK: Duration = Duration::from_millis(100);
 /// run a pass per write it commits.
 const FEED_GAP: Duration = Duration::from_millis(50);
 
+/// The least time between two looks of a running executor's passes for `pending` attempts it
+/// did not claim: a person's retry (in this process or another), or one a stopped host left.
+/// A busy executor passes on every slot that frees, and nearly every such look found nothing;
+/// a pass within this time of the last look skips it, and the loop passes again once it is due.
+const LEFT_EVERY: Duration = Duration::from_millis(100);
+
 /// How long a change feed that could not be followed is left before it is tried again.
 const FEED_RETRY: Duration = Duration::from_secs(5);
 
@@ -125,6 +131,8 @@ struct Inner {
     driving: Mutex<HashSet<String>>,
     sandboxes: tokio::sync::Mutex<HashMap<String, Sandbox>>,
     last_recovery: Mutex<Option<Instant>>,
+    /// When a pass of `run` last looked for `pending` attempts it did not claim.
+    last_left: Mutex<Option<Instant>>,
     /// When `unknown` attempts were last looked over for status lookups due.
     last_lookups: Mutex<Option<Instant>>,
     /// When each `unknown` attempt was last looked up (or first seen).
@@ -192,6 +200,7 @@ impl Executor {
                 driving: Mutex::new(HashSet::new()),
                 sandboxes: tokio::sync::Mutex::new(HashMap::new()),
                 last_recovery: Mutex::new(None),
+                last_left: Mutex::new(None),
                 last_lookups: Mutex::new(None),
                 last_lookup: Mutex::new(HashMap::new()),
                 looking: Mutex::new(HashSet::new()),
@@ -258,7 +267,8 @@ impl Executor {
         )));
         loop {
             let began = Instant::now();
-            if let Err(e) = self.tick().await {
+            let look = due(&self.inner.last_left, LEFT_EVERY);
+            if let Err(e) = self.pass(look).await {
                 eprintln!("onejob executor: {e}");
             }
             // Changes while the pass ran, or during the gap, wake it once; but not while every
@@ -272,10 +282,22 @@ impl Executor {
                 changed.notified().await;
                 tokio::time::sleep_until((began + FEED_GAP).into()).await;
             };
+            // A look skipped is made as soon as it is due, unless every slot is taken: the
+            // slot an attempt frees wakes the loop anyway.
+            let last_look = *lock(&self.inner.last_left);
+            let look_due = async {
+                match last_look {
+                    Some(last) if !look && !full => {
+                        tokio::time::sleep_until((last + LEFT_EVERY).into()).await
+                    }
+                    _ => std::future::pending::<()>().await,
+                }
+            };
             tokio::select! {
                 () = &mut stop => break,
                 () = self.inner.engine.work_available() => {}
                 () = woken_by_feed => {}
+                () = look_due => {}
                 () = tokio::time::sleep(self.inner.options.poll_every) => {}
             }
         }
@@ -356,6 +378,12 @@ impl Executor {
     /// jobs. A job whose claim fails is logged and passed over; every other job goes on.
     /// Returns how many attempts it started.
     pub async fn tick(&self) -> Result<usize> {
+        self.pass(true).await
+    }
+
+    /// [`Executor::tick`]; `look` says whether it looks for `pending` attempts it did not
+    /// claim (see [`LEFT_EVERY`]).
+    async fn pass(&self, look: bool) -> Result<usize> {
         self.recover_if_due().await?;
         let every = self
             .inner
@@ -367,8 +395,10 @@ impl Executor {
         }
         let mut started = 0;
         let room = self.inner.permits.available_permits() as u32;
-        for attempt in self.inner.engine.left_pending_attempts(room.max(1)).await? {
-            started += usize::from(self.spawn_drive(attempt, None, None));
+        if look {
+            for attempt in self.inner.engine.left_pending_attempts(room.max(1)).await? {
+                started += usize::from(self.spawn_drive(attempt, None, None));
+            }
         }
         // A slot for each claim, taken before claiming: the jobs claimed are sent at once, and
         // claimed together in one transaction.

@@ -12,7 +12,7 @@ use crate::attempt::AttemptState;
 use crate::error::{Error, Result};
 use crate::model::{Attempt, AttemptError, Usage};
 
-#[derive(FromRow, Clone)]
+#[derive(FromRow, Clone, serde::Deserialize)]
 pub struct AttemptRow {
     pub id: String,
     pub job_id: String,
@@ -118,7 +118,7 @@ pub async fn insert_next(
             let row = watch
                 .guard(bound!(sql.postgres).fetch_optional(&mut *conn))
                 .await?;
-            inserted_row(conn, watch, job_id, row).await
+            inserted_row(row)
         }
     }
 }
@@ -151,7 +151,7 @@ pub async fn insert_first(
             let row = watch
                 .guard(bound!(sql.postgres).fetch_optional(&mut *conn))
                 .await?;
-            inserted_row(conn, watch, job_id, row).await
+            inserted_row(row)
         }
     }
 }
@@ -164,28 +164,18 @@ fn inserted_rows(rows: Vec<sqlx::sqlite::SqliteRow>) -> sqlx::Result<Inserted> {
     Ok(Inserted { attempt, job })
 }
 
-/// An insert's row on PostgreSQL, saying whether the job was moved; the move is read back.
-async fn inserted_row(
-    conn: &mut sqlx::PgConnection,
-    watch: &super::postgres::Watch,
-    job_id: &str,
-    row: Option<sqlx::postgres::PgRow>,
-) -> sqlx::Result<Inserted> {
-    use sqlx::Row;
+/// An insert's row on PostgreSQL: the attempt, beside its job as moved (column `job`, none
+/// when it was not).
+fn inserted_row(row: Option<sqlx::postgres::PgRow>) -> sqlx::Result<Inserted> {
     let Some(row) = row else {
         return Ok(Inserted {
             attempt: None,
             job: None,
         });
     };
-    let attempt = AttemptRow::from_row(&row)?;
-    let job = match row.try_get::<bool, _>("job_moved")? {
-        true => super::jobs::by_id(&mut super::Conn::Postgres(conn, watch), job_id).await?,
-        false => None,
-    };
     Ok(Inserted {
-        attempt: Some(attempt),
-        job,
+        attempt: Some(AttemptRow::from_row(&row)?),
+        job: super::row_in_column(&row, "job")?,
     })
 }
 

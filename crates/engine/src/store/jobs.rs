@@ -10,7 +10,7 @@ use crate::error::{Error, Result};
 use crate::job::JobStatus;
 use crate::model::{Job, JobError};
 
-#[derive(FromRow)]
+#[derive(FromRow, serde::Deserialize)]
 pub struct JobRow {
     id: String,
     owner_id: String,
@@ -534,7 +534,6 @@ pub async fn claim_answer(
     head: Option<(Option<&str>, Option<u16>)>,
 ) -> sqlx::Result<Option<ClaimedAnswer>> {
     use super::attempts::AttemptRow;
-    use sqlx::Row;
     let (request_id, http_status) = head.unwrap_or_default();
     macro_rules! bound {
         ($sql:expr) => {
@@ -560,19 +559,14 @@ pub async fn claim_answer(
             let attempt = rows.next().map(AttemptRow::from_row).transpose()?;
             Ok(Some(ClaimedAnswer { job, attempt }))
         }
-        // One row, saying whether the attempt moved; the move is read back.
+        // One row: the job as claimed, the attempt as moved in its column `attempt`.
         Conn::Postgres(conn, watch) => {
             let claimed = bound!(sql.postgres).fetch_optional(&mut *conn);
             let Some(row) = watch.guard(claimed).await? else {
                 return Ok(None);
             };
             let job = JobRow::from_row(&row)?;
-            let attempt = match row.try_get::<bool, _>("attempt_moved")? {
-                true => {
-                    super::attempts::by_id(&mut Conn::Postgres(conn, watch), attempt_id).await?
-                }
-                false => None,
-            };
+            let attempt = super::row_in_column(&row, "attempt")?;
             Ok(Some(ClaimedAnswer { job, attempt }))
         }
     }

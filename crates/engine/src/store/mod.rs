@@ -44,6 +44,25 @@ pub(crate) fn json_column(text: &str) -> serde_json::Value {
     serde_json::from_str(text).unwrap_or(serde_json::Value::String(text.to_owned()))
 }
 
+/// A row that a PostgreSQL statement returns inside one of its columns, as JSON text with the
+/// columns the row's own read returns (so a write's statement gives back a second table's row
+/// without a second statement); none when the column is NULL.
+pub(crate) fn row_in_column<T: serde::de::DeserializeOwned>(
+    row: &sqlx::postgres::PgRow,
+    column: &str,
+) -> sqlx::Result<Option<T>> {
+    use sqlx::Row;
+    let Some(text) = row.try_get::<Option<String>, _>(column)? else {
+        return Ok(None);
+    };
+    serde_json::from_str(&text)
+        .map(Some)
+        .map_err(|e| sqlx::Error::ColumnDecode {
+            index: column.to_owned(),
+            source: Box::new(e),
+        })
+}
+
 /// One connection of either backend, borrowed for the statements of one operation. A
 /// PostgreSQL connection comes with its [`Watch`], which every statement on it runs under.
 pub enum Conn<'c> {

@@ -5,8 +5,9 @@
 -- nothing is written and the caller decides by the policy. The job is locked first, so a
 -- concurrent claim or cancel of it waits for this one, then finds it moved.
 -- $1 id, $2 job id; the event's $3 kind and $4 actor.
--- Row: the attempt as inserted, beside whether its job was moved; none when nothing was
--- written.
+-- Row: the attempt as inserted, beside its job as moved (JSON text with the columns of
+-- jobs/by_id.sql; NULL when the job was not moved); none when nothing was written. The job
+-- comes back in the same row, not read again by a second statement.
 WITH j AS (
     SELECT id, version, intent->'route'->>0 AS provider, intent->>'contract' AS contract
     FROM jobs
@@ -29,12 +30,18 @@ WITH j AS (
 ), moved AS (
     UPDATE jobs SET status = 'running', not_before = NULL, updated_at = onejob_now()
     WHERE id = onejob_uuid($2) AND status = 'queued' AND EXISTS (SELECT 1 FROM a)
-    RETURNING id
+    RETURNING *
 )
 SELECT a.id::text AS id, a.job_id::text AS job_id, a.number, a.provider, a.state, a.job_version,
        a.request_id, a.http_status, a.error_kind, a.error_message, a.executor_id,
        onejob_time(a.lease_expires_at) AS lease_expires_at, a.flagged_for_review,
        onejob_time(a.created_at) AS created_at, onejob_time(a.sent_at) AS sent_at,
        onejob_time(a.finished_at) AS finished_at, a.usage::text AS usage,
-       EXISTS (SELECT 1 FROM moved) AS job_moved
+       (SELECT row_to_json(r)::text FROM (
+            SELECT m.id::text AS id, m.owner_id, m.idempotency_key, m.fingerprint,
+                   m.intent::text AS intent, m.status, m.version, m.completed_by::text AS completed_by,
+                   m.result::text AS result, m.error::text AS error, m.flagged_for_review,
+                   onejob_time(m.created_at) AS created_at, onejob_time(m.updated_at) AS updated_at,
+                   onejob_time(m.finished_at) AS finished_at, onejob_time(m.not_before) AS not_before
+            FROM moved m) r) AS job
 FROM a

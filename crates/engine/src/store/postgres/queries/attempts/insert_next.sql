@@ -5,8 +5,9 @@
 -- is configured.
 -- $1 id, $2 job id, $3 provider, $4 the job's version; the event's $5 kind, $6 actor, and
 -- $7 whether a person chose the provider.
--- Row: the attempt as inserted, beside whether its job was moved; none when nothing was
--- written.
+-- Row: the attempt as inserted, beside its job as moved (JSON text with the columns of
+-- jobs/by_id.sql; NULL when the job was not moved); none when nothing was written. The job
+-- comes back in the same row, not read again by a second statement.
 WITH a AS (
     INSERT INTO attempts (id, job_id, number, provider, state, job_version, created_at)
     SELECT $1::uuid, $2::uuid,
@@ -23,12 +24,18 @@ WITH a AS (
 ), moved AS (
     UPDATE jobs SET status = 'running', not_before = NULL, updated_at = onejob_now()
     WHERE id = $2::uuid AND $8 AND status = 'queued' AND EXISTS (SELECT 1 FROM a)
-    RETURNING id
+    RETURNING *
 )
 SELECT a.id::text AS id, a.job_id::text AS job_id, a.number, a.provider, a.state, a.job_version,
        a.request_id, a.http_status, a.error_kind, a.error_message, a.executor_id,
        onejob_time(a.lease_expires_at) AS lease_expires_at, a.flagged_for_review,
        onejob_time(a.created_at) AS created_at, onejob_time(a.sent_at) AS sent_at,
        onejob_time(a.finished_at) AS finished_at, a.usage::text AS usage,
-       EXISTS (SELECT 1 FROM moved) AS job_moved
+       (SELECT row_to_json(r)::text FROM (
+            SELECT m.id::text AS id, m.owner_id, m.idempotency_key, m.fingerprint,
+                   m.intent::text AS intent, m.status, m.version, m.completed_by::text AS completed_by,
+                   m.result::text AS result, m.error::text AS error, m.flagged_for_review,
+                   onejob_time(m.created_at) AS created_at, onejob_time(m.updated_at) AS updated_at,
+                   onejob_time(m.finished_at) AS finished_at, onejob_time(m.not_before) AS not_before
+            FROM moved m) r) AS job
 FROM a
