@@ -377,6 +377,54 @@ async fn whole_table_reads(url: &str) -> (i64, i64) {
     (jobs, attempts)
 }
 
+/// Submits a job to the sandbox under each key; their ids.
+async fn submit_each(engine: &Engine, keys: impl IntoIterator<Item = String>) -> Vec<String> {
+    let mut ids = Vec::new();
+    for key in keys {
+        let submitted = engine
+            .submit(OWNER, &key, &sandbox_intent(&key))
+            .await
+            .expect("submit");
+        ids.push(submitted.job.id);
+    }
+    ids
+}
+
+/// Runs every job to its one result with an executor of four slots, then closes the engine.
+async fn run_each_once(engine: Engine, ids: &[String]) {
+    let executor = Executor::new(engine.clone(), one_pass(4)).expect("an executor");
+    settle(&executor).await;
+    for id in ids {
+        sent_once(&engine, id).await;
+    }
+    drop(executor);
+    engine.close().await;
+}
+
+/// A cluster that keeps statement statistics (with planning, if `planning`).
+fn a_cluster_counting_statements(planning: bool) -> Postgres {
+    let track_planning = format!("pg_stat_statements.track_planning={planning}");
+    Postgres::start_with(&[
+        "shared_preload_libraries=pg_stat_statements",
+        "pg_stat_statements.track=top",
+        &track_planning,
+    ])
+    .expect("a cluster")
+}
+
+/// The ledger's statement statistics from now on; first `before` (statements run before the
+/// count starts).
+async fn counting_statements(url: &str, before: &[&str]) -> sqlx::PgPool {
+    let stats = sqlx::PgPool::connect(url).await.expect("connect");
+    for sql in before.iter().chain(&[
+        "CREATE EXTENSION pg_stat_statements",
+        "SELECT pg_stat_statements_reset()",
+    ]) {
+        sqlx::query(sql).execute(&stats).await.expect(sql);
+    }
+    stats
+}
+
 /// A ledger of 20,000 settled jobs, its planner's statistics taken: what a team's ledger looks
 /// like to the server's planner.
 async fn a_large_ledger(url: &str) {
@@ -409,21 +457,8 @@ async fn a_job_runs_to_its_result_on_a_large_ledger_without_reading_a_table_whol
     let before = whole_table_reads(&url).await;
 
     let engine = Engine::open(&url).await.expect("open");
-    let mut ids = Vec::new();
-    for key in ["a", "b", "c"] {
-        let submitted = engine
-            .submit(OWNER, key, &sandbox_intent(key))
-            .await
-            .expect("submit");
-        ids.push(submitted.job.id);
-    }
-    let executor = Executor::new(engine.clone(), one_pass(4)).expect("an executor");
-    settle(&executor).await;
-    for id in &ids {
-        sent_once(&engine, id).await;
-    }
-    drop(executor);
-    engine.close().await;
+    let ids = submit_each(&engine, ["a", "b", "c"].map(String::from)).await;
+    run_each_once(engine, &ids).await;
 
     let after = whole_table_reads(&url).await;
     assert_eq!(
@@ -442,42 +477,15 @@ async fn a_job_runs_to_its_result_on_a_large_ledger_without_reading_a_table_whol
 /// connection, not on every run.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_statements_of_a_jobs_way_are_planned_once_per_connection_not_on_every_run() {
-    let cluster = Postgres::start_with(&[
-        "shared_preload_libraries=pg_stat_statements",
-        "pg_stat_statements.track=top",
-        "pg_stat_statements.track_planning=on",
-    ])
-    .expect("a cluster");
+    let cluster = a_cluster_counting_statements(true);
     let url = cluster.database("plans").expect("a database");
     let engine = Engine::open(&url).await.expect("open");
     a_large_ledger(&url).await;
     let jobs = 300;
-    let mut ids = Vec::with_capacity(jobs);
-    for i in 0..jobs {
-        let key = format!("q-{i}");
-        let submitted = engine
-            .submit(OWNER, &key, &sandbox_intent(&key))
-            .await
-            .expect("submit");
-        ids.push(submitted.job.id);
-    }
-    let stats = sqlx::PgPool::connect(&url).await.expect("connect");
-    for sql in [
-        // As autovacuum would after so many submits: the backlog is in the statistics.
-        "ANALYZE jobs",
-        "CREATE EXTENSION pg_stat_statements",
-        "SELECT pg_stat_statements_reset()",
-    ] {
-        sqlx::query(sql).execute(&stats).await.expect(sql);
-    }
-
-    let executor = Executor::new(engine.clone(), one_pass(4)).expect("an executor");
-    settle(&executor).await;
-    for id in &ids {
-        sent_once(&engine, id).await;
-    }
-    drop(executor);
-    engine.close().await;
+    let ids = submit_each(&engine, (0..jobs).map(|i| format!("q-{i}"))).await;
+    // As autovacuum would after so many submits: the backlog is in the statistics.
+    let stats = counting_statements(&url, &["ANALYZE jobs"]).await;
+    run_each_once(engine, &ids).await;
 
     let rows: Vec<(String, i64, i64)> = sqlx::query_as(
         "SELECT query, calls, plans FROM pg_stat_statements \
@@ -512,11 +520,7 @@ async fn the_statements_of_a_jobs_way_are_planned_once_per_connection_not_on_eve
 /// host while it is busy.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_busy_executor_looks_for_attempts_it_did_not_claim_at_most_every_100ms() {
-    let cluster = Postgres::start_with(&[
-        "shared_preload_libraries=pg_stat_statements",
-        "pg_stat_statements.track=top",
-    ])
-    .expect("a cluster");
+    let cluster = a_cluster_counting_statements(false);
     let url = cluster.database("looks").expect("a database");
     let engine = Engine::open(&url).await.expect("open");
     // Quick answers and eight slots: a slot frees every few milliseconds.
@@ -527,15 +531,7 @@ async fn a_busy_executor_looks_for_attempts_it_did_not_claim_at_most_every_100ms
         .add_provider(&sandbox.to_string())
         .await
         .expect("a quick sandbox");
-    let mut ids = Vec::new();
-    for i in 0..200 {
-        let key = format!("q-{i}");
-        let submitted = engine
-            .submit(OWNER, &key, &sandbox_intent(&key))
-            .await
-            .expect("submit");
-        ids.push(submitted.job.id);
-    }
+    let mut ids = submit_each(&engine, (0..200).map(|i| format!("q-{i}"))).await;
     // A job a person retries on another host while the executor is busy with the others.
     let person = Engine::open(&url).await.expect("open the person's");
     let retried = person
@@ -543,13 +539,7 @@ async fn a_busy_executor_looks_for_attempts_it_did_not_claim_at_most_every_100ms
         .await
         .expect("submit")
         .job;
-    let stats = sqlx::PgPool::connect(&url).await.expect("connect");
-    for sql in [
-        "CREATE EXTENSION pg_stat_statements",
-        "SELECT pg_stat_statements_reset()",
-    ] {
-        sqlx::query(sql).execute(&stats).await.expect(sql);
-    }
+    let stats = counting_statements(&url, &[]).await;
 
     let executor = Executor::new(engine.clone(), one_pass(8)).expect("an executor");
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
