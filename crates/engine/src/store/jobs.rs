@@ -186,16 +186,9 @@ pub async fn lock(
 /// The ids among `ids` that are UUIDs in their canonical form (lowercase, hyphenated), as
 /// `onejob_uuid` reads them: any other text names no job or attempt, and is passed over.
 fn canonical_uuids(ids: &[String]) -> Vec<&str> {
-    let canonical = |id: &str| {
-        id.len() == 36
-            && id.bytes().enumerate().all(|(i, b)| match i {
-                8 | 13 | 18 | 23 => b == b'-',
-                _ => b.is_ascii_digit() || (b'a'..=b'f').contains(&b),
-            })
-    };
     ids.iter()
         .map(String::as_str)
-        .filter(|id| canonical(id))
+        .filter(|id| id.len() == LOWEST_ID.len() && fits_id_text(id))
         .collect()
 }
 
@@ -290,27 +283,31 @@ pub struct Filter<'a> {
     pub provider: Option<&'a str>,
 }
 
+/// The lowest and highest ids in their canonical text (lowercase, hyphenated).
+const LOWEST_ID: &str = "00000000-0000-0000-0000-000000000000";
+const HIGHEST_ID: &str = "ffffffff-ffff-ffff-ffff-ffffffffffff";
+
+/// Whether each character of `text` is what an id's canonical text holds at that position:
+/// `text` is such an id, or the start of one.
+fn fits_id_text(text: &str) -> bool {
+    text.len() <= LOWEST_ID.len()
+        && text.bytes().zip(LOWEST_ID.bytes()).all(|(c, slot)| {
+            if slot == b'-' {
+                c == b'-'
+            } else {
+                c.is_ascii_digit() || (b'a'..=b'f').contains(&c)
+            }
+        })
+}
+
 /// The ids a prefix of an id's canonical text covers, as the lowest and highest id it could
 /// start: a range both backends' indexes serve. `None` when no id can start with it.
 fn id_range(prefix: &str) -> Option<(String, String)> {
-    const LOW: &str = "00000000-0000-0000-0000-000000000000";
-    const HIGH: &str = "ffffffff-ffff-ffff-ffff-ffffffffffff";
     let prefix = prefix.trim().to_ascii_lowercase();
-    if prefix.is_empty() || prefix.len() > LOW.len() {
-        return None;
-    }
-    // Each character must be what a canonical id holds at that position.
-    let fits = prefix.chars().zip(LOW.chars()).all(|(c, slot)| {
-        if slot == '-' {
-            c == '-'
-        } else {
-            c.is_ascii_hexdigit()
-        }
-    });
-    fits.then(|| {
+    (!prefix.is_empty() && fits_id_text(&prefix)).then(|| {
         (
-            format!("{prefix}{}", &LOW[prefix.len()..]),
-            format!("{prefix}{}", &HIGH[prefix.len()..]),
+            format!("{prefix}{}", &LOWEST_ID[prefix.len()..]),
+            format!("{prefix}{}", &HIGHEST_ID[prefix.len()..]),
         )
     })
 }

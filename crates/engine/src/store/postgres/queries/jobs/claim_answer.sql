@@ -5,10 +5,11 @@
 -- (JSON text; the state the attempt moved from is added as "from"); the response head the
 -- answer carries, $6 request id and $7 HTTP status (NULL leaves a column).
 -- Returns the job as it then stands, and the attempt as moved (JSON text with the columns of
--- attempts/by_id.sql; NULL when it did not move); no row when nothing was written (the answer lost, or the attempt is in another state: the caller reads why). The
--- attempt is locked first, so a concurrent move of it (a person's verdict) either waits for
--- this one or is seen by it; under READ COMMITTED a second answer waits for the first's job
--- row lock and then updates nothing.
+-- attempts/by_id.sql; NULL when it did not move); no row when nothing was written (the answer
+-- lost, or the attempt is in another state: the caller reads why). The attempt is locked
+-- first, so a concurrent move of it (a person's verdict) either waits for this one or is seen
+-- by it; under READ COMMITTED a second answer waits for the first's job row lock and then
+-- updates nothing.
 WITH a AS (
     SELECT id, job_id, job_version, state FROM attempts
     WHERE id = onejob_uuid($1) AND state IN ('in_flight', 'unknown')
