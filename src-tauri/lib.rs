@@ -24,8 +24,14 @@ use tauri_specta::Event;
 
 use view::{LedgerChanged, OpenJob};
 
-/// How often the ledger file is checked for changes made by any process.
-pub(crate) const CHANGE_CHECK: Duration = Duration::from_millis(250);
+/// How often the window and its notifications react to changes at most: changes that come
+/// faster are folded into the next refresh. The ledger is watched by the engine's one feed,
+/// which the executor shares (a file is checked every [`CHANGE_CHECK`]).
+pub(crate) const REFRESH_EVERY: Duration = Duration::from_millis(250);
+
+/// How often the engine's change feed checks a ledger file: the executor's interval, so the
+/// window, its notifications and the executor share one feed.
+pub(crate) use onejob_engine::executor::CHANGE_CHECK;
 
 /// The profile the app acts for (SPEC §1: the app's local profile is `local`).
 pub const OWNER: &str = "local";
@@ -226,6 +232,8 @@ fn forward_changes<R: Runtime>(app: AppHandle<R>, engine: Engine) {
             if let Err(e) = (LedgerChanged { seq }).emit(&app) {
                 eprintln!("onejob: cannot announce a ledger change: {e}");
             }
+            // What changes meanwhile is announced once, after the pause.
+            tokio::time::sleep(REFRESH_EVERY).await;
         }
     });
 }

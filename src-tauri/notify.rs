@@ -14,7 +14,7 @@ use tokio::time::Instant;
 
 use crate::attention::{announcements, Announcement, Notice, Seen};
 use crate::view::OpenJob;
-use crate::{CHANGE_CHECK, OWNER};
+use crate::{CHANGE_CHECK, OWNER, REFRESH_EVERY};
 
 /// How many attention jobs are read at most at once: the most the engine gives.
 const AT_MOST: u32 = 1000;
@@ -73,6 +73,9 @@ pub async fn announce_news(engine: Engine, mut seen: Seen, mut announce: impl Fn
         if changes.changed().await.is_err() {
             return;
         }
+        // Changes that come faster are read together, by the reading after the pause.
+        tokio::time::sleep(REFRESH_EVERY).await;
+        changes.borrow_and_update();
     }
 }
 

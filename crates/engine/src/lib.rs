@@ -70,6 +70,15 @@ pub struct Engine {
     submits: Arc<ledger::SubmitQueue>,
     /// Where the executor's writes wait for theirs (see `ledger/group.rs`).
     writes: Arc<ledger::WriteQueue>,
+    /// The change feed every face of this engine shares (see [`Engine::changes`]).
+    feed: Arc<tokio::sync::Mutex<Option<Feed>>>,
+}
+
+/// A running change feed: how often it checks a SQLite file (zero on PostgreSQL, which
+/// announces each change), and a receiver to hand out copies of.
+struct Feed {
+    every: Duration,
+    changes: tokio::sync::watch::Receiver<u64>,
 }
 
 /// A filter and a position for `jobs`; the filters also narrow `count_jobs`.
@@ -173,6 +182,7 @@ impl Engine {
             work,
             submits,
             writes,
+            feed: Arc::default(),
         };
         if open.recover {
             engine.recover_expired_leases().await?;
@@ -204,15 +214,39 @@ impl Engine {
     /// another one sharing the ledger). Faces use it to refresh what they show instead of
     /// polling the tables. A SQLite file is checked every `every`; PostgreSQL announces each
     /// change (`LISTEN/NOTIFY`).
+    ///
+    /// Every caller of one engine (its clones included) shares one feed: one connection
+    /// checking the file, or one listening, however many faces watch (the window, its
+    /// notifications, the executor, the HTTP API's streams). A caller asking a SQLite file to
+    /// be checked more often than the running feed does gets a feed of its own, which later
+    /// callers then share. A copy handed out starts at the feed's current count: it announces
+    /// changes after the call, not before. The feed ends when the engine is closed (every
+    /// copy's `changed` then returns an error), or once every copy and the engine are dropped.
     pub async fn changes(&self, every: Duration) -> Result<tokio::sync::watch::Receiver<u64>> {
-        match &self.db {
-            Db::Sqlite(db) => db.changes(every).await,
-            Db::Postgres(db) => db.changes().await,
+        let mut feed = self.feed.lock().await;
+        if let Some(running) = feed.as_ref() {
+            // A feed whose task ended (its connection failed for good) is not handed out.
+            if running.every <= every && running.changes.has_changed().is_ok() {
+                let mut copy = running.changes.clone();
+                copy.borrow_and_update();
+                return Ok(copy);
+            }
         }
+        let (changes, every) = match &self.db {
+            Db::Sqlite(db) => (db.changes(every).await?, every),
+            Db::Postgres(db) => (db.changes().await?, Duration::ZERO),
+        };
+        *feed = Some(Feed {
+            every,
+            changes: changes.clone(),
+        });
+        Ok(changes)
     }
 
     /// Closes every connection, waiting for running statements.
     pub async fn close(&self) {
+        // The feed ends with the ledger's connections; a later call starts another.
+        self.feed.lock().await.take();
         self.db.close().await;
     }
 

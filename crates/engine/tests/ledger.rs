@@ -908,6 +908,99 @@ async fn changes_are_announced_whoever_writes() {
     assert!(*changes.borrow() > before);
 }
 
+/// Connections watching the ledger for changes, with whatever else this process holds open on
+/// it: on SQLite every connection of this process to the file (counted by its open files), on
+/// PostgreSQL the connections listening on the database.
+async fn watching(ledger: &Ledger) -> i64 {
+    if onejob_testkit::is_url(&ledger.location) {
+        let raw = ledger.raw().await;
+        let listening: (i64,) = raw
+            .fetch_one(
+                Sql::both(
+                    "SELECT count(*) FROM pg_stat_activity \
+                     WHERE datname = current_database() AND query ILIKE 'LISTEN%'",
+                ),
+                &[],
+            )
+            .await
+            .expect("count listeners");
+        raw.close().await;
+        return listening.0;
+    }
+    let file = std::fs::canonicalize(&ledger.location).expect("the ledger's file");
+    let open = std::fs::read_dir("/proc/self/fd").expect("this process's open files");
+    let held = open
+        .filter_map(|fd| std::fs::read_link(fd.ok()?.path()).ok())
+        .filter(|target| *target == file)
+        .count();
+    i64::try_from(held).expect("a count")
+}
+
+/// Every face of one engine (the window, its notifications, the executor, the HTTP API's
+/// streams) watches through one feed: one connection checking the file, or one listening,
+/// however many watch. Each copy announces every change made after it was taken.
+#[tokio::test]
+async fn the_faces_of_one_engine_share_one_change_feed() {
+    let ledger = Ledger::new().await;
+    let before = watching(&ledger).await;
+    let every = Duration::from_millis(20);
+    let mut first = ledger.engine.changes(every).await.expect("watch");
+    // Each face holds a clone of the engine; one is content with fewer checks.
+    let face = ledger.engine.clone();
+    let mut second = face.changes(every).await.expect("watch");
+    let mut slower = face
+        .changes(Duration::from_millis(250))
+        .await
+        .expect("watch");
+    assert!(first.same_channel(&second), "one feed");
+    assert!(first.same_channel(&slower), "one feed");
+    assert_eq!(
+        watching(&ledger).await - before,
+        1,
+        "one connection watches for three faces"
+    );
+    // A copy taken after a change does not announce it.
+    ledger.submit("before-the-last-copy").await;
+    tokio::time::timeout(Duration::from_secs(5), first.changed())
+        .await
+        .expect("announced in time")
+        .expect("feed alive");
+    let mut last = face.changes(every).await.expect("watch");
+    assert!(!last.has_changed().expect("feed alive"));
+
+    ledger.submit("seen-by-all").await;
+    for feed in [&mut first, &mut second, &mut slower, &mut last] {
+        tokio::time::timeout(Duration::from_secs(5), feed.changed())
+            .await
+            .expect("announced in time")
+            .expect("feed alive");
+    }
+    // Faces that stop watching leave the feed to the others.
+    drop((first, second, slower));
+    ledger.submit("after-three-left").await;
+    tokio::time::timeout(Duration::from_secs(5), last.changed())
+        .await
+        .expect("announced in time")
+        .expect("feed alive");
+    // Closing the engine ends the feed for every face still holding a copy, and lets go of
+    // its connection.
+    ledger.engine.close().await;
+    let ended = async { while last.changed().await.is_ok() {} };
+    tokio::time::timeout(Duration::from_secs(10), ended)
+        .await
+        .expect("the feed ends with the engine");
+    // A listening connection is let go of as the feed ends, not necessarily before.
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while watching(&ledger).await > 0 && std::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(
+        watching(&ledger).await,
+        0,
+        "nothing watches a closed ledger"
+    );
+}
+
 #[tokio::test]
 async fn the_far_end_of_the_list_is_one_page_away_and_counted() {
     let ledger = Ledger::new().await;

@@ -174,7 +174,8 @@ impl PgDb {
     pub async fn changes(&self) -> Result<watch::Receiver<u64>> {
         let listener = listen(&self.live.options).await?;
         let (tx, rx) = watch::channel(0u64);
-        tokio::spawn(follow(listener, self.live.clone(), tx));
+        let closed = self.pool.close_event();
+        tokio::spawn(follow(listener, self.live.clone(), tx, closed));
         Ok(rx)
     }
 }
@@ -200,9 +201,15 @@ async fn listen(options: &PgConnectOptions) -> sqlx::Result<PgListener> {
         .map_err(|_| sqlx::Error::PoolTimedOut)?
 }
 
-/// The change feed's loop: counts each notification until every receiver is gone, and keeps
-/// a listening connection that answers.
-async fn follow(listener: PgListener, live: Arc<Liveness>, tx: watch::Sender<u64>) {
+/// The change feed's loop: counts each notification until every receiver is gone or the
+/// ledger is `closed`, and keeps a listening connection that answers.
+async fn follow(
+    listener: PgListener,
+    live: Arc<Liveness>,
+    tx: watch::Sender<u64>,
+    closed: sqlx::pool::CloseEvent,
+) {
+    tokio::pin!(closed);
     let mut listener = Some(listener);
     let mut failures = 0u32;
     loop {
@@ -213,6 +220,7 @@ async fn follow(listener: PgListener, live: Arc<Liveness>, tx: watch::Sender<u64
                 .min(LISTEN_BACKOFF_CAP);
             tokio::select! {
                 () = tx.closed() => break,
+                () = &mut closed => break,
                 () = tokio::time::sleep(wait) => {}
             }
             match listen(&live.options).await {
@@ -227,6 +235,7 @@ async fn follow(listener: PgListener, live: Arc<Liveness>, tx: watch::Sender<u64
         };
         let next = tokio::select! {
             () = tx.closed() => break,
+            () = &mut closed => break,
             next = tokio::time::timeout(LISTEN_QUIET, listening.try_recv()) => next,
         };
         match next {

@@ -72,12 +72,15 @@ impl SqliteDb {
     }
 
     /// A counter that rises whenever the file changes, whoever changed it: SQLite's
-    /// `data_version`, read on a connection of its own every `every`.
+    /// `data_version`, read on a connection of its own every `every`, until every receiver is
+    /// gone or the ledger is closed.
     pub async fn changes(&self, every: Duration) -> Result<watch::Receiver<u64>> {
         use sqlx::{ConnectOptions, Connection};
         let mut conn = self.options.connect().await?;
         let (tx, rx) = watch::channel(0u64);
+        let closed = self.reader.close_event();
         tokio::spawn(async move {
+            tokio::pin!(closed);
             let mut seen: Option<i64> = None;
             loop {
                 let version = sqlx::query_scalar::<_, i64>("PRAGMA data_version")
@@ -96,7 +99,10 @@ impl SqliteDb {
                 if tx.is_closed() {
                     break;
                 }
-                tokio::time::sleep(every).await;
+                tokio::select! {
+                    () = &mut closed => break,
+                    () = tokio::time::sleep(every) => {}
+                }
             }
             let _ = conn.close().await;
         });
