@@ -868,3 +868,80 @@ async fn an_open_whose_server_freezes_while_migrating_fails_in_seconds() {
         other => panic!("expected storage, got {other:?}"),
     }
 }
+
+/// A group commit runs its commonest writes for many jobs at once: the moves to in flight of
+/// the attempts a pass claimed, and the compare-and-swaps of answers that came back together
+/// (past the response heads they carry), each run one statement with each row under its own
+/// write's guard. Every job still gets its one result, sent once, with the history and the
+/// attempt it would have had with each write alone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_group_moves_its_attempts_in_flight_and_claims_their_answers_one_statement_a_run() {
+    let cluster = a_cluster_counting_statements(false);
+    let url = cluster.database("runs").expect("a database");
+    let engine = Engine::open(&url).await.expect("open");
+    // Instant answers and 32 slots: answers come back together.
+    let sandbox = json!({"name": "sandbox", "kind": "sandbox", "soft_timeout_ms": 30_000,
+        "hard_timeout_ms": 60_000, "honours_idempotency_key": true,
+        "dials": {"latency_ms": 0, "jitter_ms": 0}});
+    engine
+        .add_provider(&sandbox.to_string())
+        .await
+        .expect("an instant sandbox");
+    let jobs = 300;
+    let ids = submit_each(&engine, (0..jobs).map(|i| format!("r-{i}"))).await;
+    let stats = counting_statements(&url, &[]).await;
+    let executor = Executor::new(engine.clone(), one_pass(32)).expect("an executor");
+    settle(&executor).await;
+    for id in &ids {
+        let detail = sent_once(&engine, id).await;
+        let attempt = &detail.attempts[0];
+        assert_eq!(attempt.request_id.is_some(), attempt.http_status.is_some());
+        assert!(attempt.sent_at.is_some() && attempt.finished_at.is_some());
+        let kinds: Vec<&str> = detail.events.iter().map(|e| e.kind.as_str()).collect();
+        assert_eq!(
+            kinds,
+            [
+                "submitted",
+                "attempt_created",
+                "attempt_sent",
+                "attempt_succeeded"
+            ],
+            "{detail:?}"
+        );
+        let won = &detail.events[3].detail;
+        assert_eq!(won["from"], "in_flight", "{won}");
+        assert_eq!(won["via"], "answer", "{won}");
+        assert!(won["payload_sha256"].is_string(), "{won}");
+        assert!(detail.events[2].detail["lease_ms"].is_u64());
+    }
+    drop(executor);
+    engine.close().await;
+
+    let rows: Vec<(String, i64, i64)> = sqlx::query_as(
+        "SELECT query, calls, rows FROM pg_stat_statements \
+         WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())",
+    )
+    .fetch_all(&stats)
+    .await
+    .expect("statement statistics");
+    stats.close().await;
+    let ran = |start: &str| {
+        rows.iter()
+            .filter(|(query, ..)| query.contains(start))
+            .fold((0, 0), |(calls, done), (_, c, r)| (calls + c, done + r))
+    };
+    let (sends, sent) =
+        ran("`move.sql` from `pending` to `in_flight` for the executor, for several");
+    let (claims, claimed) = ran("`claim_answer.sql` for several answers");
+    let summary: Vec<String> = rows
+        .iter()
+        .filter(|(_, calls, _)| *calls >= 10)
+        .map(|(query, calls, done)| {
+            let first: String = query.lines().take(1).collect();
+            format!("{calls} runs, {done} rows: {first}")
+        })
+        .collect();
+    // Runs of more than one write, and a good share of the jobs moved in them.
+    assert!(sent > sends && sent >= jobs / 4, "{summary:#?}");
+    assert!(claimed > claims && claimed >= jobs / 4, "{summary:#?}");
+}

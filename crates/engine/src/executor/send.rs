@@ -97,7 +97,7 @@ impl Executor {
                 return Ok(());
             }
         };
-        if !self.marked_sent(&attempt.id).await {
+        if !self.marked_sent(&attempt.job_id, &attempt.id).await {
             return Ok(());
         }
         let renewer = self.renew_lease(&attempt.id);
@@ -126,9 +126,12 @@ impl Executor {
     /// lease is renewed, which holds only for an attempt this executor has in flight: renewed,
     /// the move was committed and the attempt is sent now, once; not renewed, the move was not
     /// (the attempt stays `pending`, for a later pass) or the attempt moved on.
-    async fn marked_sent(&self, attempt_id: &str) -> bool {
+    async fn marked_sent(&self, job_id: &str, attempt_id: &str) -> bool {
         let (engine, id, lease) = (&self.inner.engine, &self.inner.id, self.inner.options.lease);
-        match engine.mark_sent(attempt_id, id, lease).await {
+        match engine
+            .mark_sent_of(Some(job_id), attempt_id, id, lease)
+            .await
+        {
             Ok(_) => true,
             Err(Error::InvalidTransition { .. }) => false,
             Err(e @ Error::Storage { .. }) => {
@@ -157,13 +160,13 @@ impl Executor {
         seen: &OnceLock<Arc<ResponseHead>>,
     ) -> Option<Classified> {
         let engine = &self.inner.engine;
-        let attempt_id = attempt.id.clone();
+        let (job_id, attempt_id) = (attempt.job_id.clone(), attempt.id.clone());
         // The head is queued for the next group commit and the body read meanwhile: the
         // answer's write, queued after it, commits with it or after it.
         let exchange = http::exchange(request, config, async |head: Head| {
             let head = ResponseHead::new(head.request_id, Some(head.status));
             let _ = seen.set(head.clone());
-            let queued = engine.queue_response_head(&attempt_id, head);
+            let queued = engine.queue_response_head(Some(&job_id), &attempt_id, head);
             let attempt_id = attempt_id.clone();
             let recorded = async move {
                 match queued {
@@ -362,7 +365,13 @@ impl Executor {
                 // A head whose own write has not run yet goes with the answer's.
                 let carried = head.filter(|h| h.carried_by_answer()).cloned();
                 self.persist("answer", || {
-                    engine.complete_carrying(&attempt.id, &answer, Cause::Answer, carried.clone())
+                    engine.complete_carrying(
+                        Some(&attempt.job_id),
+                        &attempt.id,
+                        &answer,
+                        Cause::Answer,
+                        carried.clone(),
+                    )
                 })
                 .await?;
             }

@@ -16,7 +16,7 @@ use crate::store::attempts::{self as attempt_rows, MoveEvent, Patch};
 use crate::store::jobs::{self as job_rows, JobRow};
 use crate::Engine;
 
-use super::group::Lock;
+use super::group::{self, Fast, Lock, Ran};
 use super::transition::{close_open, move_attempt, AttemptMove};
 use super::{attempt_row, event, job_row, reread, ResponseHead};
 
@@ -227,34 +227,42 @@ async fn dropped_after_verdict(
 async fn won_in_time(
     conn: &mut impl Handle,
     attempt_id: &str,
-    answer: &Value,
-    via_detail: &Map<String, Value>,
+    result: &str,
+    detail: &str,
     head: Option<&ResponseHead>,
 ) -> Result<Option<Completion>> {
-    // As `settle` writes it; the statement adds the state moved from.
-    let extra = Map::from_iter([("flagged_for_review".into(), json!(false))]);
-    let detail = answer_detail(extra, via_detail, &canonical_sha256(answer)).to_string();
     let event = MoveEvent {
         kind: EventKind::AttemptSucceeded.as_str(),
         actor: Actor::Provider.as_str(),
-        detail: &detail,
+        detail,
     };
     let head = head.map(|h| (h.request_id.as_deref(), h.http_status));
-    let result = answer.to_string();
-    let claimed = job_rows::claim_answer(conn, attempt_id, &result, &event, head).await?;
-    let Some(claimed) = claimed else {
-        return Ok(None);
-    };
+    let claimed = job_rows::claim_answer(conn, attempt_id, result, &event, head).await?;
+    match claimed {
+        Some(claimed) => won(attempt_id, claimed).map(Some),
+        None => Ok(None),
+    }
+}
+
+/// The winning event's detail of an answer that wins in time, as `settle` writes it (the
+/// statement adds the state moved from).
+fn won_detail(answer: &Value, via_detail: &Map<String, Value>) -> String {
+    let extra = Map::from_iter([("flagged_for_review".into(), json!(false))]);
+    answer_detail(extra, via_detail, &canonical_sha256(answer)).to_string()
+}
+
+/// What an answer that won in time wrote, as the engine's records.
+fn won(attempt_id: &str, claimed: job_rows::ClaimedAnswer) -> Result<Completion> {
     let Some(attempt) = claimed.attempt else {
         return Err(Error::internal(format!(
             "attempt {attempt_id}: its job claimed the answer, yet the attempt did not move"
         )));
     };
-    Ok(Some(Completion {
+    Ok(Completion {
         outcome: Outcome::Won,
         job: claimed.job.into_job()?,
         attempt: attempt.into_attempt()?,
-    }))
+    })
 }
 
 impl Engine {
@@ -273,14 +281,17 @@ impl Engine {
         answer: &Value,
         cause: Cause,
     ) -> Result<Completion> {
-        self.complete_carrying(attempt_id, answer, cause, None)
+        self.complete_carrying(None, attempt_id, answer, cause, None)
             .await
     }
 
     /// [`Engine::complete`], for the executor: the write also records the attempt's response
-    /// head when it carries it (see [`ResponseHead`]), whatever the answer's outcome.
+    /// head when it carries it (see [`ResponseHead`]), whatever the answer's outcome. Given the
+    /// attempt's `job_id`, the group commit may run its compare-and-swap in one statement with
+    /// other jobs' answers (PostgreSQL, see `group.rs`).
     pub(crate) async fn complete_carrying(
         &self,
+        job_id: Option<&str>,
         attempt_id: &str,
         answer: &Value,
         cause: Cause,
@@ -289,54 +300,72 @@ impl Engine {
         if cause == Cause::Person {
             return Err(Error::internal("a person's verdict goes through resolve"));
         }
+        let via_detail = Map::from_iter([(
+            "via".into(),
+            json!(if cause == Cause::Answer {
+                "answer"
+            } else {
+                "reconciliation"
+            }),
+        )]);
+        let (result, detail) = (answer.to_string(), won_detail(answer, &via_detail));
+        let lock = Lock::JobOf(attempt_id.to_owned());
+        let fast = job_id.map(|job_id| Fast::Answer {
+            job_id: job_id.to_owned(),
+            attempt_id: attempt_id.to_owned(),
+            result: result.clone(),
+            detail: detail.clone(),
+            head: head
+                .as_deref()
+                .map(|h| (h.request_id.clone(), h.http_status)),
+        });
         let attempt_id = attempt_id.to_owned();
         let answer = answer.clone();
-        let completed = self
-            .group(Lock::JobOf(attempt_id.clone()), move |tx| {
-                let (attempt_id, answer, head) = (attempt_id.clone(), answer.clone(), head.clone());
-                Box::pin(async move {
-                    let via_detail = Map::from_iter([(
-                        "via".into(),
-                        json!(if cause == Cause::Answer {
-                            "answer"
-                        } else {
-                            "reconciliation"
-                        }),
-                    )]);
-                    // The common case in one call: an answer in time that wins.
-                    let won = won_in_time(tx, &attempt_id, &answer, &via_detail, head.as_deref());
-                    if let Some(won) = won.await? {
-                        return Ok(Ok(won));
-                    }
-                    if let Some(head) = &head {
-                        let (request_id, status) = (head.request_id.as_deref(), head.http_status);
-                        attempt_rows::record_response_head(tx, &attempt_id, request_id, status)
-                            .await?;
-                    }
-                    let row = attempt_row(tx, &attempt_id).await?;
-                    let via = Via {
-                        cause,
-                        actor: Actor::Provider,
-                        win_kind: EventKind::AttemptSucceeded,
-                        detail: via_detail,
-                    };
-                    let settled = match settle(tx, &row, &answer, via).await? {
-                        Ok(settled) => settled,
-                        // A refusal that left its mark, committed with it.
-                        Err(refusal) => return Ok(Err(refusal)),
-                    };
-                    let (job, attempt) = match settled.rows {
-                        Some((job, attempt)) => (job.into_job()?, attempt.into_attempt()?),
-                        None => reread(tx, &row.job_id, &attempt_id).await?,
-                    };
-                    Ok(Ok(Completion {
-                        outcome: settled.outcome,
-                        job,
-                        attempt,
-                    }))
-                })
+        let write = group::fast_write(move |tx, ran| {
+            let (attempt_id, answer, head) = (attempt_id.clone(), answer.clone(), head.clone());
+            let (via_detail, result, detail) = (via_detail.clone(), result.clone(), detail.clone());
+            Box::pin(async move {
+                // The common case in one call: an answer in time that wins; or the group's
+                // statement for a run of answers already said whether it did.
+                let won_now = match ran {
+                    Some(Ran::Answered(Some(claimed))) => Some(won(&attempt_id, *claimed)?),
+                    Some(Ran::Answered(None)) => None,
+                    _ => won_in_time(tx, &attempt_id, &result, &detail, head.as_deref()).await?,
+                };
+                if let Some(won) = won_now {
+                    return Ok(Ok(won));
+                }
+                if let Some(head) = &head {
+                    let (request_id, status) = (head.request_id.as_deref(), head.http_status);
+                    attempt_rows::record_response_head(tx, &attempt_id, request_id, status).await?;
+                }
+                let row = attempt_row(tx, &attempt_id).await?;
+                let via = Via {
+                    cause,
+                    actor: Actor::Provider,
+                    win_kind: EventKind::AttemptSucceeded,
+                    detail: via_detail,
+                };
+                let settled = match settle(tx, &row, &answer, via).await? {
+                    Ok(settled) => settled,
+                    // A refusal that left its mark, committed with it.
+                    Err(refusal) => return Ok(Err(refusal)),
+                };
+                let (job, attempt) = match settled.rows {
+                    Some((job, attempt)) => (job.into_job()?, attempt.into_attempt()?),
+                    None => reread(tx, &row.job_id, &attempt_id).await?,
+                };
+                Ok(Ok(Completion {
+                    outcome: settled.outcome,
+                    job,
+                    attempt,
+                }))
             })
-            .await?;
+        });
+        let completed = match fast {
+            Some(fast) => self.writes.run_fast(lock, fast, write).await?,
+            None => self.group(lock, move |tx| write(tx, None)).await?,
+        };
         completed
     }
 }

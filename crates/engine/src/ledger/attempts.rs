@@ -18,7 +18,7 @@ use crate::store::jobs::{self as job_rows, JobRow};
 use crate::store::providers as provider_rows;
 use crate::Engine;
 
-use super::group::Lock;
+use super::group::{self, Fast, Lock, Ran, Touches};
 use super::transition::{block_job, fail_job, move_attempt, move_from, release_job, AttemptMove};
 use super::{attempt_row, blocked, commit_with, job_attempt, job_row};
 
@@ -255,10 +255,38 @@ impl Engine {
         executor_id: &str,
         lease: Duration,
     ) -> Result<Attempt> {
+        self.mark_sent_of(None, attempt_id, executor_id, lease)
+            .await
+    }
+
+    /// [`Engine::mark_sent`] for an attempt of `job_id`, known to the caller: on PostgreSQL
+    /// the group commit may then move it in one statement with other jobs' attempts (see
+    /// `group.rs`).
+    pub(crate) async fn mark_sent_of(
+        &self,
+        job_id: Option<&str>,
+        attempt_id: &str,
+        executor_id: &str,
+        lease: Duration,
+    ) -> Result<Attempt> {
+        // The lease runs from the commit by the database's clock; the attempt shows its end.
+        let detail = json!({ "executor_id": executor_id, "lease_ms": lease.as_millis() as u64 });
+        let lock = Lock::JobOf(attempt_id.to_owned());
+        let fast = job_id.map(|job_id| Fast::Send {
+            job_id: job_id.to_owned(),
+            attempt_id: attempt_id.to_owned(),
+            executor_id: executor_id.to_owned(),
+            lease,
+            detail: detail.to_string(),
+        });
         let (attempt_id, executor_id) = (attempt_id.to_owned(), executor_id.to_owned());
-        self.group(Lock::JobOf(attempt_id.clone()), move |tx| {
-            let (attempt_id, executor_id) = (attempt_id.clone(), executor_id.clone());
+        let write = group::fast_write(move |tx, ran| {
+            let (attempt_id, executor_id, detail) =
+                (attempt_id.clone(), executor_id.clone(), detail.clone());
             Box::pin(async move {
+                if let Some(Ran::Sent(Some(moved))) = ran {
+                    return moved.into_attempt();
+                }
                 let m = AttemptMove {
                     to: AttemptState::InFlight,
                     cause: Cause::Executor,
@@ -270,17 +298,18 @@ impl Engine {
                     },
                     event: EventKind::AttemptSent,
                     actor: Actor::Executor,
-                    // The lease runs from the commit by the database's clock; the attempt
-                    // shows its end.
-                    detail: json!({ "executor_id": executor_id, "lease_ms": lease.as_millis() as u64 }),
+                    detail,
                 };
                 // Only a pending attempt is sent: the move's guard is the only check.
                 move_from(tx, &attempt_id, AttemptState::Pending, m)
                     .await?
                     .into_attempt()
             })
-        })
-        .await
+        });
+        match fast {
+            Some(fast) => self.writes.run_fast(lock, fast, write).await,
+            None => self.group(lock, move |tx| write(tx, None)).await,
+        }
     }
 
     /// For the executor: extends its lease on an attempt it holds in flight; false when it no
@@ -309,41 +338,50 @@ impl Engine {
         http_status: Option<u16>,
     ) -> Result<()> {
         let head = ResponseHead::new(request_id.map(str::to_owned), http_status);
-        self.queue_response_head(attempt_id, head)?.await
+        self.queue_response_head(None, attempt_id, head)?.await
     }
 
     /// For the executor: [`Engine::record_response_head`] without waiting: the write is queued
     /// at once, so a write the caller queues after it (the answer) is committed in the same
     /// group or a later one, never before it. The future commits it and gives its outcome.
     /// When the answer takes the head with it ([`ResponseHead::carried_by_answer`]) before this
-    /// write runs, this write writes nothing.
+    /// write runs, this write writes nothing; given the attempt's `job_id`, that answer may then
+    /// run ahead of it in its group (see `group.rs`).
     pub(crate) fn queue_response_head(
         &self,
+        job_id: Option<&str>,
         attempt_id: &str,
         head: Arc<ResponseHead>,
     ) -> Result<impl std::future::Future<Output = Result<()>> + Send + 'static> {
         let attempt_id = attempt_id.to_owned();
-        let pending = self
-            .writes
-            .queue(Lock::JobOf(attempt_id.clone()), move |tx| {
-                let (attempt_id, head) = (attempt_id.clone(), head.clone());
-                Box::pin(async move {
-                    if !head.written_by_own_write() {
-                        return Ok(());
-                    }
-                    let recorded = attempt_rows::record_response_head(
-                        tx,
-                        &attempt_id,
-                        head.request_id.as_deref(),
-                        head.http_status,
-                    )
-                    .await?;
-                    match recorded {
-                        true => Ok(()),
-                        false => Err(Error::not_found("attempt", &attempt_id)),
-                    }
-                })
-            })?;
+        let touches = match job_id {
+            Some(job) => Touches::Head {
+                job: job.to_owned(),
+                attempt: attempt_id.clone(),
+            },
+            None => Touches::Anything,
+        };
+        let pending =
+            self.writes
+                .queue_touching(Lock::JobOf(attempt_id.clone()), touches, move |tx| {
+                    let (attempt_id, head) = (attempt_id.clone(), head.clone());
+                    Box::pin(async move {
+                        if !head.written_by_own_write() {
+                            return Ok(());
+                        }
+                        let recorded = attempt_rows::record_response_head(
+                            tx,
+                            &attempt_id,
+                            head.request_id.as_deref(),
+                            head.http_status,
+                        )
+                        .await?;
+                        match recorded {
+                            true => Ok(()),
+                            false => Err(Error::not_found("attempt", &attempt_id)),
+                        }
+                    })
+                })?;
         let writes = self.writes.clone();
         Ok(async move { writes.outcome(pending).await })
     }
@@ -524,12 +562,18 @@ mod tests {
         let attempt = in_flight(&engine).await;
         let head = ResponseHead::new(Some("req-7".into()), Some(200));
         let own = engine
-            .queue_response_head(&attempt.id, head.clone())
+            .queue_response_head(Some(&attempt.job_id), &attempt.id, head.clone())
             .unwrap();
         assert!(head.carried_by_answer());
         let answer = serde_json::json!({"ok": true});
         let done = engine
-            .complete_carrying(&attempt.id, &answer, Cause::Answer, Some(head.clone()))
+            .complete_carrying(
+                Some(&attempt.job_id),
+                &attempt.id,
+                &answer,
+                Cause::Answer,
+                Some(head.clone()),
+            )
             .await
             .unwrap();
         own.await.unwrap();
@@ -550,7 +594,7 @@ mod tests {
         let attempt = in_flight(&engine).await;
         let head = ResponseHead::new(Some("req-8".into()), Some(200));
         engine
-            .queue_response_head(&attempt.id, head.clone())
+            .queue_response_head(Some(&attempt.job_id), &attempt.id, head.clone())
             .unwrap()
             .await
             .unwrap();
@@ -571,7 +615,13 @@ mod tests {
         assert!(head.carried_by_answer());
         let answer = serde_json::json!({"late": true});
         let done = engine
-            .complete_carrying(&attempt.id, &answer, Cause::Answer, Some(head))
+            .complete_carrying(
+                Some(&attempt.job_id),
+                &attempt.id,
+                &answer,
+                Cause::Answer,
+                Some(head),
+            )
             .await
             .unwrap();
         assert_ne!(done.outcome, Outcome::Won);

@@ -59,8 +59,17 @@ async fn unsendable(
 /// and decides by the policy.
 async fn first_attempt(tx: &mut Tx, job_id: &str) -> Result<Option<JobAttempt>> {
     let id = uuid::Uuid::now_v7().to_string();
-    let created = (EventKind::AttemptCreated.as_str(), Actor::Executor.as_str());
-    let inserted = attempt_rows::insert_first(tx, &id, job_id, created).await?;
+    let inserted = attempt_rows::insert_first(tx, &id, job_id, created()).await?;
+    first_claimed(job_id, inserted)
+}
+
+/// A first attempt's `attempt_created` event: its kind and who created it.
+fn created() -> (&'static str, &'static str) {
+    (EventKind::AttemptCreated.as_str(), Actor::Executor.as_str())
+}
+
+/// A first attempt as inserted, beside its job as moved: the claim; `None` when none was.
+fn first_claimed(job_id: &str, inserted: attempt_rows::Inserted) -> Result<Option<JobAttempt>> {
     let Some(attempt) = inserted.attempt else {
         return Ok(None);
     };
@@ -86,13 +95,16 @@ pub(super) async fn claim_in(tx: &mut Tx, job_id: &str) -> Result<Claim> {
             None => Err(Error::not_found("job", job_id)),
         };
     }
-    claim_locked(tx, job_id).await
+    claim_locked(tx, job_id, true).await
 }
 
-/// [`claim_in`] for a job whose lock the caller's transaction already holds.
-async fn claim_locked(tx: &mut Tx, job_id: &str) -> Result<Claim> {
-    if let Some(claimed) = first_attempt(tx, job_id).await? {
-        return Ok(Claim::Attempt(Box::new(claimed)));
+/// [`claim_in`] for a job whose lock the caller's transaction already holds; `try_first`
+/// false when the policy's first step was already tried for it (and wrote nothing).
+async fn claim_locked(tx: &mut Tx, job_id: &str, try_first: bool) -> Result<Claim> {
+    if try_first {
+        if let Some(claimed) = first_attempt(tx, job_id).await? {
+            return Ok(Claim::Attempt(Box::new(claimed)));
+        }
     }
     let (job, attempts) = job_rows::with_attempts(tx, job_id)
         .await?
@@ -183,9 +195,28 @@ impl Engine {
                 Box::pin(async move {
                     // Read locked: each is claimed without taking its lock again.
                     let ids = job_rows::sendable_locking(tx, limit).await?;
+                    // Their first attempts in one statement (PostgreSQL); a job it did not
+                    // start (a retry, a backoff, a provider removed) is claimed alone, by the
+                    // policy.
+                    let firsts: Vec<(String, String)> = ids
+                        .iter()
+                        .map(|id| (uuid::Uuid::now_v7().to_string(), id.clone()))
+                        .collect();
+                    let mut started = match firsts.len() {
+                        0 | 1 => None,
+                        _ => attempt_rows::insert_first_many(tx, &firsts, created()).await?,
+                    };
                     let mut claims = Vec::with_capacity(ids.len());
                     for id in ids {
-                        let claim = claim_locked(tx, &id).await?;
+                        let first = started.as_mut().map(|started| started.remove(&id));
+                        let claim = match first {
+                            Some(Some(inserted)) => match first_claimed(&id, inserted)? {
+                                Some(claimed) => Claim::Attempt(Box::new(claimed)),
+                                None => claim_locked(tx, &id, false).await?,
+                            },
+                            Some(None) => claim_locked(tx, &id, false).await?,
+                            None => claim_locked(tx, &id, true).await?,
+                        };
                         claims.push((id, claim));
                     }
                     Ok(claims)

@@ -15,9 +15,21 @@
 //! transition guarded by its expected state, decided inside one transaction that holds the
 //! locks of the jobs its writes concern (on SQLite the file's write lock; on PostgreSQL each
 //! job's row, all taken in one statement in id order before any write runs, so two hosts'
-//! groups never wait for each other in a circle). What SPEC §9 orders stays ordered: an attempt's `in_flight` write
-//! is queued only after its `pending` one was committed and answered, and its request is
-//! written only after the `in_flight` commit has answered.
+//! groups never wait for each other in a circle). What SPEC §9 orders stays ordered: an
+//! attempt's `in_flight` write is queued only after its `pending` one was committed and
+//! answered, and its request is written only after the `in_flight` commit has answered.
+//!
+//! On PostgreSQL the group runs its commonest writes for many attempts at once: a run of
+//! `pending → in_flight` moves, or of answers' compare-and-swaps, each of another job, is one
+//! statement (`attempts/send_many`, `jobs/claim_answers`) holding each write's own guard, row
+//! by row, run where the run's first write stands. Each write of the run then takes, when its
+//! turn comes, what that statement did for it: what it wrote, or that it wrote nothing, and
+//! then it decides by reading, as it would alone. A later write joins the run only if every
+//! write it so moves ahead of concerns another job, or is the response head its own answer
+//! carries (which then writes nothing): writes of different jobs touch different rows, so the
+//! order between them changes nothing, and the order of one job's writes is kept. A write that
+//! may touch any job (a claim) ends the run. When the group runs again with savepoints, each
+//! write runs its own statements.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -25,7 +37,13 @@ use std::sync::{Arc, Mutex};
 
 use tokio::sync::oneshot;
 
+use std::collections::{HashMap, HashSet};
+
 use crate::error::{Error, Result};
+use crate::events::EventKind;
+use crate::model::Actor;
+use crate::store::attempts::{self as attempt_rows, AttemptRow, Sending};
+use crate::store::jobs::{Answering, ClaimedAnswer};
 use crate::store::{jobs as job_rows, Db, Tx};
 
 /// The most items one commit holds (writes here, submits in `submit.rs`): enough to turn a
@@ -100,6 +118,71 @@ impl<T> Gathering<T> {
 /// A write's statements on the group's transaction, boxed so writes of any type queue together.
 pub(crate) type Step<'t, T> = Pin<Box<dyn Future<Output = Result<T>> + Send + 't>>;
 
+/// A write's common case as one guarded statement, which the group may run for a run of such
+/// writes at once (see the module's comment). The job it concerns keeps writes of one job out
+/// of one run.
+pub(crate) enum Fast {
+    /// `pending → in_flight` for the executor, with its lease and its event's detail.
+    Send {
+        job_id: String,
+        attempt_id: String,
+        executor_id: String,
+        lease: std::time::Duration,
+        detail: String,
+    },
+    /// An answer's compare-and-swap while its attempt is in flight or unknown, with its
+    /// winning event's detail and the response head it carries.
+    Answer {
+        job_id: String,
+        attempt_id: String,
+        result: String,
+        detail: String,
+        head: Option<(Option<String>, Option<u16>)>,
+    },
+}
+
+impl Fast {
+    fn job_id(&self) -> &str {
+        match self {
+            Fast::Send { job_id, .. } | Fast::Answer { job_id, .. } => job_id,
+        }
+    }
+
+    fn same_kind(&self, other: &Fast) -> bool {
+        std::mem::discriminant(self) == std::mem::discriminant(other)
+    }
+}
+
+/// What a run's statement did for one of its writes: the row it wrote, or `None` when it wrote
+/// nothing for it.
+pub(crate) enum Ran {
+    Sent(Option<Box<AttemptRow>>),
+    Answered(Option<Box<ClaimedAnswer>>),
+}
+
+/// What a queued write writes, for moving a run's statement ahead of it (see [`run_from`]).
+pub(crate) enum Touches {
+    /// Any job's rows, or those of a job not known here: nothing moves ahead of it.
+    Anything,
+    /// The rows of this job only.
+    Job(String),
+    /// The response head of `attempt`, an attempt of `job`. An answer for that attempt in the
+    /// same group carries the head and writes it itself (see `ResponseHead`): this write then
+    /// writes nothing, and that answer may move ahead of it.
+    Head { job: String, attempt: String },
+}
+
+/// `write` as the write [`WriteQueue::run_fast`] takes: a closure's signature, spelled once.
+pub(crate) fn fast_write<T, F>(write: F) -> F
+where
+    F: for<'t> Fn(&'t mut Tx, Option<Ran>) -> Step<'t, T>,
+{
+    write
+}
+
+/// Where the group leaves a write's [`Ran`] for the write to take when it runs.
+type Slot = Arc<Mutex<Option<Ran>>>;
+
 /// Answers a caller once its group's commit is known: `Ok` when it is durable.
 type Answer = Box<dyn FnOnce(Result<()>) + Send>;
 
@@ -125,6 +208,9 @@ pub(crate) enum Lock {
 
 struct Queued {
     lock: Lock,
+    touches: Touches,
+    /// The write's common case, which the group may run together with its neighbours'.
+    fast: Option<(Fast, Slot)>,
     run: Run,
     /// Answers the caller when its write never ran (the transaction could not start, or an
     /// earlier write broke it).
@@ -183,6 +269,56 @@ impl WriteQueue {
         T: Send + 'static,
         F: for<'t> Fn(&'t mut Tx) -> Step<'t, T> + Send + Sync + 'static,
     {
+        let touches = match &lock {
+            Lock::Job(job) => Touches::Job(job.clone()),
+            Lock::JobOf(_) | Lock::Nothing => Touches::Anything,
+        };
+        self.queue_with(lock, touches, None, write)
+    }
+
+    /// [`WriteQueue::queue`] for a write that says what it `touches`, beyond what its lock says.
+    pub(crate) fn queue_touching<T, F>(
+        &self,
+        lock: Lock,
+        touches: Touches,
+        write: F,
+    ) -> Result<Pending<T>>
+    where
+        T: Send + 'static,
+        F: for<'t> Fn(&'t mut Tx) -> Step<'t, T> + Send + Sync + 'static,
+    {
+        self.queue_with(lock, touches, None, write)
+    }
+
+    /// [`WriteQueue::run`] for a write whose common case is `fast`: `write` is given what the
+    /// group's statement did for it when the group ran `fast` together with its neighbours'
+    /// (see the module's comment), or `None` when it did not, and then runs `fast` itself.
+    pub(crate) async fn run_fast<T, F>(&self, lock: Lock, fast: Fast, write: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: for<'t> Fn(&'t mut Tx, Option<Ran>) -> Step<'t, T> + Send + Sync + 'static,
+    {
+        let slot: Slot = Arc::default();
+        let ran = slot.clone();
+        let touches = Touches::Job(fast.job_id().to_owned());
+        let queued = self.queue_with(lock, touches, Some((fast, slot)), move |tx| {
+            write(tx, take(&ran))
+        });
+        let pending = queued?;
+        self.outcome(pending).await
+    }
+
+    fn queue_with<T, F>(
+        &self,
+        lock: Lock,
+        touches: Touches,
+        fast: Option<(Fast, Slot)>,
+        write: F,
+    ) -> Result<Pending<T>>
+    where
+        T: Send + 'static,
+        F: for<'t> Fn(&'t mut Tx) -> Step<'t, T> + Send + Sync + 'static,
+    {
         let (reply, answer) = oneshot::channel::<Result<T>>();
         // Whichever of `run` and `refuse` is called answers; the other finds the sender gone.
         let reply = Arc::new(Mutex::new(Some(reply)));
@@ -205,7 +341,13 @@ impl WriteQueue {
                 let _ = reply.send(Err(e));
             }
         });
-        self.queued.push(Queued { lock, run, refuse })?;
+        self.queued.push(Queued {
+            lock,
+            touches,
+            fast,
+            run,
+            refuse,
+        })?;
         Ok(Pending(answer))
     }
 
@@ -284,20 +426,176 @@ async fn begin(db: &Db, group: Vec<Queued>) -> Option<(Tx, Vec<Queued>)> {
 async fn commit_unless_refused(db: &Db, group: Vec<Queued>) -> Option<Vec<Queued>> {
     let (mut tx, group) = begin(db, group).await?;
     let mut answers: Vec<Answer> = Vec::with_capacity(group.len());
-    for queued in &group {
-        let (keep, answer) = (queued.run)(&mut tx).await;
-        if !keep {
-            // Its first run's outcome and the others' are dropped unanswered.
+    // Which writes a run's statement has already run for.
+    let mut together = vec![false; group.len()];
+    for at in 0..group.len() {
+        let mut kept = true;
+        if !together[at] {
+            let run = run_from(&group, at, &together);
+            if run.len() > 1 {
+                let writes: Vec<&Queued> = run.iter().map(|&i| &group[i]).collect();
+                kept = run_together(&mut tx, &writes).await.is_ok();
+                for i in run {
+                    together[i] = true;
+                }
+            }
+        }
+        if kept {
+            let (keep, answer) = (group[at].run)(&mut tx).await;
+            kept = keep;
+            answers.push(answer);
+        }
+        if !kept {
+            // Its first run's outcome and the others' are dropped unanswered, and what a run's
+            // statement left for writes that did not run yet is forgotten with it.
             let _ = tx.rollback().await;
+            for queued in &group {
+                if let Some((_, slot)) = &queued.fast {
+                    take(slot);
+                }
+            }
             return Some(group);
         }
-        answers.push(answer);
     }
     let committed = tx.commit().await.map_err(Error::from);
     for answer in answers {
         answer(committed.clone());
     }
     None
+}
+
+/// The writes the group may run as one statement with the write at `at`, by position: those
+/// after it whose common case is of its kind, each of another job, that reach `at` passing
+/// only writes of other jobs (and the response head their answer carries). Just `at` when it
+/// has no common case; `together` marks writes an earlier run took.
+fn run_from(group: &[Queued], at: usize, together: &[bool]) -> Vec<usize> {
+    let Some((first, _)) = &group[at].fast else {
+        return vec![at];
+    };
+    let mut run = vec![at];
+    let mut taken = HashSet::from([first.job_id()]);
+    // Jobs with a write passed over, which later writes of theirs must not pass; and the
+    // heads passed over, by job, which only their own attempt's answer may pass.
+    let mut passed: HashSet<&str> = HashSet::new();
+    let mut heads: HashMap<&str, &str> = HashMap::new();
+    for (i, queued) in group.iter().enumerate().skip(at + 1) {
+        if run.len() == MAX_GROUP {
+            break;
+        }
+        let job = match (&queued.fast, &queued.touches) {
+            (Some((fast, _)), _) => {
+                let job = fast.job_id();
+                let head_passable = match (heads.get(job), fast) {
+                    (None, _) => true,
+                    (Some(head), Fast::Answer { attempt_id, .. }) => head == attempt_id,
+                    (Some(_), Fast::Send { .. }) => false,
+                };
+                let joins = !together[i]
+                    && fast.same_kind(first)
+                    && !taken.contains(job)
+                    && !passed.contains(job)
+                    && head_passable;
+                if joins {
+                    taken.insert(job);
+                    run.push(i);
+                    continue;
+                }
+                job
+            }
+            (None, Touches::Job(job)) => job.as_str(),
+            (None, Touches::Head { job, attempt }) => {
+                if heads
+                    .insert(job, attempt)
+                    .is_some_and(|other| other != attempt)
+                {
+                    passed.insert(job);
+                }
+                continue;
+            }
+            (None, Touches::Anything) => break,
+        };
+        passed.insert(job);
+    }
+    run
+}
+
+/// Runs the common case of a run of writes as one statement, and leaves each write what it did
+/// for it. On SQLite nothing runs, and each write runs its own statement.
+async fn run_together(tx: &mut Tx, run: &[&Queued]) -> Result<()> {
+    let fast = run.iter().filter_map(|q| q.fast.as_ref());
+    let Some((first, _)) = run.first().and_then(|q| q.fast.as_ref()) else {
+        return Ok(());
+    };
+    match first {
+        Fast::Send { .. } => {
+            let sending: Vec<Sending<'_>> = fast
+                .clone()
+                .filter_map(|(f, _)| match f {
+                    Fast::Send {
+                        attempt_id,
+                        executor_id,
+                        lease,
+                        detail,
+                        ..
+                    } => Some(Sending {
+                        id: attempt_id,
+                        executor_id,
+                        lease: *lease,
+                        detail,
+                    }),
+                    Fast::Answer { .. } => None,
+                })
+                .collect();
+            let (kind, actor) = (EventKind::AttemptSent.as_str(), Actor::Executor.as_str());
+            let Some(sent) = attempt_rows::send_many(tx, &sending, kind, actor).await? else {
+                return Ok(());
+            };
+            let mut sent: HashMap<String, AttemptRow> =
+                sent.into_iter().map(|row| (row.id.clone(), row)).collect();
+            for (f, slot) in fast {
+                if let Fast::Send { attempt_id, .. } = f {
+                    put(slot, Ran::Sent(sent.remove(attempt_id).map(Box::new)));
+                }
+            }
+        }
+        Fast::Answer { .. } => {
+            let answering: Vec<Answering<'_>> = fast
+                .clone()
+                .filter_map(|(f, _)| match f {
+                    Fast::Answer {
+                        attempt_id,
+                        result,
+                        detail,
+                        head,
+                        ..
+                    } => Some(Answering {
+                        attempt_id,
+                        result,
+                        detail,
+                        head: head.as_ref().map(|(id, status)| (id.as_deref(), *status)),
+                    }),
+                    Fast::Send { .. } => None,
+                })
+                .collect();
+            let (kind, actor) = (
+                EventKind::AttemptSucceeded.as_str(),
+                Actor::Provider.as_str(),
+            );
+            let Some(mut won) = job_rows::claim_answers(tx, &answering, kind, actor).await? else {
+                return Ok(());
+            };
+            for (f, slot) in fast {
+                if let Fast::Answer { attempt_id, .. } = f {
+                    put(slot, Ran::Answered(won.remove(attempt_id).map(Box::new)));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+fn put(slot: &Slot, ran: Ran) {
+    *slot.lock().unwrap_or_else(|p| p.into_inner()) = Some(ran);
 }
 
 /// One transaction for the group, a savepoint per write when there are several.
@@ -379,6 +677,80 @@ mod tests {
                 Box::pin(async move { claim_in(tx, &id).await })
             })
             .unwrap()
+    }
+
+    /// A queued write for `run_from`, never run.
+    fn queued(touches: Touches, fast: Option<Fast>) -> Queued {
+        Queued {
+            lock: Lock::Nothing,
+            touches,
+            fast: fast.map(|f| (f, Slot::default())),
+            run: Box::new(|_tx| Box::pin(async { (true, Box::new(|_: Result<()>| {}) as Answer) })),
+            refuse: Box::new(|_| {}),
+        }
+    }
+
+    fn answer(job: &str, attempt: &str) -> Queued {
+        let fast = Fast::Answer {
+            job_id: job.into(),
+            attempt_id: attempt.into(),
+            result: "{}".into(),
+            detail: "{}".into(),
+            head: None,
+        };
+        queued(Touches::Job(job.into()), Some(fast))
+    }
+
+    fn send(job: &str, attempt: &str) -> Queued {
+        let fast = Fast::Send {
+            job_id: job.into(),
+            attempt_id: attempt.into(),
+            executor_id: "x".into(),
+            lease: std::time::Duration::from_secs(10),
+            detail: "{}".into(),
+        };
+        queued(Touches::Job(job.into()), Some(fast))
+    }
+
+    fn head(job: &str, attempt: &str) -> Queued {
+        let touches = Touches::Head {
+            job: job.into(),
+            attempt: attempt.into(),
+        };
+        queued(touches, None)
+    }
+
+    /// A run gathers the writes of one kind whose statement may run first: each of another job,
+    /// passing only other jobs' writes and the head its own answer carries. It stops at a write
+    /// that may touch any job.
+    #[test]
+    fn a_run_takes_only_writes_that_may_run_ahead_of_what_they_pass() {
+        let group = vec![
+            answer("a", "a1"),                      // 0: starts the run
+            head("b", "b1"),                        // 1
+            answer("b", "b1"),                      // 2: passes only its own head
+            send("c", "c1"),                        // 3: another kind stays where it is
+            answer("c", "c1"),                      // 4: may not pass its job's send
+            head("d", "d0"),                        // 5: the head of another attempt of d
+            answer("d", "d1"),                      // 6: may not pass it
+            answer("a", "a2"),                      // 7: job a is in the run already
+            queued(Touches::Job("e".into()), None), // 8: a write of another job
+            answer("f", "f1"),                      // 9: passes it
+            queued(Touches::Anything, None),        // 10: nothing passes this one
+            answer("g", "g1"),                      // 11
+        ];
+        let none = vec![false; group.len()];
+        assert_eq!(run_from(&group, 0, &none), vec![0, 2, 9]);
+        // A write with no common case, and a send among answers, run alone.
+        assert_eq!(run_from(&group, 1, &none), vec![1]);
+        assert_eq!(run_from(&group, 3, &none), vec![3]);
+        // An earlier run's writes are not taken twice, nor passed by their jobs' later writes.
+        let mut together = none.clone();
+        for i in [0, 2, 9] {
+            together[i] = true;
+        }
+        assert_eq!(run_from(&group, 4, &together), vec![4, 7]);
+        assert_eq!(run_from(&group, 11, &together), vec![11]);
     }
 
     #[tokio::test]

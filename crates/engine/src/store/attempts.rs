@@ -7,7 +7,7 @@ use sqlx::FromRow;
 
 use super::queries;
 
-use super::{millis, on_backend, Handle};
+use super::{millis, on_backend, Conn, Handle};
 use crate::attempt::AttemptState;
 use crate::error::{Error, Result};
 use crate::model::{Attempt, AttemptError, Usage};
@@ -156,6 +156,41 @@ pub async fn insert_first(
     }
 }
 
+/// [`insert_first`] for several queued jobs, each given its first attempt's id, in one
+/// statement (PostgreSQL, `attempts/insert_first_many`): what was written for each job, by the
+/// job's id; a job missing had nothing written. `None` on SQLite, where each job is claimed
+/// with its own statements.
+pub async fn insert_first_many(
+    h: &mut impl Handle,
+    firsts: &[(String, String)],
+    created: (&str, &str),
+) -> sqlx::Result<Option<std::collections::HashMap<String, Inserted>>> {
+    let Conn::Postgres(conn, watch) = h.conn() else {
+        return Ok(None);
+    };
+    let (kind, actor) = created;
+    let sql = include_str!("postgres/queries/attempts/insert_first_many.sql");
+    let inserting = sqlx::query(sql)
+        .bind(firsts.iter().map(|(id, _)| id.as_str()).collect::<Vec<_>>())
+        .bind(
+            firsts
+                .iter()
+                .map(|(_, job)| job.as_str())
+                .collect::<Vec<_>>(),
+        )
+        .bind(kind)
+        .bind(actor)
+        .fetch_all(conn);
+    let mut inserted = std::collections::HashMap::new();
+    for row in watch.guard(inserting).await? {
+        let one = inserted_row(Some(row))?;
+        if let Some(attempt) = &one.attempt {
+            inserted.insert(attempt.job_id.clone(), one);
+        }
+    }
+    Ok(Some(inserted))
+}
+
 /// An insert's rows on SQLite, in order: the attempt, then the job as moved.
 fn inserted_rows(rows: Vec<sqlx::sqlite::SqliteRow>) -> sqlx::Result<Inserted> {
     let mut rows = rows.iter();
@@ -296,6 +331,41 @@ pub async fn moved(
             .await
             .map(|rows| rows.into_iter().next())
     })
+}
+
+/// One attempt of [`send_many`].
+pub struct Sending<'a> {
+    pub id: &'a str,
+    pub executor_id: &'a str,
+    pub lease: Duration,
+    /// The move's event detail, JSON text.
+    pub detail: &'a str,
+}
+
+/// [`moved`] from `pending` to `in_flight` for the executor, for several attempts of different
+/// jobs in one statement (PostgreSQL, `attempts/send_many`): each moves only while `pending`
+/// with its job `running` without a result, and gets its event (`kind`, `actor`). The
+/// attempts that moved; one missing wrote nothing. `None` on SQLite, where each move runs its
+/// own statement.
+pub async fn send_many(
+    h: &mut impl Handle,
+    sending: &[Sending<'_>],
+    kind: &str,
+    actor: &str,
+) -> sqlx::Result<Option<Vec<AttemptRow>>> {
+    let Conn::Postgres(conn, watch) = h.conn() else {
+        return Ok(None);
+    };
+    let sql = include_str!("postgres/queries/attempts/send_many.sql");
+    let sent = sqlx::query_as(sql)
+        .bind(sending.iter().map(|s| s.id).collect::<Vec<_>>())
+        .bind(sending.iter().map(|s| s.executor_id).collect::<Vec<_>>())
+        .bind(sending.iter().map(|s| millis(s.lease)).collect::<Vec<_>>())
+        .bind(sending.iter().map(|s| s.detail).collect::<Vec<_>>())
+        .bind(kind)
+        .bind(actor)
+        .fetch_all(conn);
+    watch.guard(sent).await.map(Some)
 }
 
 /// Flags an attempt for review without moving it.

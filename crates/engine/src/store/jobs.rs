@@ -569,6 +569,61 @@ pub async fn claim_answer(
     }
 }
 
+/// One answer of [`claim_answers`].
+pub struct Answering<'a> {
+    pub attempt_id: &'a str,
+    /// The result, JSON text.
+    pub result: &'a str,
+    /// The winning move's event detail, JSON text (the state moved from is added).
+    pub detail: &'a str,
+    /// The response head the answer carries: request id and HTTP status.
+    pub head: Option<(Option<&'a str>, Option<u16>)>,
+}
+
+/// [`claim_answer`] for several answers, each for an attempt of another job, in one statement
+/// (PostgreSQL, `jobs/claim_answers`), the winning moves' events of kind `kind` by `actor`.
+/// What each answer that won wrote, by its attempt's id; an answer missing wrote nothing, and
+/// its caller reads why. `None` on SQLite, where each answer runs its own statement.
+pub async fn claim_answers(
+    h: &mut impl Handle,
+    answers: &[Answering<'_>],
+    kind: &str,
+    actor: &str,
+) -> sqlx::Result<Option<std::collections::HashMap<String, ClaimedAnswer>>> {
+    let Conn::Postgres(conn, watch) = h.conn() else {
+        return Ok(None);
+    };
+    let sql = include_str!("postgres/queries/jobs/claim_answers.sql");
+    let claiming = sqlx::query(sql)
+        .bind(answers.iter().map(|a| a.attempt_id).collect::<Vec<_>>())
+        .bind(answers.iter().map(|a| a.result).collect::<Vec<_>>())
+        .bind(answers.iter().map(|a| a.detail).collect::<Vec<_>>())
+        .bind(
+            answers
+                .iter()
+                .map(|a| a.head.and_then(|h| h.0))
+                .collect::<Vec<_>>(),
+        )
+        .bind(
+            answers
+                .iter()
+                .map(|a| a.head.and_then(|h| h.1).map(i64::from))
+                .collect::<Vec<_>>(),
+        )
+        .bind(kind)
+        .bind(actor)
+        .fetch_all(conn);
+    let mut claimed = std::collections::HashMap::new();
+    for row in watch.guard(claiming).await? {
+        let job = JobRow::from_row(&row)?;
+        let attempt = super::row_in_column(&row, "attempt")?;
+        if let Some(winner) = job.completed_by.clone() {
+            claimed.insert(winner, ClaimedAnswer { job, attempt });
+        }
+    }
+    Ok(Some(claimed))
+}
+
 /// Marks a job for a person's review (a late answer or a contradiction).
 pub async fn flag(h: &mut impl Handle, id: &str) -> sqlx::Result<()> {
     on_backend!(h, "jobs/flag", |conn, sql| {
