@@ -869,10 +869,10 @@ async fn an_open_whose_server_freezes_while_migrating_fails_in_seconds() {
     }
 }
 
-/// A group commit runs its commonest writes for many jobs at once: the moves to in flight of
-/// the attempts a pass claimed, and the compare-and-swaps of answers that came back together
-/// (past the response heads they carry), each run one statement with each row under its own
-/// write's guard. Every job still gets its one result, sent once, with the history and the
+/// A pass starts its jobs' first attempts in one statement, and a group commit runs its
+/// commonest writes for many jobs at once: the moves to in flight of the attempts a pass
+/// claimed, and the compare-and-swaps of answers that came back together (past the response
+/// heads they carry), each run one statement with each row under its own write's guard. Every job still gets its one result, sent once, with the history and the
 /// attempt it would have had with each write alone.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_group_moves_its_attempts_in_flight_and_claims_their_answers_one_statement_a_run() {
@@ -933,6 +933,7 @@ async fn a_group_moves_its_attempts_in_flight_and_claims_their_answers_one_state
     let (sends, sent) =
         ran("`move.sql` from `pending` to `in_flight` for the executor, for several");
     let (claims, claimed) = ran("`claim_answer.sql` for several answers");
+    let (passes, started) = ran("`insert_first.sql` for several queued jobs");
     let summary: Vec<String> = rows
         .iter()
         .filter(|(_, calls, _)| *calls >= 10)
@@ -944,4 +945,5 @@ async fn a_group_moves_its_attempts_in_flight_and_claims_their_answers_one_state
     // Runs of more than one write, and a good share of the jobs moved in them.
     assert!(sent > sends && sent >= jobs / 4, "{summary:#?}");
     assert!(claimed > claims && claimed >= jobs / 4, "{summary:#?}");
+    assert!(started > passes && started >= jobs / 4, "{summary:#?}");
 }
