@@ -932,8 +932,8 @@ async fn a_group_moves_its_attempts_in_flight_and_claims_their_answers_one_state
     };
     let (sends, sent) =
         ran("`move.sql` from `pending` to `in_flight` for the executor, for several");
-    let (claims, claimed) = ran("`claim_answer.sql` for several answers");
-    let (passes, started) = ran("`insert_first.sql` for several queued jobs");
+    let (claims, claimed) = ran("The compare-and-swap of SPEC §5 for answers");
+    let (passes, started) = ran("Queued jobs' first attempts");
     let summary: Vec<String> = rows
         .iter()
         .filter(|(_, calls, _)| *calls >= 10)

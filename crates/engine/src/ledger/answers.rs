@@ -362,10 +362,6 @@ impl Engine {
                 }))
             })
         });
-        let completed = match fast {
-            Some(fast) => self.writes.run_fast(lock, fast, write).await?,
-            None => self.group(lock, move |tx| write(tx, None)).await?,
-        };
-        completed
+        self.writes.run_fast(lock, fast, write).await?
     }
 }

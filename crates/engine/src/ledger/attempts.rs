@@ -306,10 +306,7 @@ impl Engine {
                     .into_attempt()
             })
         });
-        match fast {
-            Some(fast) => self.writes.run_fast(lock, fast, write).await,
-            None => self.group(lock, move |tx| write(tx, None)).await,
-        }
+        self.writes.run_fast(lock, fast, write).await
     }
 
     /// For the executor: extends its lease on an attempt it holds in flight; false when it no

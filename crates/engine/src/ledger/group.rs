@@ -172,6 +172,16 @@ pub(crate) enum Touches {
     Head { job: String, attempt: String },
 }
 
+impl Touches {
+    /// What a write touches, as far as its lock says.
+    fn of(lock: &Lock) -> Touches {
+        match lock {
+            Lock::Job(job) => Touches::Job(job.clone()),
+            Lock::JobOf(_) | Lock::Nothing => Touches::Anything,
+        }
+    }
+}
+
 /// `write` as the write [`WriteQueue::run_fast`] takes: a closure's signature, spelled once.
 pub(crate) fn fast_write<T, F>(write: F) -> F
 where
@@ -269,10 +279,7 @@ impl WriteQueue {
         T: Send + 'static,
         F: for<'t> Fn(&'t mut Tx) -> Step<'t, T> + Send + Sync + 'static,
     {
-        let touches = match &lock {
-            Lock::Job(job) => Touches::Job(job.clone()),
-            Lock::JobOf(_) | Lock::Nothing => Touches::Anything,
-        };
+        let touches = Touches::of(&lock);
         self.queue_with(lock, touches, None, write)
     }
 
@@ -292,19 +299,21 @@ impl WriteQueue {
 
     /// [`WriteQueue::run`] for a write whose common case is `fast`: `write` is given what the
     /// group's statement did for it when the group ran `fast` together with its neighbours'
-    /// (see the module's comment), or `None` when it did not, and then runs `fast` itself.
-    pub(crate) async fn run_fast<T, F>(&self, lock: Lock, fast: Fast, write: F) -> Result<T>
+    /// (see the module's comment), or `None` when it did not, and then runs `fast` itself. With
+    /// no `fast`, it is an ordinary write, always given `None`.
+    pub(crate) async fn run_fast<T, F>(&self, lock: Lock, fast: Option<Fast>, write: F) -> Result<T>
     where
         T: Send + 'static,
         F: for<'t> Fn(&'t mut Tx, Option<Ran>) -> Step<'t, T> + Send + Sync + 'static,
     {
         let slot: Slot = Arc::default();
         let ran = slot.clone();
-        let touches = Touches::Job(fast.job_id().to_owned());
-        let queued = self.queue_with(lock, touches, Some((fast, slot)), move |tx| {
-            write(tx, take(&ran))
-        });
-        let pending = queued?;
+        let touches = match &fast {
+            Some(fast) => Touches::Job(fast.job_id().to_owned()),
+            None => Touches::of(&lock),
+        };
+        let fast = fast.map(|fast| (fast, slot));
+        let pending = self.queue_with(lock, touches, fast, move |tx| write(tx, take(&ran)))?;
         self.outcome(pending).await
     }
 

@@ -135,25 +135,31 @@ pub async fn insert_first(
     created: (&str, &str),
 ) -> sqlx::Result<Inserted> {
     let (kind, actor) = created;
-    macro_rules! bound {
-        ($sql:expr) => {
-            sqlx::query($sql)
-                .bind(id)
-                .bind(job_id)
-                .bind(kind)
-                .bind(actor)
-        };
+    if let Conn::Sqlite(conn) = h.conn() {
+        let sql = include_str!("sqlite/queries/attempts/insert_first.sql");
+        let rows = sqlx::query(sql)
+            .bind(id)
+            .bind(job_id)
+            .bind(kind)
+            .bind(actor)
+            .fetch_all(conn)
+            .await?;
+        return inserted_rows(rows);
     }
-    let sql = queries!("attempts/insert_first");
-    match h.conn() {
-        super::Conn::Sqlite(conn) => inserted_rows(bound!(sql.sqlite).fetch_all(conn).await?),
-        super::Conn::Postgres(conn, watch) => {
-            let row = watch
-                .guard(bound!(sql.postgres).fetch_optional(&mut *conn))
-                .await?;
-            inserted_row(row)
-        }
+    // On PostgreSQL a run of one: the first attempt's guards are written once, in
+    // `attempts/insert_first_many`. An id that is not a canonical UUID names no job.
+    let nothing = || Inserted {
+        attempt: None,
+        job: None,
+    };
+    if !super::jobs::is_canonical_id(job_id) {
+        return Ok(nothing());
     }
+    let firsts = [(id.to_owned(), job_id.to_owned())];
+    let inserted = insert_first_many(h, &firsts, created).await?;
+    Ok(inserted
+        .and_then(|mut inserted| inserted.remove(job_id))
+        .unwrap_or_else(nothing))
 }
 
 /// [`insert_first`] for several queued jobs, each given its first attempt's id, in one

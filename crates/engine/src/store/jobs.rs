@@ -188,8 +188,14 @@ pub async fn lock(
 fn canonical_uuids(ids: &[String]) -> Vec<&str> {
     ids.iter()
         .map(String::as_str)
-        .filter(|id| id.len() == LOWEST_ID.len() && fits_id_text(id))
+        .filter(|id| is_canonical_id(id))
         .collect()
+}
+
+/// Whether `id` is a UUID in its canonical form (lowercase, hyphenated), as `onejob_uuid`
+/// reads one: any other text names no job or attempt.
+pub(crate) fn is_canonical_id(id: &str) -> bool {
+    id.len() == LOWEST_ID.len() && fits_id_text(id)
 }
 
 /// Locks job `id` until the transaction ends unless another transaction holds it: false then,
@@ -531,42 +537,40 @@ pub async fn claim_answer(
     head: Option<(Option<&str>, Option<u16>)>,
 ) -> sqlx::Result<Option<ClaimedAnswer>> {
     use super::attempts::AttemptRow;
-    let (request_id, http_status) = head.unwrap_or_default();
-    macro_rules! bound {
-        ($sql:expr) => {
-            sqlx::query($sql)
-                .bind(attempt_id)
-                .bind(result)
-                .bind(event.kind)
-                .bind(event.actor)
-                .bind(event.detail)
-                .bind(request_id)
-                .bind(http_status.map(i64::from))
-        };
-    }
-    let sql = super::queries!("jobs/claim_answer");
-    match h.conn() {
+    if let Conn::Sqlite(conn) = h.conn() {
+        let (request_id, http_status) = head.unwrap_or_default();
+        let sql = include_str!("sqlite/queries/jobs/claim_answer.sql");
+        let rows = sqlx::query(sql)
+            .bind(attempt_id)
+            .bind(result)
+            .bind(event.kind)
+            .bind(event.actor)
+            .bind(event.detail)
+            .bind(request_id)
+            .bind(http_status.map(i64::from))
+            .fetch_all(conn)
+            .await?;
         // The statements' rows, in order: the job as claimed, then the attempt as moved.
-        Conn::Sqlite(conn) => {
-            let rows = bound!(sql.sqlite).fetch_all(conn).await?;
-            let mut rows = rows.iter();
-            let Some(job) = rows.next().map(JobRow::from_row).transpose()? else {
-                return Ok(None);
-            };
-            let attempt = rows.next().map(AttemptRow::from_row).transpose()?;
-            Ok(Some(ClaimedAnswer { job, attempt }))
-        }
-        // One row: the job as claimed, the attempt as moved in its column `attempt`.
-        Conn::Postgres(conn, watch) => {
-            let claimed = bound!(sql.postgres).fetch_optional(&mut *conn);
-            let Some(row) = watch.guard(claimed).await? else {
-                return Ok(None);
-            };
-            let job = JobRow::from_row(&row)?;
-            let attempt = super::row_in_column(&row, "attempt")?;
-            Ok(Some(ClaimedAnswer { job, attempt }))
-        }
+        let mut rows = rows.iter();
+        let Some(job) = rows.next().map(JobRow::from_row).transpose()? else {
+            return Ok(None);
+        };
+        let attempt = rows.next().map(AttemptRow::from_row).transpose()?;
+        return Ok(Some(ClaimedAnswer { job, attempt }));
     }
+    // On PostgreSQL a run of one: the compare-and-swap is written once, in
+    // `jobs/claim_answers`. An id that is not a canonical UUID names no attempt.
+    if !is_canonical_id(attempt_id) {
+        return Ok(None);
+    }
+    let answer = Answering {
+        attempt_id,
+        result,
+        detail: event.detail,
+        head,
+    };
+    let claimed = claim_answers(h, &[answer], event.kind, event.actor).await?;
+    Ok(claimed.and_then(|mut claimed| claimed.remove(attempt_id)))
 }
 
 /// One answer of [`claim_answers`].

@@ -1,7 +1,8 @@
--- PostgreSQL only: `insert_first.sql` for several queued jobs in one statement (the jobs a pass
--- claims, which its read already locked). Job $2[i] gets its first attempt $1[i], `pending` at
--- its route's primary, with its `attempt_created` event ($3 kind, $4 actor), and moves from
--- `queued` to `running`, each only while it is queued with no backoff set and no attempt yet,
+-- Queued jobs' first attempts, at their routes' primaries (where the route policy starts every
+-- job), in one statement: the jobs a pass claims, which its read already locked, or one job
+-- (the SQLite ledger's `attempts/insert_first.sql` takes one). Job $2[i] gets its first
+-- attempt $1[i], `pending` at its route's primary, with its `attempt_created` event ($3 kind,
+-- $4 actor), and moves from `queued` to `running`, each only while it is queued with no backoff set and no attempt yet,
 -- and its primary is configured, and its contract, if it names one, too. The jobs are locked
 -- in id order first.
 -- Rows: each attempt inserted, beside its job as moved (JSON text with the columns of

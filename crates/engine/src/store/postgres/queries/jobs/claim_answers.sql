@@ -1,5 +1,6 @@
--- PostgreSQL only: `claim_answer.sql` for several answers in one statement (a run of the group
--- commit's writes, each for an attempt of another job). The answer $2[i] (JSON text) of
+-- The compare-and-swap of SPEC §5 for answers, each for an attempt of another job, in one
+-- statement: a run of the group commit's answers, or one alone (the SQLite ledger's
+-- `jobs/claim_answer.sql` takes one answer in three statements). The answer $2[i] (JSON text) of
 -- attempt $1[i] goes to its job only while the attempt is in flight or unknown, the job is at
 -- the version the attempt began at, nobody has claimed it, and it is open; the attempt then
 -- moves to `succeeded` with the response head it carries ($4[i] request id, $5[i] HTTP status;
