@@ -198,14 +198,20 @@ async fn reconcile(engine: &Engine, owner: &str, attempt_id: &str) -> Result<Val
     // Read through the owner first, so another owner's attempt is not_found.
     let attempt = engine.attempt(owner, attempt_id).await?;
     let executor = Executor::new(engine.clone(), ExecutorOptions::default())?;
-    let outcome = match executor.reconcile(&attempt).await? {
-        Reconciled::Completed(_) => "completed",
-        Reconciled::Failed(_) => "failed",
-        Reconciled::StillUnknown => "still_unknown",
+    let (outcome, due_in) = match executor.reconcile(&attempt).await? {
+        Reconciled::Completed(_) => ("completed", None),
+        Reconciled::Failed(_) => ("failed", None),
+        Reconciled::StillUnknown => ("still_unknown", None),
+        Reconciled::TooEarly(wait) => ("too_early", Some(wait)),
     };
     let job = engine.job(owner, &attempt.job_id).await?.job;
     let attempt = engine.attempt(owner, attempt_id).await?;
-    Ok(json!({ "job": job, "attempt": attempt, "outcome": outcome }))
+    let mut reply = json!({ "job": job, "attempt": attempt, "outcome": outcome });
+    if let Some(wait) = due_in {
+        // Not asked yet: the request may still be answered; the person may ask again then.
+        reply["due_in_ms"] = json!(u64::try_from(wait.as_millis()).unwrap_or(u64::MAX));
+    }
+    Ok(reply)
 }
 
 /// Runs the sandbox in the foreground: prints its url once it listens, serves until SIGINT or

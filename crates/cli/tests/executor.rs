@@ -354,7 +354,7 @@ fn reconcile_from_the_command_line() {
         json!({ "latency_ms": 10, "jitter_ms": 0, "drop_after_processing": 1.0 }),
     );
     let status_url = json!({ "status_url": "{base_url}/status/{idempotency_key}" });
-    add_http_provider(&ledger, "dropper", &sandbox.url, 5_000, 10_000, status_url);
+    add_http_provider(&ledger, "dropper", &sandbox.url, 1_000, 2_000, status_url);
     let input = json!({ "amount": 45 });
     let (run, _) = submit_wait(
         &ledger,
@@ -372,6 +372,14 @@ fn reconcile_from_the_command_line() {
         .run(&["--owner", "other", "reconcile", &attempt_id])
         .err(5);
     assert_eq!(error["code"], "not_found");
+
+    // The request may still be answered until its hard deadline: nothing is asked before.
+    let early = ledger.run(&["reconcile", &attempt_id]).ok();
+    assert_eq!(early["outcome"], "too_early", "{early}");
+    assert_eq!(early["attempt"]["state"], "unknown", "{early}");
+    let due_in = early["due_in_ms"].as_u64().expect("due_in_ms");
+    assert!((1..=2_000).contains(&due_in), "{early}");
+    std::thread::sleep(std::time::Duration::from_millis(due_in + 50));
 
     let reply = ledger.run(&["reconcile", &attempt_id]).ok();
     assert_eq!(reply["outcome"], "completed", "{reply}");

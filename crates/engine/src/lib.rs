@@ -270,7 +270,88 @@ fn wake(work: &Notify) {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
+
     use super::*;
+    use crate::store::{Conn, Handle};
+
+    /// Runs `sql` on the transaction, either backend.
+    async fn run(tx: &mut Tx, sql: &str) -> sqlx::Result<()> {
+        match tx.conn() {
+            Conn::Sqlite(c) => sqlx::query(sql).execute(c).await.map(|_| ()),
+            Conn::Postgres(c, _) => sqlx::query(sql).execute(c).await.map(|_| ()),
+        }
+    }
+
+    /// Runs `sql` on the transaction through the store's watch, as every statement of the
+    /// store runs on PostgreSQL.
+    async fn watched(tx: &mut Tx, sql: &'static str) -> sqlx::Result<()> {
+        match tx.conn() {
+            Conn::Sqlite(c) => sqlx::query(sql).execute(c).await.map(|_| ()),
+            Conn::Postgres(c, watch) => watch.guard(sqlx::query(sql).execute(c)).await.map(|_| ()),
+        }
+    }
+
+    const WRITE: &str = "INSERT INTO providers (name, kind, config, created_at, updated_at) \
+         VALUES ('{name}', 'http', '{}', '2026-12-03T00:00:00.000Z', '2026-12-03T00:00:00.000Z')";
+    const FAILS: &str = "INSERT INTO providers (name, kind, config, created_at, updated_at) \
+         VALUES ('bad', 'no such kind', '{}', '2026-12-03T00:00:00.000Z', '2026-12-03T00:00:00.000Z')";
+
+    async fn written(engine: &Engine, name: &str) -> bool {
+        let mut conn = engine.read().await.unwrap();
+        let sql = format!("SELECT count(*) FROM providers WHERE name = '{name}'");
+        let n: i64 = match conn.conn() {
+            Conn::Sqlite(c) => sqlx::query_scalar(&sql).fetch_one(c).await.unwrap(),
+            Conn::Postgres(c, _) => sqlx::query_scalar(&sql).fetch_one(c).await.unwrap(),
+        };
+        n == 1
+    }
+
+    /// A statement that fails on PostgreSQL aborts its transaction, and the server answers the
+    /// `COMMIT` with `ROLLBACK`, which sqlx reports as success. Should a caller ever swallow such
+    /// an error, the store refuses the commit, so nothing rolled back is reported written (an
+    /// acknowledged move to in flight that was not kept would be sent a second time). A
+    /// savepoint the transaction went back to clears the failure. On SQLite a failed statement
+    /// undoes itself alone, and the rest of the transaction commits as reported.
+    #[tokio::test]
+    async fn a_commit_after_a_swallowed_statement_error_never_reports_what_was_rolled_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let location = onejob_testkit::ledger_location(&dir.path().join("ledger.db"));
+        let engine = Engine::open(&location).await.unwrap();
+        let postgres = location.starts_with("postgres://");
+
+        let mut tx = engine.begin().await.unwrap();
+        run(&mut tx, &WRITE.replace("{name}", "first"))
+            .await
+            .unwrap();
+        let swallowed = watched(&mut tx, FAILS).await;
+        assert!(swallowed.is_err(), "the statement fails");
+        let committed = tx.commit().await;
+        if postgres {
+            assert!(
+                committed.is_err(),
+                "a commit the server rolled back is refused"
+            );
+            assert!(
+                !written(&engine, "first").await,
+                "and nothing of it is there"
+            );
+        } else {
+            committed.unwrap();
+            assert!(written(&engine, "first").await);
+        }
+
+        // Gone back to a savepoint, the failed statement is undone alone on both backends.
+        let mut tx = engine.begin().await.unwrap();
+        run(&mut tx, &WRITE.replace("{name}", "second"))
+            .await
+            .unwrap();
+        tx.savepoint().await.unwrap();
+        assert!(watched(&mut tx, FAILS).await.is_err());
+        tx.rollback_to_savepoint().await.unwrap();
+        tx.commit().await.unwrap();
+        assert!(written(&engine, "second").await);
+    }
 
     #[test]
     fn the_default_database_lives_in_the_app_data_dir() {

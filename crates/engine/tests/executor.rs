@@ -22,9 +22,21 @@ fn quick(latency_ms: u32) -> Dials {
 
 /// Configures an `http` provider at `url`.
 async fn provider(engine: &Engine, name: &str, url: &str, soft_ms: u64, honours_key: bool) {
+    provider_until(engine, name, url, soft_ms, 10_000, honours_key).await;
+}
+
+/// [`provider`] with a hard deadline of `hard_ms`.
+async fn provider_until(
+    engine: &Engine,
+    name: &str,
+    url: &str,
+    soft_ms: u64,
+    hard_ms: u64,
+    honours_key: bool,
+) {
     let config = json!({
         "name": name, "kind": "http", "base_url": url,
-        "soft_timeout_ms": soft_ms, "hard_timeout_ms": 10_000,
+        "soft_timeout_ms": soft_ms, "hard_timeout_ms": hard_ms,
         "honours_idempotency_key": honours_key,
         "status_url": "{base_url}/status/{idempotency_key}"
     });
@@ -458,17 +470,13 @@ async fn reconcile_resolves_unknown_attempts_from_the_status_url() {
         ..quick(10)
     })
     .await;
-    provider(e, "dropper", &dropper.url(), 2000, false).await;
-    provider(e, "failing", &failing.url(), 2000, false).await;
+    provider_until(e, "dropper", &dropper.url(), 1000, 1500, false).await;
+    provider_until(e, "failing", &failing.url(), 1000, 1500, false).await;
     let (executor, _stop) = start(e);
 
     let went_through = submit(e, "went-through", &["dropper"], 5).await;
     let unknown = until(e, &went_through, |d| d.job.status == JobStatus::Unknown).await;
-    match executor
-        .reconcile(&unknown.attempts[0])
-        .await
-        .expect("reconcile")
-    {
+    match reconcile_when_due(&executor, &unknown.attempts[0]).await {
         Reconciled::Completed(done) => assert_eq!(done.outcome, onejob_engine::Outcome::Won),
         other => panic!("expected a completion, got {other:?}"),
     }
@@ -479,11 +487,7 @@ async fn reconcile_resolves_unknown_attempts_from_the_status_url() {
 
     let did_not = submit(e, "did-not-happen", &["failing"], 1).await;
     let unknown = until(e, &did_not, |d| d.job.status == JobStatus::Unknown).await;
-    match executor
-        .reconcile(&unknown.attempts[0])
-        .await
-        .expect("reconcile")
-    {
+    match reconcile_when_due(&executor, &unknown.attempts[0]).await {
         Reconciled::Failed(done) => assert_eq!(done.attempt.state, AttemptState::Failed),
         other => panic!("expected a failure, got {other:?}"),
     }
@@ -492,6 +496,20 @@ async fn reconcile_resolves_unknown_attempts_from_the_status_url() {
         failed.attempts[0].error.as_ref().map(|x| x.kind.as_str()),
         Some("reconciled_failed")
     );
+}
+
+/// Looks `attempt` up once its request can no longer be answered: asked earlier, the lookup
+/// says how long is left and asks nothing.
+async fn reconcile_when_due(executor: &Executor, attempt: &onejob_engine::Attempt) -> Reconciled {
+    loop {
+        match executor.reconcile(attempt).await.expect("reconcile") {
+            Reconciled::TooEarly(wait) => {
+                assert!(wait <= Duration::from_secs(10), "{wait:?}");
+                tokio::time::sleep(wait).await;
+            }
+            other => return other,
+        }
+    }
 }
 
 /// A server that answers every request with `status` and a JSON error.
@@ -628,7 +646,7 @@ async fn only_the_process_running_an_in_process_sandbox_looks_it_up() {
     let e = &ledger.engine;
     let config = json!({
         "name": "local-sandbox", "kind": "sandbox",
-        "soft_timeout_ms": 2000, "hard_timeout_ms": 10_000, "honours_idempotency_key": true,
+        "soft_timeout_ms": 1000, "hard_timeout_ms": 1500, "honours_idempotency_key": true,
         "status_url": "{base_url}/status/{idempotency_key}",
         "dials": { "latency_ms": 10, "jitter_ms": 0, "drop_after_processing": 1.0 }
     });
@@ -651,11 +669,7 @@ async fn only_the_process_running_an_in_process_sandbox_looks_it_up() {
         "not failed by a stranger"
     );
 
-    match sender
-        .reconcile(&unknown.attempts[0])
-        .await
-        .expect("reconcile")
-    {
+    match reconcile_when_due(&sender, &unknown.attempts[0]).await {
         Reconciled::Completed(done) => assert_eq!(done.job.status, JobStatus::Succeeded),
         other => panic!("expected a completion, got {other:?}"),
     }

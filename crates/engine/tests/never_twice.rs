@@ -679,7 +679,7 @@ async fn a_hanging_status_lookup_does_not_hold_up_claiming() {
     let (status, looked_up) = silent_server().await;
     let config = json!({
         "name": "payments", "kind": "http", "base_url": server.url(),
-        "soft_timeout_ms": 200, "hard_timeout_ms": 60_000,
+        "soft_timeout_ms": 200, "hard_timeout_ms": 3_000,
         "honours_idempotency_key": false,
         "status_url": format!("{status}/status/{{idempotency_key}}")
     });
@@ -687,14 +687,15 @@ async fn a_hanging_status_lookup_does_not_hold_up_claiming() {
     let stuck = pay(e, "stuck").await;
     let (_executor, stop, _task) = start_with(e, options());
     until(e, &stuck, |d| d.job.status == JobStatus::Unknown).await;
-    for _ in 0..200 {
+    // The first lookup waits for the payment's hard deadline (3 s) to pass.
+    for _ in 0..400 {
         if looked_up.load(Ordering::SeqCst) > 0 {
             break;
         }
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
     assert!(looked_up.load(Ordering::SeqCst) > 0, "a lookup hangs now");
-    // While it hangs (for a minute), a new job is claimed, sent and answered.
+    // While it hangs (until its own deadline, 3 s), a new job is claimed, sent and answered.
     let next = e
         .submit(
             OWNER,
@@ -707,4 +708,98 @@ async fn a_hanging_status_lookup_does_not_hold_up_claiming() {
     let done = until(e, &next.id, |d| d.job.status == JobStatus::Succeeded).await;
     assert_eq!(done.attempts.len(), 1);
     drop(stop);
+}
+
+/// When each status lookup was made.
+type Lookups = Arc<std::sync::Mutex<Vec<std::time::Instant>>>;
+
+/// A payment provider that records its work only once it is done, as many do: its status
+/// lookup answers "not found" while a request is still being processed (`hold`), and the
+/// answer afterwards. It counts the payments and keeps when each lookup was made.
+async fn slow_recorder(hold: Duration) -> (String, Arc<AtomicUsize>, Lookups) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let url = format!("http://{}", listener.local_addr().expect("addr"));
+    let paid = Arc::new(AtomicUsize::new(0));
+    let done = Arc::new(AtomicUsize::new(0));
+    let lookups = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let (paying, asked) = (paid.clone(), lookups.clone());
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            let (paying, done, asked) = (paying.clone(), done.clone(), asked.clone());
+            tokio::spawn(async move {
+                let mut buf = vec![0u8; 8192];
+                let n = stream.read(&mut buf).await.unwrap_or(0);
+                let head = String::from_utf8_lossy(&buf[..n]).to_string();
+                let body = if head.starts_with("GET /status/") {
+                    asked.lock().expect("the lookups").push(std::time::Instant::now());
+                    if done.load(Ordering::SeqCst) > 0 {
+                        Some(("200 OK", r#"{"state":"succeeded","result":{"paid":true}}"#))
+                    } else {
+                        Some(("404 Not Found", r#"{"state":"not_found"}"#))
+                    }
+                } else {
+                    paying.fetch_add(1, Ordering::SeqCst);
+                    tokio::time::sleep(hold).await;
+                    done.fetch_add(1, Ordering::SeqCst);
+                    Some(("200 OK", r#"{"paid":true}"#))
+                };
+                if let Some((status, body)) = body {
+                    let reply = format!(
+                        "HTTP/1.1 {status}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                        body.len()
+                    );
+                    let _ = stream.write_all(reply.as_bytes()).await;
+                    let _ = stream.shutdown().await;
+                }
+            });
+        }
+    });
+    (url, paid, lookups)
+}
+
+/// SPEC §6: an attempt that turned `unknown` at its soft timeout may still be answered until its
+/// hard deadline; a status lookup before then asks a provider still at work, which says "not
+/// found", and the payment would be sent a second time. No lookup is made before the hard
+/// deadline has passed since the attempt was sent; the answer arrives and wins.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_status_lookup_never_runs_while_the_request_may_still_be_answered() {
+    let ledger = Ledger::new().await;
+    let e = &ledger.engine;
+    let hard = Duration::from_millis(2500);
+    let (url, paid, lookups) = slow_recorder(Duration::from_millis(1500)).await;
+    let config = json!({
+        "name": "payments", "kind": "http", "base_url": format!("{url}/pay"),
+        "soft_timeout_ms": 200, "hard_timeout_ms": hard.as_millis() as u64,
+        "honours_idempotency_key": false,
+        "status_url": format!("{url}/status/{{idempotency_key}}")
+    });
+    e.add_provider(&config.to_string()).await.expect("provider");
+    let job = pay(e, "still-at-work").await;
+    // Lookups are due every 100 ms.
+    let (_executor, stop, task) = start_with(e, options());
+    let unknown = until(e, &job, |d| d.job.status == JobStatus::Unknown).await;
+    let unknown_seen = std::time::Instant::now();
+    assert_eq!(unknown.attempts[0].state, AttemptState::Unknown);
+    let done = until(e, &job, |d| d.job.status.is_terminal()).await;
+    assert_eq!(done.job.status, JobStatus::Succeeded, "{done:#?}");
+    assert_eq!(done.attempts.len(), 1, "{done:#?}");
+    assert_eq!(paid.load(Ordering::SeqCst), 1, "the payment was sent once");
+    // Past the hard deadline, lookups of a settled attempt are not made either.
+    tokio::time::sleep(hard).await;
+    let _ = stop.send(());
+    task.await.expect("executor");
+    // The answer came before the hard deadline, so no lookup was ever due.
+    let early: Vec<Duration> = lookups
+        .lock()
+        .expect("the lookups")
+        .iter()
+        .map(|at| at.saturating_duration_since(unknown_seen))
+        .collect();
+    assert!(
+        early.is_empty(),
+        "looked up while the request could still be answered, after the unknown: {early:?}"
+    );
+    assert_eq!(paid.load(Ordering::SeqCst), 1, "the payment was sent once");
 }

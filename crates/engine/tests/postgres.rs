@@ -947,3 +947,174 @@ async fn a_group_moves_its_attempts_in_flight_and_claims_their_answers_one_state
     assert!(claimed > claims && claimed >= jobs / 4, "{summary:#?}");
     assert!(started > passes && started >= jobs / 4, "{summary:#?}");
 }
+
+/// SPEC §14: a host that froze inside a transaction moving an attempt to `in_flight` holds that
+/// job's row. Another host that drives the same attempt (left `pending`, as far as it can see)
+/// must not wait for that row inside its group commit: its own lease renewals, answers and
+/// claims would queue behind it, its healthy attempts' leases would run out and turn `unknown`,
+/// and a status lookup could then ask a provider still at work. The write steps aside and is
+/// tried again; every other write of the host goes on, and the attempt is sent once when the
+/// frozen transaction has ended.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_host_frozen_while_moving_an_attempt_costs_another_host_no_lease() {
+    let cluster = Postgres::start().expect("a cluster");
+    let url = cluster.database("frozen").expect("a database");
+    // The other host's own attempt is at this provider for the whole freeze.
+    let slow = Sandbox::start(
+        ([127, 0, 0, 1], 0).into(),
+        Dials {
+            latency_ms: 10_000,
+            jitter_ms: 0,
+            ..Dials::default()
+        },
+    )
+    .await
+    .expect("a sandbox");
+    let frozen = Engine::open(&url)
+        .await
+        .expect("open the host that freezes");
+    let config = json!({
+        "name": "slow", "kind": "http", "base_url": slow.url(),
+        "soft_timeout_ms": 20_000, "hard_timeout_ms": 30_000, "honours_idempotency_key": true
+    });
+    frozen
+        .add_provider(&config.to_string())
+        .await
+        .expect("provider");
+    // The frozen host claims a job: its attempt is committed `pending`.
+    let held = frozen
+        .submit(OWNER, "held", &sandbox_intent("held"))
+        .await
+        .expect("submit")
+        .job;
+    let pending = match frozen.claim_next(&held.id).await.expect("claim") {
+        Claim::Attempt(claimed) => claimed.attempt,
+        other => panic!("expected an attempt, got {other:?}"),
+    };
+
+    // The other host sends a job of its own, renewing a short lease while it waits.
+    let host = Engine::open(&url).await.expect("open another host");
+    let intent = json!({ "route": ["slow"], "input": { "own": true } }).to_string();
+    let own = host
+        .submit(OWNER, "own", &intent)
+        .await
+        .expect("submit")
+        .job;
+    let options = ExecutorOptions {
+        lease: Duration::from_millis(1500),
+        renew_every: Duration::from_millis(300),
+        poll_every: Duration::from_millis(50),
+        reconcile_every: Duration::from_secs(3600),
+        ..ExecutorOptions::default()
+    };
+    let executor = Executor::new(host.clone(), options).expect("an executor");
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let running = executor.clone();
+    let task = tokio::spawn(async move {
+        running
+            .run(async {
+                let _ = stopped.await;
+            })
+            .await
+    });
+    let ledger = sqlx::PgPool::connect(&url).await.expect("connect");
+    let lease_held = |attempt_job: &str| {
+        let sql = format!(
+            "SELECT a.state = 'in_flight' AND a.lease_expires_at > clock_timestamp() \
+             FROM attempts a WHERE a.job_id::text = '{attempt_job}'"
+        );
+        let ledger = ledger.clone();
+        async move {
+            sqlx::query_scalar::<_, bool>(&sql)
+                .fetch_optional(&ledger)
+                .await
+                .expect("read the lease")
+                .unwrap_or(false)
+        }
+    };
+    for _ in 0..200 {
+        if lease_held(&own.id).await {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(
+        lease_held(&own.id).await,
+        "the host's own attempt is in flight"
+    );
+
+    // The frozen host is inside its move of the attempt to in flight: the job's row is locked
+    // and the move written, uncommitted, and nothing more happens on that transaction.
+    let mut moving = ledger.begin().await.expect("begin");
+    sqlx::query(&format!(
+        "SELECT 1 FROM jobs WHERE id::text = '{}' FOR NO KEY UPDATE",
+        held.id
+    ))
+    .execute(&mut *moving)
+    .await
+    .expect("lock the job");
+    sqlx::query(&format!(
+        "UPDATE attempts SET state = 'in_flight', executor_id = 'frozen', sent_at = now(), \
+         lease_expires_at = now() + interval '10 seconds' WHERE id::text = '{}'",
+        pending.id
+    ))
+    .execute(&mut *moving)
+    .await
+    .expect("move the attempt");
+
+    // The other host finds the attempt left `pending` after 2 s and drives it. For 5 s from
+    // the freeze (more than three of its leases), its own attempt's lease is held all along.
+    let froze = std::time::Instant::now();
+    let mut samples = 0;
+    while froze.elapsed() < Duration::from_secs(5) {
+        assert!(
+            lease_held(&own.id).await,
+            "the host's own attempt lost its lease {:?} into the freeze",
+            froze.elapsed()
+        );
+        samples += 1;
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(samples > 20, "sampled {samples} times");
+
+    // The database ends the frozen transaction (it would after 10 s idle): its move is undone.
+    moving.rollback().await.expect("end the frozen transaction");
+    let settled = |id: String| {
+        let host = host.clone();
+        async move {
+            for _ in 0..400 {
+                let detail = host.job(OWNER, &id).await.expect("job");
+                if detail.job.status.is_terminal() {
+                    return detail;
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            panic!("{:#?}", host.job(OWNER, &id).await.expect("job"));
+        }
+    };
+    let own_done = settled(own.id.clone()).await;
+    let held_done = settled(held.id.clone()).await;
+    let _ = stop.send(());
+    task.await.expect("the executor");
+    ledger.close().await;
+
+    assert_eq!(own_done.job.status, JobStatus::Succeeded, "{own_done:#?}");
+    assert_eq!(own_done.attempts.len(), 1, "{own_done:#?}");
+    assert!(
+        !own_done
+            .events
+            .iter()
+            .any(|e| e.kind == "recovered_unknown"),
+        "{own_done:#?}"
+    );
+    assert_eq!(slow.log().len(), 1, "the host's own attempt was sent once");
+    assert_eq!(held_done.job.status, JobStatus::Succeeded, "{held_done:#?}");
+    assert_eq!(held_done.attempts.len(), 1, "{held_done:#?}");
+    assert_eq!(held_done.attempts[0].id, pending.id);
+    let sends = held_done
+        .events
+        .iter()
+        .filter(|e| e.kind == "attempt_sent")
+        .count();
+    assert_eq!(sends, 1, "the attempt was sent once: {held_done:#?}");
+}

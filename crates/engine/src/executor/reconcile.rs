@@ -27,6 +27,10 @@ pub enum Reconciled {
     Failed(Box<JobAttempt>),
     /// No explicit answer (still at work, a bare 404, an error): the attempt stays `unknown`.
     StillUnknown,
+    /// Not asked: the attempt's request may still be answered for this long (its hard deadline
+    /// has not passed since it was sent), and a provider still at work could say it never saw
+    /// it. The attempt stays `unknown`.
+    TooEarly(Duration),
 }
 
 /// What the provider's status answer states, read strictly.
@@ -39,8 +43,8 @@ enum Stated {
 
 impl Executor {
     /// Starts the lookups that are due, each in its own task, at most `max_lookups` at once.
-    /// An attempt is first looked up one period after it is first seen `unknown`: right
-    /// after a timeout the provider is likely still at work.
+    /// Only attempts whose hard deadline has passed since they were sent are read; each is
+    /// first looked up one period after it is first seen so.
     pub(super) async fn start_lookups(&self) {
         let Ok(unknown) = self.inner.engine.unknown_attempts(100).await else {
             return;
@@ -84,7 +88,8 @@ impl Executor {
     /// Resolves an `unknown` attempt by what its provider's status URL reports (SPEC §6): a
     /// 2xx `{"state": "succeeded", "result": …}` completes it through the compare-and-swap;
     /// a 2xx `{"state": "failed"}`, or `{"state": "not_found"}` with a 2xx or a 404, fails it;
-    /// anything else leaves it `unknown`. A template whose variables cannot all be filled
+    /// anything else leaves it `unknown`. Nothing is asked before the attempt's hard deadline
+    /// has passed since it was sent, by the ledger's clock ([`Reconciled::TooEarly`]). A template whose variables cannot all be filled
     /// (no request id came back) is not looked up: `invalid_input` says why.
     pub async fn reconcile(&self, attempt: &Attempt) -> Result<Reconciled> {
         let engine = &self.inner.engine;
@@ -108,6 +113,10 @@ impl Executor {
         };
         let base = self.lookup_base(&provider).await?;
         let url = fill(template, &base, attempt)?;
+        let wait = engine.lookup_wait(&attempt.id).await?;
+        if !wait.is_zero() {
+            return Ok(Reconciled::TooEarly(wait));
+        }
         let (stated, described) = self.look_up(&url, &provider).await;
         match stated {
             Stated::Succeeded(result) => {

@@ -1,6 +1,8 @@
 //! The executor's view of the ledger: what can be sent now, and claiming a queued job's next
 //! attempt by the route policy, decided inside the claiming transaction.
 
+use std::time::Duration;
+
 use crate::error::{Error, Result};
 use crate::events::EventKind;
 use crate::intent::{validate_intent, Intent};
@@ -259,7 +261,18 @@ impl Engine {
             .collect()
     }
 
-    /// For reconciliation: attempts in `unknown`, oldest first.
+    /// How long `attempt_id`'s request may still be answered: the time left until its
+    /// provider's hard deadline has passed since it was sent, by the ledger's clock; zero once
+    /// it has. A status lookup before then could hear "not found" for work still being done.
+    pub async fn lookup_wait(&self, attempt_id: &str) -> Result<Duration> {
+        let mut conn = self.read().await?;
+        attempt_rows::lookup_wait(&mut conn, attempt_id)
+            .await?
+            .ok_or_else(|| Error::not_found("attempt", attempt_id))
+    }
+
+    /// For status lookups: attempts in `unknown` whose request can no longer be answered (the
+    /// hard deadline passed since they were sent, by the ledger's clock), oldest first.
     pub async fn unknown_attempts(&self, limit: u32) -> Result<Vec<Attempt>> {
         let mut conn = self.read().await?;
         attempt_rows::unknown(&mut conn, limit)

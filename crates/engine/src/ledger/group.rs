@@ -401,7 +401,10 @@ async fn commit_group(db: &Db, group: Vec<Queued>) {
 /// The group's write transaction, holding the locks of the jobs its writes concern (taken
 /// in one statement, in id order, before any write runs: no write waits for a lock after
 /// that, so two groups never wait for each other in a circle); if it cannot start, every
-/// caller is answered with why.
+/// caller is answered with why. The statement never waits for another host: a write whose job
+/// another transaction holds (a host at work on it, or frozen inside its transaction) steps
+/// aside, answered with a `storage` error that its caller retries later, so it holds up none
+/// of this host's other writes (SPEC §14). The rest of the group goes on without it.
 async fn begin(db: &Db, group: Vec<Queued>) -> Option<(Tx, Vec<Queued>)> {
     let (mut jobs, mut attempts) = (Vec::new(), Vec::new());
     for queued in &group {
@@ -413,13 +416,27 @@ async fn begin(db: &Db, group: Vec<Queued>) -> Option<(Tx, Vec<Queued>)> {
     }
     let begun = async {
         let mut tx = db.begin().await?;
+        let mut held = Vec::new();
         if !jobs.is_empty() || !attempts.is_empty() {
-            job_rows::lock(&mut tx, &jobs, &attempts).await?;
+            held = job_rows::lock_free(&mut tx, &jobs, &attempts).await?;
         }
-        Ok::<Tx, Error>(tx)
+        Ok::<(Tx, Vec<(String, Option<String>)>), Error>((tx, held))
     };
     match begun.await {
-        Ok(tx) => Some((tx, group)),
+        Ok((tx, held)) if held.is_empty() => Some((tx, group)),
+        Ok((tx, held)) => {
+            let (going, aside): (Vec<Queued>, Vec<Queued>) = group
+                .into_iter()
+                .partition(|q| holder(&held, &q.lock).is_none());
+            for queued in aside {
+                let job = holder(&held, &queued.lock).unwrap_or_default().to_owned();
+                (queued.refuse)(held_by_another_host(&job));
+            }
+            if going.is_empty() {
+                return None;
+            }
+            Some((tx, going))
+        }
         Err(e) => {
             for queued in group {
                 (queued.refuse)(e.clone());
@@ -427,6 +444,29 @@ async fn begin(db: &Db, group: Vec<Queued>) -> Option<(Tx, Vec<Queued>)> {
             None
         }
     }
+}
+
+/// What a write that stepped aside is answered: `storage`, as for a busy ledger, which the
+/// executor retries with backoff; nothing of it was written.
+fn held_by_another_host(job: &str) -> Error {
+    Error::Storage {
+        message: format!(
+            "job {job} is being written by another host; this write steps aside and is tried again"
+        ),
+        details: crate::error::EmptyDetails {},
+    }
+}
+
+/// The job another transaction holds that a write with `lock` concerns, if any, among `held`
+/// (`(job, the attempt it was asked for by)`).
+fn holder<'h>(held: &'h [(String, Option<String>)], lock: &Lock) -> Option<&'h str> {
+    held.iter()
+        .find(|(job, attempt)| match lock {
+            Lock::Job(id) => attempt.is_none() && job == id,
+            Lock::JobOf(id) => attempt.as_deref() == Some(id.as_str()),
+            Lock::Nothing => false,
+        })
+        .map(|(job, _)| job.as_str())
 }
 
 /// The group's writes in one transaction without savepoints, committed and answered; or, when

@@ -440,7 +440,9 @@ pub async fn pending_left(h: &mut impl Handle, limit: u32) -> sqlx::Result<Vec<A
     }
 }
 
-/// Attempts in `unknown`, oldest first, for reconciliation.
+/// Attempts in `unknown` whose request can no longer be answered (their provider's hard
+/// deadline passed since they were sent, by the database's clock), oldest first, for status
+/// lookups.
 pub async fn unknown(h: &mut impl Handle, limit: u32) -> sqlx::Result<Vec<AttemptRow>> {
     on_backend!(h, "attempts/unknown", |conn, sql| {
         sqlx::query_as(sql)
@@ -448,6 +450,16 @@ pub async fn unknown(h: &mut impl Handle, limit: u32) -> sqlx::Result<Vec<Attemp
             .fetch_all(conn)
             .await
     })
+}
+
+/// How long attempt `id`'s request may still be answered: the time left until its provider's
+/// hard deadline has passed since it was sent, by the database's clock (zero once it has);
+/// `None` when the attempt or its provider is gone.
+pub async fn lookup_wait(h: &mut impl Handle, id: &str) -> sqlx::Result<Option<Duration>> {
+    let left: Option<i64> = on_backend!(h, "attempts/lookup_wait", |conn, sql| {
+        sqlx::query_scalar(sql).bind(id).fetch_optional(conn).await
+    })?;
+    Ok(left.map(|ms| Duration::from_millis(u64::try_from(ms).unwrap_or(0))))
 }
 
 /// Keeps an AI provider's answer metadata: its token usage, and the answer's own id as the

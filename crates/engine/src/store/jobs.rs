@@ -183,6 +183,28 @@ pub async fn lock(
     Ok(())
 }
 
+/// [`lock`] for a group of the executor's writes, which never waits for another host: the jobs
+/// no other transaction holds are locked, and the held ones are returned as
+/// `(job id, attempt id it was asked for by)`, for their writes to step aside (PostgreSQL,
+/// `jobs/lock_free`). On SQLite nothing runs and nothing is held.
+pub async fn lock_free(
+    h: &mut impl Handle,
+    job_ids: &[String],
+    attempt_ids: &[String],
+) -> sqlx::Result<Vec<(String, Option<String>)>> {
+    match h.conn() {
+        Conn::Postgres(conn, watch) => {
+            let sql = include_str!("postgres/queries/jobs/lock_free.sql");
+            let locking = sqlx::query_as(sql)
+                .bind(canonical_uuids(job_ids))
+                .bind(canonical_uuids(attempt_ids))
+                .fetch_all(conn);
+            watch.guard(locking).await
+        }
+        Conn::Sqlite(_) => Ok(Vec::new()),
+    }
+}
+
 /// The ids among `ids` that are UUIDs in their canonical form (lowercase, hyphenated), as
 /// `onejob_uuid` reads them: any other text names no job or attempt, and is passed over.
 fn canonical_uuids(ids: &[String]) -> Vec<&str> {

@@ -127,9 +127,14 @@ impl Tx {
         self.simple("SAVEPOINT onejob_step").await
     }
 
-    /// Undoes what was written since the savepoint; the transaction goes on.
+    /// Undoes what was written since the savepoint; the transaction goes on, and a statement
+    /// that failed since then no longer stands in the way of its commit.
     pub async fn rollback_to_savepoint(&mut self) -> sqlx::Result<()> {
-        self.simple("ROLLBACK TO SAVEPOINT onejob_step").await
+        self.simple("ROLLBACK TO SAVEPOINT onejob_step").await?;
+        if let Tx::Postgres(tx) = self {
+            tx.parts().1.clear_failed();
+        }
+        Ok(())
     }
 
     /// Forgets the savepoint, keeping what was written since.

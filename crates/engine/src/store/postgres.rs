@@ -162,6 +162,7 @@ impl PgDb {
             watch: Watch {
                 live: self.live.clone(),
                 broken: AtomicBool::new(false),
+                failed: AtomicBool::new(false),
             },
         })
     }
@@ -327,6 +328,10 @@ impl Liveness {
 pub struct Watch {
     live: Arc<Liveness>,
     broken: AtomicBool,
+    /// A statement failed on the server since the transaction began or last went back to its
+    /// savepoint: the server has aborted the transaction, and will answer its `COMMIT` with a
+    /// `ROLLBACK` that sqlx reports as success.
+    failed: AtomicBool,
 }
 
 impl Watch {
@@ -353,6 +358,9 @@ impl Watch {
     /// `done`, with a failure that says the server is unreachable worded to name the ledger;
     /// its connection is then broken.
     fn named<T>(&self, done: sqlx::Result<T>) -> sqlx::Result<T> {
+        if let Err(sqlx::Error::Database(_)) = &done {
+            self.failed.store(true, Ordering::Relaxed);
+        }
         done.map_err(
             |e| match Error::unreachable_at(&self.live.location, CONNECT_TIMEOUT, &e) {
                 Some(named) => {
@@ -362,6 +370,16 @@ impl Watch {
                 None => e,
             },
         )
+    }
+
+    /// Forgets a failed statement: the transaction began anew, or went back to its savepoint.
+    pub(crate) fn clear_failed(&self) {
+        self.failed.store(false, Ordering::Relaxed);
+    }
+
+    /// Whether a statement failed on the server since [`Watch::clear_failed`].
+    fn has_failed(&self) -> bool {
+        self.failed.load(Ordering::Relaxed)
     }
 
     /// Whether a statement on this connection was given up on.
@@ -412,12 +430,24 @@ impl PgTx {
     pub async fn begin(mut conn: PgConn) -> sqlx::Result<PgTx> {
         let (raw, watch) = conn.parts();
         watch.guard(Manager::begin(raw, None)).await?;
+        watch.clear_failed();
         Ok(PgTx { conn, open: true })
     }
 
-    /// `COMMIT`; nothing written may be reported before this returns `Ok`.
+    /// `COMMIT`; nothing written may be reported before this returns `Ok`. A transaction one of
+    /// whose statements failed (its error swallowed by a caller) is refused and rolled back:
+    /// the server would answer its `COMMIT` with `ROLLBACK`, which sqlx reports as success,
+    /// and a write reported durable would be gone.
     pub async fn commit(mut self) -> sqlx::Result<()> {
         let (raw, watch) = self.conn.parts();
+        if watch.has_failed() {
+            watch.guard(Manager::rollback(raw)).await?;
+            self.open = false;
+            return Err(sqlx::Error::Protocol(
+                "a statement of this transaction failed, so the server rolled it back;                  nothing of it was written"
+                    .to_owned(),
+            ));
+        }
         watch.guard(Manager::commit(raw)).await?;
         self.open = false;
         Ok(())

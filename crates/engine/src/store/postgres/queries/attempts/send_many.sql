@@ -1,7 +1,8 @@
 -- PostgreSQL only: `move.sql` from `pending` to `in_flight` for the executor, for several
 -- attempts in one statement (a run of the group commit's writes, each attempt of another job).
 -- Attempt $1[i] moves only while it is `pending` and its job `running` without a result,
--- taking executor $2[i] and a lease of $3[i] milliseconds from now by the database's clock,
+-- taking executor $2[i] and a lease of $3[i] milliseconds from the moment it is written
+-- (clock_timestamp(), by the database's clock: never from the start of a transaction that waited),
 -- and gets its event ($5 kind, $6 actor, detail $4[i], JSON text). Returns the attempts that
 -- moved, with the columns of attempts/by_id.sql; one not returned wrote nothing, and its
 -- caller reads why, as after `move.sql`.
@@ -10,7 +11,8 @@ WITH i AS (
                          (SELECT $4::text[])) AS i (id, executor_id, lease_ms, detail)
 ), a AS (
     UPDATE attempts SET state = 'in_flight', executor_id = i.executor_id,
-        lease_expires_at = onejob_now() + i.lease_ms * interval '1 millisecond',
+        lease_expires_at = date_trunc('milliseconds', clock_timestamp())
+                           + i.lease_ms * interval '1 millisecond',
         sent_at = onejob_now()
     FROM i
     WHERE attempts.id = i.id AND attempts.state = 'pending'
