@@ -87,6 +87,10 @@ pub enum Command {
         /// Run the attempt at this provider [default: where the last attempt ran, else the route's primary]
         #[arg(long, value_name = "NAME")]
         provider: Option<String>,
+        /// An idempotency key for this retry: the same key again answers the attempt its first
+        /// retry started and starts nothing (the answer says "replayed": true)
+        #[arg(long, value_name = "K")]
+        key: Option<String>,
     },
     /// Give a person's verdict on an attempt: it went through, it did not happen, or stop waiting
     Resolve(Resolve),

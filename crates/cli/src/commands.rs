@@ -84,9 +84,21 @@ async fn run_once(db: &Path, owner: &str, command: Command) -> Result<Value> {
             })
             .await
         }
-        Command::Retry { job_id, provider } => {
-            with_engine(db, async |engine| {
-                to_json(engine.retry(owner, &job_id, provider.as_deref()).await?)
+        Command::Retry {
+            job_id,
+            provider,
+            key,
+        } => {
+            with_engine(db, async |engine| match &key {
+                None => to_json(engine.retry(owner, &job_id, provider.as_deref()).await?),
+                Some(key) => {
+                    let retried = engine
+                        .retry_keyed(owner, key, &job_id, provider.as_deref())
+                        .await?;
+                    let mut reply = to_json(retried.done)?;
+                    reply["replayed"] = Value::Bool(retried.replayed);
+                    Ok(reply)
+                }
             })
             .await
         }

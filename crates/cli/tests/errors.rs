@@ -115,6 +115,31 @@ fn retry_while_an_attempt_is_open_is_blocked() {
     assert_eq!(detail["attempts"].as_array().map(Vec::len), Some(1));
 }
 
+/// `retry --key`: a retry repeated after a lost answer answers the attempt the first one
+/// started, `"replayed": true`, and starts nothing; another provider under the key is a
+/// conflict (exit 3), and a bad key is named.
+#[test]
+fn a_retry_repeated_with_its_key_starts_nothing() {
+    let ledger = Ledger::new();
+    let job = id(&ledger.submit("k", &intent("1"))["job"]);
+    let first = ledger.run(&["retry", &job, "--key", "again"]).ok();
+    assert_eq!(first["replayed"], false, "{first}");
+    let attempt = id(&first["attempt"]);
+    let again = ledger.run(&["retry", &job, "--key", "again"]).ok();
+    assert_eq!(again["replayed"], true, "{again}");
+    assert_eq!(again["attempt"]["id"], attempt.as_str(), "{again}");
+    let detail = ledger.run(&["job", &job]).ok();
+    assert_eq!(detail["attempts"].as_array().map(Vec::len), Some(1));
+
+    let error = ledger
+        .run(&["retry", &job, "--key", "again", "--provider", "fallback"])
+        .err(3);
+    assert_eq!(error["code"], "idempotency_conflict");
+    assert_eq!(error["details"]["existing_job_id"], job.as_str());
+    let error = ledger.run(&["retry", &job, "--key", ""]).err(2);
+    assert_eq!(error["details"]["field"], "idempotency_key");
+}
+
 #[test]
 fn retry_on_an_unknown_provider_names_it() {
     let ledger = Ledger::new();

@@ -228,6 +228,7 @@ async fn malformed_json_is_400_naming_where_it_broke() {
     );
     let retry = api
         .request(Method::POST, &format!("/v1/jobs/{job}/retry"))
+        .header("Idempotency-Key", "retry-whole")
         .header("Content-Type", "application/json")
         .body("{\"provider\": \"primary\"")
         .send()
@@ -462,7 +463,7 @@ async fn another_owners_job_is_404_as_an_unknown_one_is() {
         format!("/v1/jobs/{hers}/retry"),
     ] {
         problem(
-            bob.post(&path, &json!({})).await,
+            bob.post_keyed(&path, "bobs-retry", &json!({})).await,
             StatusCode::NOT_FOUND,
             "not_found",
         )
@@ -621,7 +622,8 @@ async fn cancel_retry_and_resolve_move_a_job_as_the_command_line_does() {
 
     // A retry makes the first attempt, pending on the route's first provider.
     let retried = json(
-        api.post(&format!("/v1/jobs/{job}/retry"), &json!({})).await,
+        api.post_keyed(&format!("/v1/jobs/{job}/retry"), "r1", &json!({}))
+            .await,
         StatusCode::OK,
     )
     .await;
@@ -630,7 +632,8 @@ async fn cancel_retry_and_resolve_move_a_job_as_the_command_line_does() {
     assert_eq!(retried["attempt"]["provider"], "primary", "{retried}");
     // While it is open, another is refused.
     let blocked = problem(
-        api.post(&format!("/v1/jobs/{job}/retry"), &json!({})).await,
+        api.post_keyed(&format!("/v1/jobs/{job}/retry"), "r2", &json!({}))
+            .await,
         StatusCode::CONFLICT,
         "attempt_blocked",
     )
@@ -1353,4 +1356,97 @@ async fn connections_past_the_limit_wait_to_be_served_and_are_then_answered() {
         "{:?}",
         released.elapsed()
     );
+}
+
+/// A retry starts a paid attempt, so it is a keyed POST (SPEC §15): repeated after a lost
+/// answer, or by impatient clients at once, it starts one attempt and every answer names it,
+/// with `Idempotent-Replayed: true` on the repetitions, also after that attempt has ended.
+/// Another body under the key is 422, and no key is 400.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_retry_repeated_under_its_key_starts_one_attempt_and_answers_it_again() {
+    let (_ledger, _server, api) = quiet_server();
+    let job = job_id(&json(api.submit("paid", &intent("{}")).await, StatusCode::CREATED).await);
+    let path = format!("/v1/jobs/{job}/retry");
+
+    // Eight clients at once with one key: one attempt, named by every answer.
+    let mut clients = tokio::task::JoinSet::new();
+    for _ in 0..8 {
+        let (api, path) = (api.clone(), path.clone());
+        clients.spawn(async move { api.post_keyed(&path, "retry-paid-1", &json!({})).await });
+    }
+    let mut replayed = 0;
+    let mut attempts = std::collections::HashSet::new();
+    while let Some(answer) = clients.join_next().await {
+        let answer = answer.expect("a client");
+        let again = answer.headers().get("idempotent-replayed").is_some();
+        let body = json(answer, StatusCode::OK).await;
+        replayed += usize::from(again);
+        attempts.insert(common::id(&body["attempt"]));
+    }
+    assert_eq!(attempts.len(), 1, "one attempt: {attempts:?}");
+    assert_eq!(replayed, 7, "every answer but the first is a replay");
+    let first = attempts.into_iter().next().expect("the attempt");
+    let detail = json(api.get(&format!("/v1/jobs/{job}")).await, StatusCode::OK).await;
+    assert_eq!(
+        detail["attempts"].as_array().map(Vec::len),
+        Some(1),
+        "{detail}"
+    );
+
+    // Another body under the key, and no key at all, are refused and start nothing.
+    let conflict = problem(
+        api.post_keyed(&path, "retry-paid-1", &json!({ "provider": "fallback" }))
+            .await,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "idempotency_conflict",
+    )
+    .await;
+    assert_eq!(
+        conflict["details"]["existing_job_id"],
+        job.as_str(),
+        "{conflict}"
+    );
+    let unkeyed = problem(
+        api.post(&path, &json!({})).await,
+        StatusCode::BAD_REQUEST,
+        "invalid_input",
+    )
+    .await;
+    assert_eq!(unkeyed["details"]["field"], "Idempotency-Key", "{unkeyed}");
+
+    // The attempt ends; the key still answers it, and still starts nothing.
+    json(
+        api.post(
+            &format!("/v1/attempts/{first}/resolve"),
+            &json!({ "as": "abandoned" }),
+        )
+        .await,
+        StatusCode::OK,
+    )
+    .await;
+    let late = api.post_keyed(&path, "retry-paid-1", &json!({})).await;
+    assert_eq!(
+        late.headers()
+            .get("idempotent-replayed")
+            .map(|v| v.as_bytes()),
+        Some(&b"true"[..])
+    );
+    let late = json(late, StatusCode::OK).await;
+    assert_eq!(common::id(&late["attempt"]), first);
+    assert_eq!(late["attempt"]["state"], "abandoned", "{late}");
+    let detail = json(api.get(&format!("/v1/jobs/{job}")).await, StatusCode::OK).await;
+    assert_eq!(
+        detail["attempts"].as_array().map(Vec::len),
+        Some(1),
+        "{detail}"
+    );
+
+    // A new key is a new retry.
+    let next = json(
+        api.post_keyed(&path, "retry-paid-2", &json!({})).await,
+        StatusCode::OK,
+    )
+    .await;
+    assert_ne!(common::id(&next["attempt"]), first);
+    assert_eq!(next["attempt"]["number"], 2, "{next}");
 }

@@ -225,6 +225,15 @@ pub struct JobAttempt {
     pub next_attempt: Option<Attempt>,
 }
 
+/// A retry under an idempotency key (SPEC §15): the job and the attempt the key's first retry
+/// started, as they stand now.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Retried {
+    pub done: JobAttempt,
+    /// True when the key had already started that attempt, and nothing was started now.
+    pub replayed: bool,
+}
+
 /// How an answer fared in the compare-and-swap.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Type)]
 #[serde(rename_all = "snake_case")]

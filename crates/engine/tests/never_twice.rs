@@ -733,7 +733,10 @@ async fn slow_recorder(hold: Duration) -> (String, Arc<AtomicUsize>, Lookups) {
                 let n = stream.read(&mut buf).await.unwrap_or(0);
                 let head = String::from_utf8_lossy(&buf[..n]).to_string();
                 let body = if head.starts_with("GET /status/") {
-                    asked.lock().expect("the lookups").push(std::time::Instant::now());
+                    asked
+                        .lock()
+                        .expect("the lookups")
+                        .push(std::time::Instant::now());
                     if done.load(Ordering::SeqCst) > 0 {
                         Some(("200 OK", r#"{"state":"succeeded","result":{"paid":true}}"#))
                     } else {

@@ -282,11 +282,21 @@ pub struct RetryBody {
 /// `POST /v1/jobs/{id}/retry`.
 #[utoipa::path(
     post, path = "/v1/jobs/{id}/retry", tag = "jobs", operation_id = "retry_job",
-    summary = "Start a new attempt of a job",
-    params(("id" = String, Path, description = "The job's id")),
+    summary = "Start a new attempt of a job, under an idempotency key",
+    description = "A retry starts a paid attempt, so it carries a key of its own: the same key \
+again answers the attempt the first retry started, as it stands now, with \
+`Idempotent-Replayed: true`, and starts nothing, even after that attempt has ended. The same key \
+with another job or provider is `idempotency_conflict`. A refused retry records nothing.",
+    params(
+        ("id" = String, Path, description = "The job's id"),
+        ("Idempotency-Key" = String, Header, description = "The key of this retry, the same on \
+every repetition of it: the quoted sf-string `\"retry-45-1\"` or the bare `retry-45-1`."),
+    ),
     request_body(content = Option<RetryBody>, description = "May be empty"),
     responses(
-        (status = 200, description = "The job and its new attempt", body = JobAttempt),
+        (status = 200, description = "The job and the attempt this retry started; with \
+`Idempotent-Replayed: true`, the attempt the key's first retry started", body = JobAttempt,
+            headers(("Idempotent-Replayed" = String, description = "`true` on a repetition"))),
         (status = 400, response = BadRequest),
         (status = 401, response = Unauthorized),
         (status = 404, response = NotFound),
@@ -294,6 +304,7 @@ pub struct RetryBody {
         (status = 409, response = Conflict),
         (status = 413, response = PayloadTooLarge),
         (status = 415, response = UnsupportedMediaType),
+        (status = 422, response = IdempotencyConflict),
         (status = 500, response = ServerError),
     ),
 )]
@@ -301,13 +312,19 @@ pub async fn retry(
     State(api): State<Api>,
     Owner(owner): Owner,
     Path(id): Path<String>,
+    IdempotencyKey(key): IdempotencyKey,
     Json(body): Json<RetryBody>,
 ) -> Result<Response, Problem> {
-    let done = api
+    let retried = api
         .engine
-        .retry(&owner, &id, body.provider.as_deref())
+        .retry_keyed(&owner, &key, &id, body.provider.as_deref())
         .await?;
-    Ok(axum::Json(done).into_response())
+    let mut response = axum::Json(retried.done).into_response();
+    if retried.replayed {
+        let headers = response.headers_mut();
+        headers.insert("idempotent-replayed", HeaderValue::from_static("true"));
+    }
+    Ok(response)
 }
 
 /// The body of `POST /v1/attempts/{id}/resolve`.

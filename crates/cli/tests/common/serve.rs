@@ -178,6 +178,16 @@ impl Api {
             .await
             .unwrap_or_else(|e| panic!("POST {path}: {e}"))
     }
+
+    /// `POST PATH` with a JSON body under an `Idempotency-Key`, answered.
+    pub async fn post_keyed(&self, path: &str, key: &str, body: &Value) -> Response {
+        self.request(Method::POST, path)
+            .header("Idempotency-Key", key)
+            .json(body)
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("POST {path}: {e}"))
+    }
 }
 
 /// A client that keeps no connection idle for long and talks HTTP/1.1, as `serve` does.

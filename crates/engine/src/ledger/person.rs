@@ -3,13 +3,17 @@
 use serde_json::{json, Map, Value};
 
 use crate::attempt::{AttemptState, Cause};
+use crate::error::ConflictDetails;
 use crate::error::{Error, Result};
 use crate::events::EventKind;
 use crate::failure::FailureKind;
+use crate::intent::{canonical_sha256, validate_key};
 use crate::job::JobStatus;
-use crate::model::{Actor, Job, JobAttempt, JobError, Resolution, Verdict};
+use crate::model::{Actor, Job, JobAttempt, JobError, Resolution, Retried, Verdict};
 use crate::store::attempts::{self as attempt_rows, Patch};
 use crate::store::jobs::{self as job_rows, JobPatch};
+use crate::store::retry_keys as retry_rows;
+use crate::store::Tx;
 use crate::Engine;
 
 use super::answers::{settle, Via};
@@ -168,47 +172,129 @@ impl Engine {
     ) -> Result<JobAttempt> {
         let mut tx = self.begin().await?;
         job_rows::lock(&mut tx, &[job_id.to_owned()], &[]).await?;
-        let mut job = owned_job_row(&mut tx, owner, job_id).await?.into_job()?;
-        if job.status.is_terminal() {
-            return Err(Error::invalid_transition(
-                "job",
-                job_id,
-                job.status.as_str(),
-                "running",
-            ));
-        }
-        let provider = match provider {
-            Some(p) => p.to_owned(),
-            None => default_provider(&mut tx, &job).await?,
-        };
-        if job.status == JobStatus::Failed {
-            let m = JobMove {
-                to: JobStatus::Queued,
-                patch: JobPatch {
-                    set_error: true,
-                    bump_version: true,
-                    clear_not_before: true,
-                    ..Default::default()
-                },
-                event: Some((
-                    EventKind::JobRetried,
-                    Actor::User,
-                    json!({ "provider": provider }),
-                )),
-            };
-            move_job(&mut tx, job_id, JobStatus::Failed, m).await?;
-            job = job_row(&mut tx, job_id).await?.into_job()?;
-        }
-        let starter = Starter {
-            actor: Actor::User,
-            explicit: true,
-            field: "provider",
-        };
-        let row = start_attempt(&mut tx, &job, &provider, starter).await?;
-        let done = commit_with(tx, job_id, &row.attempt.id).await?;
+        let attempt_id = retry_in(&mut tx, owner, job_id, provider).await?;
+        let done = commit_with(tx, job_id, &attempt_id).await?;
         self.wake_executor();
         Ok(done)
     }
+
+    /// [`Engine::retry`] under the owner's idempotency `key` (SPEC §15): a retry starts a paid
+    /// attempt, so the same key again answers the attempt the first one started, as it stands
+    /// now, with `replayed` true, and starts nothing, even after that attempt has ended. The
+    /// same key with another job or provider is `idempotency_conflict` naming the job it
+    /// retried. A retry that is refused records nothing: its key stays free.
+    pub async fn retry_keyed(
+        &self,
+        owner: &str,
+        key: &str,
+        job_id: &str,
+        provider: Option<&str>,
+    ) -> Result<Retried> {
+        validate_key(key)?;
+        // A key taken by a retry that committed while this one ran is read on the second turn.
+        for _ in 0..2 {
+            let mut tx = self.begin().await?;
+            job_rows::lock(&mut tx, &[job_id.to_owned()], &[]).await?;
+            // The job as the ledger names it, so every form of its id asks the same.
+            let job_id = owned_job_row(&mut tx, owner, job_id).await?.into_job()?.id;
+            let mut asked = Map::new();
+            asked.insert("job".into(), Value::String(job_id.clone()));
+            if let Some(provider) = provider {
+                asked.insert("provider".into(), Value::String(provider.to_owned()));
+            }
+            let fingerprint = canonical_sha256(&Value::Object(asked));
+            if let Some(first) = retry_rows::get(&mut tx, owner, key).await? {
+                if first.fingerprint != fingerprint {
+                    return Err(retry_conflict(key, &first.job_id));
+                }
+                let (job, attempt) = reread(&mut tx, &first.job_id, &first.attempt_id).await?;
+                tx.rollback().await?;
+                let done = JobAttempt {
+                    job,
+                    attempt,
+                    next_attempt: None,
+                };
+                return Ok(Retried {
+                    done,
+                    replayed: true,
+                });
+            }
+            let attempt_id = retry_in(&mut tx, owner, &job_id, provider).await?;
+            if !retry_rows::insert(&mut tx, owner, key, &fingerprint, &job_id, &attempt_id).await? {
+                continue;
+            }
+            let done = commit_with(tx, &job_id, &attempt_id).await?;
+            self.wake_executor();
+            return Ok(Retried {
+                done,
+                replayed: false,
+            });
+        }
+        Err(Error::internal(format!(
+            "the retry key {key:?} was taken and then not found"
+        )))
+    }
+}
+
+/// `idempotency_conflict`: the retry key already started an attempt of `job_id`, or of the same
+/// job at another provider.
+fn retry_conflict(key: &str, job_id: &str) -> Error {
+    Error::IdempotencyConflict {
+        message: format!(
+            "the retry key {key:?} already retried job {job_id} with another job or provider; \
+             use a new key for a new retry"
+        ),
+        details: ConflictDetails {
+            existing_job_id: job_id.to_owned(),
+        },
+    }
+}
+
+/// A person's retry, on a transaction holding the job's lock: the id of the attempt it started.
+async fn retry_in(
+    tx: &mut Tx,
+    owner: &str,
+    job_id: &str,
+    provider: Option<&str>,
+) -> Result<String> {
+    let mut job = owned_job_row(tx, owner, job_id).await?.into_job()?;
+    if job.status.is_terminal() {
+        return Err(Error::invalid_transition(
+            "job",
+            job_id,
+            job.status.as_str(),
+            "running",
+        ));
+    }
+    let provider = match provider {
+        Some(p) => p.to_owned(),
+        None => default_provider(tx, &job).await?,
+    };
+    if job.status == JobStatus::Failed {
+        let m = JobMove {
+            to: JobStatus::Queued,
+            patch: JobPatch {
+                set_error: true,
+                bump_version: true,
+                clear_not_before: true,
+                ..Default::default()
+            },
+            event: Some((
+                EventKind::JobRetried,
+                Actor::User,
+                json!({ "provider": provider }),
+            )),
+        };
+        move_job(tx, job_id, JobStatus::Failed, m).await?;
+        job = job_row(tx, job_id).await?.into_job()?;
+    }
+    let starter = Starter {
+        actor: Actor::User,
+        explicit: true,
+        field: "provider",
+    };
+    let row = start_attempt(tx, &job, &provider, starter).await?;
+    Ok(row.attempt.id)
 }
 
 async fn default_provider(conn: &mut impl crate::store::Handle, job: &Job) -> Result<String> {

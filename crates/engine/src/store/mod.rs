@@ -16,6 +16,7 @@ pub mod events;
 pub mod jobs;
 pub mod postgres;
 pub mod providers;
+pub mod retry_keys;
 pub mod sqlite;
 pub mod tokens;
 
