@@ -16,17 +16,23 @@ impl FromRequestParts<Api> for Owner {
     type Rejection = Problem;
 
     async fn from_request_parts(parts: &mut Parts, api: &Api) -> Result<Owner, Problem> {
-        // Missing, malformed, unknown and revoked all get the one answer.
-        let token = parts
-            .headers
-            .get(AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| {
-                let (scheme, token) = v.split_once(' ')?;
-                scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
-            })
-            .filter(|t| !t.is_empty())
-            .ok_or_else(Error::unauthorized)?;
+        let token = bearer(parts)?;
         Ok(Owner(api.engine.authenticate(token).await?))
     }
+}
+
+/// The bearer token of the request. Missing, malformed, unknown and revoked all get the one
+/// answer.
+pub fn bearer(parts: &Parts) -> Result<&str, Problem> {
+    let token = parts
+        .headers
+        .get(AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| {
+            let (scheme, token) = v.split_once(' ')?;
+            scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
+        })
+        .filter(|t| !t.is_empty())
+        .ok_or_else(Error::unauthorized)?;
+    Ok(token)
 }

@@ -7,6 +7,7 @@ use std::sync::LazyLock;
 
 use axum::http::{header, HeaderValue};
 use axum::response::{IntoResponse, Response};
+use onejob_engine::error::EmptyDetails;
 use onejob_engine::Error;
 use utoipa::openapi::path::Operation;
 use utoipa::openapi::schema::{
@@ -18,7 +19,7 @@ use utoipa::openapi::{
 };
 use utoipa::{Modify, OpenApi, PartialSchema, ToResponse, ToSchema};
 
-use crate::problem::PROBLEM_JSON;
+use crate::problem::{title, PROBLEM_JSON, TOO_MANY_REQUESTS};
 
 /// The name of the bearer security scheme, as `security` in `ApiDoc` spells it.
 const BEARER: &str = "bearer";
@@ -38,8 +39,11 @@ Every request carries `Authorization: Bearer TOKEN` (a token from `onejob token 
 the token alone names the owner; a missing, unknown or revoked token is 401. The one exception \
 is `GET /v1/openapi.json`, this document, which needs no token.\n\n\
 Errors are `application/problem+json` (RFC 9457) with the `code` and `details` of the engine's \
-error union. A body over 1 MiB is 413 before it is read whole; a request that has not arrived \
-whole within 10 s is dropped. A 2xx is sent only after the commit that holds its answer.",
+error union, and a `title` that is the same for every occurrence of a code. A body over 1 MiB is \
+413 before it is read whole; a request that has not arrived whole, headers and body together, \
+within 10 s is dropped. One token holds at most a quarter of the server's connections in long \
+requests (event streams, `?wait`), 429 past that; a connection past the server's limit is \
+answered 503 at once. A 2xx is sent only after the commit that holds its answer.",
         license(name = "MIT", identifier = "MIT"),
     ),
     servers((url = "http://127.0.0.1:8787", description = "`onejob serve` on its default address")),
@@ -64,10 +68,14 @@ whole within 10 s is dropped. A 2xx is sent only after the commit that holds its
             PayloadTooLarge,
             UnsupportedMediaType,
             IdempotencyConflict,
+            TooManyRequests,
+            UriTooLong,
+            HeadersTooLarge,
             ServerError,
+            ServiceUnavailable,
         ),
     ),
-    modifiers(&Security, &OptionalBodies),
+    modifiers(&Security, &OptionalBodies, &HttpLayer),
     security(("bearer" = [])),
     tags(
         (name = "jobs", description = "Jobs and their attempts (SPEC §2-§7)"),
@@ -134,6 +142,42 @@ impl Modify for OptionalBodies {
     }
 }
 
+/// What the HTTP layer may answer to any operation before its handler runs: a head it cannot
+/// read (400, 414, 431), a body announced over 1 MiB (413), a connection past the limit (503).
+struct HttpLayer;
+
+impl Modify for HttpLayer {
+    fn modify(&self, doc: &mut Document) {
+        let answers = [
+            ("400", BadRequest::response().0),
+            ("413", PayloadTooLarge::response().0),
+            ("414", UriTooLong::response().0),
+            ("431", HeadersTooLarge::response().0),
+            ("503", ServiceUnavailable::response().0),
+        ];
+        for item in doc.paths.paths.values_mut() {
+            for operation in [
+                &mut item.get,
+                &mut item.post,
+                &mut item.put,
+                &mut item.patch,
+                &mut item.delete,
+            ]
+            .into_iter()
+            .flatten()
+            {
+                for (status, name) in answers {
+                    operation
+                        .responses
+                        .responses
+                        .entry(status.to_owned())
+                        .or_insert_with(|| RefOr::Ref(Ref::from_response_name(name)));
+                }
+            }
+        }
+    }
+}
+
 fn is_null(schema: &RefOr<Schema>) -> bool {
     matches!(schema, RefOr::T(Schema::Object(o))
         if o.schema_type == SchemaType::Type(Type::Null))
@@ -189,7 +233,6 @@ impl PartialSchema for Problem {
             RefOr::T(Schema::OneOf(union)) => union.items,
             other => vec![other],
         };
-        let string = || ObjectBuilder::new().schema_type(Type::String);
         let mut problem = OneOfBuilder::new().description(Some(
             "An error, as `application/problem+json` (RFC 9457): `type`, `title`, `status` and \
              `detail`, with the `code` of SPEC §11 and the `details` that code carries.",
@@ -199,29 +242,8 @@ impl PartialSchema for Problem {
                 problem = problem.item(code);
                 continue;
             };
-            let mut variant = ObjectBuilder::new()
-                .schema_type(Type::Object)
-                .description(error.description.clone())
-                .property(
-                    "type",
-                    string()
-                        .format(Some(SchemaFormat::Custom("uri".to_owned())))
-                        .description(Some("A tag URI naming the code")),
-                )
-                .property(
-                    "title",
-                    string().description(Some("The status's reason phrase")),
-                )
-                .property(
-                    "status",
-                    ObjectBuilder::new()
-                        .schema_type(Type::Integer)
-                        .description(Some("The HTTP status of the answer")),
-                )
-                .property(
-                    "detail",
-                    string().description(Some("What went wrong, for a person to read")),
-                );
+            let name = code_name(&error).unwrap_or_default();
+            let mut variant = variant_frame(&name, error.description.clone());
             for field in ["code", "details"] {
                 if let Some(schema) = error.properties.get(field) {
                     variant = variant.property(field, schema.clone());
@@ -232,8 +254,71 @@ impl PartialSchema for Problem {
             }
             problem = problem.item(variant);
         }
+        problem = problem.item(
+            variant_frame(
+                TOO_MANY_REQUESTS,
+                Some(
+                    "More than there is room for: a token past its share of long requests \
+                     (event streams, `?wait`), 429, or a connection past the server's limit, \
+                     503. `Retry-After` says when to try again."
+                        .to_owned(),
+                ),
+            )
+            .property(
+                "code",
+                ObjectBuilder::new()
+                    .schema_type(Type::String)
+                    .enum_values(Some([TOO_MANY_REQUESTS])),
+            )
+            .property(
+                "details",
+                Ref::from_schema_name(<EmptyDetails as ToSchema>::name()),
+            )
+            .required("type")
+            .required("title")
+            .required("status")
+            .required("detail")
+            .required("code")
+            .required("details"),
+        );
         problem.into()
     }
+}
+
+/// The one code an error variant's schema allows.
+fn code_name(variant: &utoipa::openapi::schema::Object) -> Option<String> {
+    let code = serde_json::to_value(variant.properties.get("code")?).ok()?;
+    code["enum"][0].as_str().map(str::to_owned)
+}
+
+/// The fields every problem has, `title` fixed to the code's.
+fn variant_frame(code: &str, description: Option<String>) -> ObjectBuilder {
+    let string = || ObjectBuilder::new().schema_type(Type::String);
+    ObjectBuilder::new()
+        .schema_type(Type::Object)
+        .description(description)
+        .property(
+            "type",
+            string()
+                .format(Some(SchemaFormat::Custom("uri".to_owned())))
+                .description(Some("A tag URI naming the code")),
+        )
+        .property(
+            "title",
+            string()
+                .enum_values(Some([title(code)]))
+                .description(Some("The code's title, the same for every occurrence")),
+        )
+        .property(
+            "status",
+            ObjectBuilder::new()
+                .schema_type(Type::Integer)
+                .description(Some("The HTTP status of the answer")),
+        )
+        .property(
+            "detail",
+            string().description(Some("What went wrong, for a person to read")),
+        )
 }
 
 impl ToSchema for Problem {
@@ -330,6 +415,35 @@ answer!(
     problem(
         "`idempotency_conflict`: the key already names a job with another intent, named in \
          `details.existing_job_id`."
+    )
+);
+answer!(
+    TooManyRequests,
+    problem_with(
+        "`too_many_requests`: this token already holds its share of the server's connections in \
+         long requests (event streams and waits), a quarter of them; end one, or try again later.",
+        "Retry-After",
+        "Seconds to wait before trying again",
+    )
+);
+answer!(
+    UriTooLong,
+    problem("`invalid_input` naming `path`: the request's target is too long to read.")
+);
+answer!(
+    HeadersTooLarge,
+    problem(
+        "`invalid_input` naming `headers`: more than 100 request headers, or too large to read; \
+         the connection is closed."
+    )
+);
+answer!(
+    ServiceUnavailable,
+    problem_with(
+        "`too_many_requests`: the server holds as many connections as it serves at once \
+         (`--max-connections`); answered at once, and the connection is closed.",
+        "Retry-After",
+        "Seconds to wait before trying again",
     )
 );
 answer!(
@@ -471,8 +585,15 @@ mod tests {
         has(
             "POST",
             "/v1/jobs/{id}/cancel",
-            &["200", "401", "404", "409", "500"],
+            &["200", "400", "401", "404", "409", "413", "500"],
         );
+        // Waits and streams are long requests, refused past a token's share.
+        has("GET", "/v1/jobs/{id}", &["429"]);
+        has("GET", "/v1/events", &["429"]);
+        // What the HTTP layer answers before any handler, to every operation.
+        for (method, path, _) in &described {
+            has(method, path, &["400", "413", "414", "431", "503"]);
+        }
         has(
             "POST",
             "/v1/jobs/{id}/retry",
@@ -532,8 +653,18 @@ mod tests {
             "storage",
             "provider",
             "internal",
+            "too_many_requests",
         ] {
             assert!(codes.iter().any(|c| c == code), "no {code} in {codes:?}");
+        }
+        // Each code's title is fixed, and is the one the server sends.
+        for variant in variants {
+            let code = code_of(variant).unwrap();
+            assert_eq!(
+                variant["properties"]["title"]["enum"],
+                serde_json::json!([title(&code)]),
+                "{code}"
+            );
         }
         assert_eq!(codes.len(), variants.len(), "a variant without a code");
         let conflict = variants
