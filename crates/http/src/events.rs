@@ -52,6 +52,7 @@ comment carrying the `id` of its starting position, so a client that reconnects 
 has one to send. One token holds at most a quarter of the server's connections in streams and \
 waits; a stream ends within 5 s of its token's revocation.",
     params(("Last-Event-ID" = Option<String>, Header, nullable = false,
+        pattern = "^[0-9]{1,18}(-[0-9]{1,18})?$",
         description = "The `id` of the last event received; the stream resumes after it.")),
     responses(
         (status = 200, description = "The stream; it stays open until the client or the server \

@@ -52,7 +52,9 @@ impl FromRequestParts<Api> for IdempotencyKey {
 the intent is the same. Concurrent requests with one key, to one server or to several on one \
 ledger, all answer the one job, which is executed once. The answer is sent only after the commit \
 that holds the job.",
-    params(("Idempotency-Key" = String, Header, description = "The key of this intent, the same \
+    params(("Idempotency-Key" = String, Header, min_length = 1,
+        pattern = r#"^(?:[!#-~](?:[ -~]{0,253}[!-~])?|"(?:[ !#-\[\]-~]|\\["\\]){1,255}")$"#,
+        description = "The key of this intent, the same \
 on every retry: the quoted sf-string `\"order-45\"` or the bare `order-45`, one and the same key.")),
     request_body(content = Intent, description = "The intent"),
     responses(
@@ -195,8 +197,11 @@ fn parse_wait(text: &str) -> Result<Duration, Problem> {
 #[derive(Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct ListQuery {
-    /// Only jobs in this status.
-    #[param(value_type = Option<JobStatus>)]
+    /// Only jobs in this status (a `JobStatus`); empty is no filter.
+    #[param(
+        value_type = Option<String>,
+        pattern = "^(queued|running|unknown|succeeded|failed|cancelled)?$"
+    )]
     status: Option<String>,
     /// Only jobs that ran an attempt at this provider or whose route names it.
     provider: Option<String>,
@@ -208,6 +213,9 @@ pub struct ListQuery {
     #[param(value_type = Option<u32>, minimum = 1, maximum = 1000)]
     limit: Option<String>,
     /// The `next` of the page before.
+    #[param(
+        pattern = "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
+    )]
     after: Option<String>,
 }
 

@@ -713,6 +713,21 @@ mod tests {
             .unwrap()
             .iter()
             .any(|s| s == "unknown"));
+        // The list's status filter is a status, or empty for none.
+        let status = doc["paths"]["/v1/jobs"]["get"]["parameters"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["name"] == "status")
+            .unwrap()["schema"]["pattern"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        assert_eq!(
+            status,
+            format!("^({})?$", engine.join("|")),
+            "the status filter's pattern"
+        );
         assert_eq!(
             schemas["Verdict"]["enum"],
             serde_json::json!(["succeeded", "failed", "abandoned"])
