@@ -13,7 +13,7 @@ use futures_util::Stream;
 use onejob_engine::FeedEvent;
 
 use crate::long::{Caller, Held};
-use crate::openapi::{BadRequest, ServerError, TooManyRequests, Unauthorized};
+use crate::openapi::{BadRequest, ServerError, StreamEvent, TooManyRequests, Unauthorized};
 use crate::problem::Problem;
 use crate::{Api, RECHECK};
 
@@ -56,7 +56,8 @@ waits; a stream ends within 5 s of its token's revocation.",
         description = "The `id` of the last event received; the stream resumes after it.")),
     responses(
         (status = 200, description = "The stream; it stays open until the client or the server \
-ends it", content_type = "text/event-stream", body = String),
+ends it. Its schema is one event's, as OpenAPI 3.1 tools read a stream's",
+            content_type = "text/event-stream", body = StreamEvent),
         (status = 400, response = BadRequest),
         (status = 401, response = Unauthorized),
         (status = 429, response = TooManyRequests),

@@ -56,7 +56,8 @@ that holds the job.",
         pattern = r#"^(?:[!#-~](?:[ -~]{0,253}[!-~])?|"(?:[ !#-\[\]-~]|\\["\\]){1,255}")$"#,
         description = "The key of this intent, the same \
 on every retry: the quoted sf-string `\"order-45\"` or the bare `order-45`, one and the same key.")),
-    request_body(content = Intent, description = "The intent"),
+    request_body(content = Intent, description = "The intent",
+        example = json!({"route": ["primary"], "input": {"amount": 100}})),
     responses(
         (status = 201, description = "A new job", body = Submitted, headers(
             ("Location" = String, description = "`/v1/jobs/{id}` of the new job"))),

@@ -9,6 +9,7 @@ use axum::http::{header, HeaderValue};
 use axum::response::{IntoResponse, Response};
 use onejob_engine::error::EmptyDetails;
 use onejob_engine::Error;
+use utoipa::openapi::link::LinkBuilder;
 use utoipa::openapi::path::Operation;
 use utoipa::openapi::schema::{
     ObjectBuilder, OneOfBuilder, Schema, SchemaFormat, SchemaType, Type,
@@ -75,7 +76,7 @@ answered 503 at once. A 2xx is sent only after the commit that holds its answer.
             ServiceUnavailable,
         ),
     ),
-    modifiers(&Security, &OptionalBodies, &HttpLayer),
+    modifiers(&Security, &OptionalBodies, &HttpLayer, &Links),
     security(("bearer" = [])),
     tags(
         (name = "jobs", description = "Jobs and their attempts (SPEC §2-§7)"),
@@ -178,6 +179,68 @@ impl Modify for HttpLayer {
     }
 }
 
+/// Where an answer leads (OpenAPI links): a new job to its reading, cancel and retry, an
+/// attempt to its resolution, so a client or a tool can follow the ids the API hands out.
+struct Links;
+
+/// A link's name, the operation it leads to, and where the answer carries that operation's id.
+type Link = (&'static str, &'static str, &'static str);
+
+impl Modify for Links {
+    fn modify(&self, doc: &mut Document) {
+        const JOB: &str = "$response.body#/job/id";
+        const TO_JOB: Link = ("GetJob", "get_job", JOB);
+        // Each POST, the statuses whose answers lead on, and where.
+        let leads: [(&str, &[&str], &[Link]); 3] = [
+            (
+                "/v1/jobs",
+                &["200", "201"],
+                &[
+                    TO_JOB,
+                    ("CancelJob", "cancel_job", JOB),
+                    ("RetryJob", "retry_job", JOB),
+                ],
+            ),
+            (
+                "/v1/jobs/{id}/retry",
+                &["200"],
+                &[
+                    TO_JOB,
+                    (
+                        "ResolveAttempt",
+                        "resolve_attempt",
+                        "$response.body#/attempt/id",
+                    ),
+                ],
+            ),
+            ("/v1/attempts/{id}/resolve", &["200"], &[TO_JOB]),
+        ];
+        for (path, statuses, links) in leads {
+            let Some(operation) = doc
+                .paths
+                .paths
+                .get_mut(path)
+                .and_then(|item| item.post.as_mut())
+            else {
+                continue;
+            };
+            for status in statuses {
+                let Some(RefOr::T(response)) = operation.responses.responses.get_mut(*status)
+                else {
+                    continue;
+                };
+                for (name, target, id) in links {
+                    let link = LinkBuilder::new()
+                        .operation_id(*target)
+                        .parameter("id", *id)
+                        .build();
+                    response.links.insert((*name).to_owned(), RefOr::T(link));
+                }
+            }
+        }
+    }
+}
+
 fn is_null(schema: &RefOr<Schema>) -> bool {
     matches!(schema, RefOr::T(Schema::Object(o))
         if o.schema_type == SchemaType::Type(Type::Null))
@@ -191,7 +254,9 @@ pub fn document() -> Document {
 /// The document as committed and served: pretty JSON, keys in a stable order, one final newline.
 pub fn document_json() -> String {
     match document().to_pretty_json() {
-        Ok(mut text) => {
+        Ok(text) => {
+            // utoipa 5.5 writes a link's `operationId` in snake case; OpenAPI reads camel case.
+            let mut text = text.replace("\"operation_id\": ", "\"operationId\": ");
             text.push('\n');
             text
         }
@@ -320,6 +385,41 @@ fn variant_frame(code: &str, description: Option<String>) -> ObjectBuilder {
             string().description(Some("What went wrong, for a person to read")),
         )
 }
+
+/// One event of `GET /v1/events` as it arrives: its feed position as `id`, and as `data` one
+/// JSON object of the `Event` schema.
+pub struct StreamEvent;
+
+impl PartialSchema for StreamEvent {
+    fn schema() -> RefOr<Schema> {
+        let string = || ObjectBuilder::new().schema_type(Type::String);
+        ObjectBuilder::new()
+            .schema_type(Type::Object)
+            .description(Some(
+                "One Server-Sent Event: `id` is its feed position, the value to send back as \
+                 `Last-Event-ID`; `data` is one JSON object of the `Event` schema.",
+            ))
+            .property(
+                "id",
+                string().description(Some("The event's position in the owner's feed")),
+            )
+            .property(
+                "data",
+                string()
+                    .content_media_type("application/json")
+                    .description(Some("An `Event`, as JSON")),
+            )
+            .property(
+                "event",
+                string().description(Some("Unset: every event is a message")),
+            )
+            .required("id")
+            .required("data")
+            .into()
+    }
+}
+
+impl ToSchema for StreamEvent {}
 
 impl ToSchema for Problem {
     fn schemas(schemas: &mut Vec<(String, RefOr<Schema>)>) {
@@ -628,6 +728,10 @@ mod tests {
         assert!(
             doc["components"]["responses"]["ServerError"]["headers"]["Retry-After"].is_object()
         );
+        // A new job links to its reading, with the id the answer carries.
+        let link = &submit["responses"]["201"]["links"]["GetJob"];
+        assert_eq!(link["operationId"], "get_job", "{link}");
+        assert_eq!(link["parameters"]["id"], "$response.body#/job/id", "{link}");
     }
 
     #[test]
