@@ -379,6 +379,7 @@ async fn a_missing_unknown_or_revoked_token_is_401_with_one_answer() {
     // It works until it is revoked, on the server that is running.
     json(departed.get("/v1/jobs").await, StatusCode::OK).await;
     ledger.run(&["token", "revoke", &common::id(&leaving)]).ok();
+    refused_within_a_second(&departed, Instant::now()).await;
 
     let url = server.at("/v1/jobs");
     let http = client();
@@ -430,6 +431,61 @@ async fn a_missing_unknown_or_revoked_token_is_401_with_one_answer() {
     }
     // The revoked token's POST made nothing.
     assert!(all_job_ids(&alice, "").await.is_empty());
+}
+
+/// Asks with `api`'s token every 20 ms until it is refused, which must be within a second of
+/// `revoked`; every answer before is served.
+async fn refused_within_a_second(api: &Api, revoked: Instant) {
+    loop {
+        let status = api.get("/v1/jobs").await.status();
+        let after = revoked.elapsed();
+        if status == StatusCode::UNAUTHORIZED {
+            assert!(
+                after < Duration::from_secs(1),
+                "refused only after {after:?}"
+            );
+            return;
+        }
+        assert_eq!(status, StatusCode::OK);
+        assert!(
+            after < Duration::from_secs(1),
+            "still served {after:?} after the revocation"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_token_revoked_by_another_process_is_refused_within_one_second() {
+    let ledger = Ledger::new();
+    let server = Server::start(&ledger, &["--no-worker"]);
+    let leaving = token_reply(&ledger, "alice");
+    let busy = Api::new(&server, leaving["token"].as_str().expect("a token"));
+    // A client busy with the token right up to its revocation by the command line.
+    let stop = Arc::new(AtomicUsize::new(0));
+    let background = {
+        let (busy, stop) = (busy.clone(), stop.clone());
+        tokio::spawn(async move {
+            while stop.load(Ordering::Relaxed) == 0 {
+                let _ = busy.get("/v1/jobs").await;
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    ledger.run(&["token", "revoke", &common::id(&leaving)]).ok();
+    refused_within_a_second(&busy, Instant::now()).await;
+    stop.store(1, Ordering::Relaxed);
+    background.await.expect("the busy client");
+    // And never served again.
+    for _ in 0..10 {
+        problem(
+            busy.get("/v1/jobs").await,
+            StatusCode::UNAUTHORIZED,
+            "unauthorized",
+        )
+        .await;
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

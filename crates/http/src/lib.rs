@@ -37,13 +37,15 @@ pub const ARRIVAL_DEADLINE: Duration = Duration::from_secs(10);
 const RECHECK: Duration = Duration::from_secs(1);
 
 /// What every handler shares: the engine, the ledger's change counter, whether the server is
-/// stopping (long waits and streams end then), and each token's long requests.
+/// stopping (long waits and streams end then), each token's long requests, and what the ledger
+/// recently said of tokens.
 #[derive(Clone)]
 pub struct Api {
     engine: Engine,
     changes: watch::Receiver<u64>,
     stopping: watch::Receiver<bool>,
     shares: Arc<long::Shares>,
+    tokens: Arc<auth::Tokens>,
 }
 
 impl Api {
@@ -57,6 +59,7 @@ impl Api {
             changes,
             stopping,
             shares: Arc::new(long::Shares::new(Limits::default().max_connections)),
+            tokens: Arc::default(),
         })
     }
 

@@ -88,7 +88,7 @@ impl FromRequestParts<Api> for Caller {
 
     async fn from_request_parts(parts: &mut Parts, api: &Api) -> Result<Caller, Problem> {
         let token = auth::bearer(parts)?.to_owned();
-        let owner = api.engine.authenticate(&token).await?;
+        let owner = api.tokens.owner(&api.engine, &token).await?;
         Ok(Caller {
             owner,
             token,
