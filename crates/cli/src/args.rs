@@ -152,7 +152,8 @@ pub struct ServeArgs {
     /// network in clear
     #[arg(long, conflicts_with = "tls_cert")]
     pub plain_http_behind_proxy: bool,
-    /// Connections served at once; further ones wait to be accepted (1 to 65536)
+    /// Connections served at once (1 to 65536); one more is answered 503 at once, and one
+    /// token holds at most a quarter of them in event streams and waits
     #[arg(long, value_name = "N", default_value_t = 512)]
     pub max_connections: usize,
     /// How many attempts the executor keeps in flight at once, 1 to 1024

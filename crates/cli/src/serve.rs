@@ -52,7 +52,13 @@ pub async fn run(engine: &Engine, args: ServeArgs) -> Result<Value> {
     };
     let signals = Signals::listen()?;
     let (stopping_tx, stopping) = watch::channel(false);
-    let api = Api::new(engine.clone(), stopping).await?;
+    let limits = Limits {
+        max_connections: args.max_connections,
+        ..Limits::default()
+    };
+    let api = Api::new(engine.clone(), stopping)
+        .await?
+        .with_limits(&limits);
     let listener = TcpListener::bind(args.listen).await.map_err(|e| {
         Error::invalid_input("listen", format!("cannot listen on {}: {e}", args.listen))
     })?;
@@ -90,10 +96,6 @@ pub async fn run(engine: &Engine, args: ServeArgs) -> Result<Value> {
         .map_err(|e| Error::internal(format!("cannot write to stdout: {e}")))?;
     drop(out);
 
-    let limits = Limits {
-        max_connections: args.max_connections,
-        ..Limits::default()
-    };
     let router = onejob_http::router(api);
     let stop = async {
         signals.received(1).await;

@@ -380,6 +380,7 @@ async fn a_missing_unknown_or_revoked_token_is_401_with_one_answer() {
     // It works until it is revoked, on the server that is running.
     json(departed.get("/v1/jobs").await, StatusCode::OK).await;
     ledger.run(&["token", "revoke", &common::id(&leaving)]).ok();
+    refused_within_a_second(&departed, Instant::now()).await;
 
     let url = server.at("/v1/jobs");
     let http = client();
@@ -431,6 +432,61 @@ async fn a_missing_unknown_or_revoked_token_is_401_with_one_answer() {
     }
     // The revoked token's POST made nothing.
     assert!(all_job_ids(&alice, "").await.is_empty());
+}
+
+/// Asks with `api`'s token every 20 ms until it is refused, which must be within a second of
+/// `revoked`; every answer before is served.
+async fn refused_within_a_second(api: &Api, revoked: Instant) {
+    loop {
+        let status = api.get("/v1/jobs").await.status();
+        let after = revoked.elapsed();
+        if status == StatusCode::UNAUTHORIZED {
+            assert!(
+                after < Duration::from_secs(1),
+                "refused only after {after:?}"
+            );
+            return;
+        }
+        assert_eq!(status, StatusCode::OK);
+        assert!(
+            after < Duration::from_secs(1),
+            "still served {after:?} after the revocation"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_token_revoked_by_another_process_is_refused_within_one_second() {
+    let ledger = Ledger::new();
+    let server = Server::start(&ledger, &["--no-worker"]);
+    let leaving = token_reply(&ledger, "alice");
+    let busy = Api::new(&server, leaving["token"].as_str().expect("a token"));
+    // A client busy with the token right up to its revocation by the command line.
+    let stop = Arc::new(AtomicUsize::new(0));
+    let background = {
+        let (busy, stop) = (busy.clone(), stop.clone());
+        tokio::spawn(async move {
+            while stop.load(Ordering::Relaxed) == 0 {
+                let _ = busy.get("/v1/jobs").await;
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    ledger.run(&["token", "revoke", &common::id(&leaving)]).ok();
+    refused_within_a_second(&busy, Instant::now()).await;
+    stop.store(1, Ordering::Relaxed);
+    background.await.expect("the busy client");
+    // And never served again.
+    for _ in 0..10 {
+        problem(
+            busy.get("/v1/jobs").await,
+            StatusCode::UNAUTHORIZED,
+            "unauthorized",
+        )
+        .await;
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -811,14 +867,16 @@ async fn every_error_of_the_api_is_problem_json() {
     .await;
 
     // A request hyper itself refuses (no Host in HTTP/1.1 is still served; a bad
-    // request line is not) reaches no handler, and the connection ends.
+    // request line is not) reaches no handler, is answered as a problem, and the connection ends.
     let addr = server.addr();
     let mut stream = TcpStream::connect(&addr).expect("connect");
     stream.write_all(b"BROKEN\r\n\r\n").expect("sent");
     let (got, _, closed) = read_until_closed(&mut stream, Duration::from_secs(5));
     let text = String::from_utf8_lossy(&got);
+    assert!(closed && text.starts_with("HTTP/1.1 400"), "{text}");
     assert!(
-        closed && (text.is_empty() || text.starts_with("HTTP/1.1 400")),
+        text.to_ascii_lowercase()
+            .contains("content-type: application/problem+json"),
         "{text}"
     );
     // What the status code alone says is in the problem too.
@@ -1316,7 +1374,7 @@ async fn a_server_killed_mid_storm_lost_no_job_it_acknowledged() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn connections_past_the_limit_wait_to_be_served_and_are_then_answered() {
+async fn a_connection_past_the_limit_is_answered_503_at_once_and_served_once_one_is_free() {
     let ledger = Ledger::new();
     let server = Server::start(&ledger, &["--no-worker", "--max-connections", "2"]);
     let api = Api::new(&server, &token(&ledger, "alice"));
@@ -1331,31 +1389,369 @@ async fn connections_past_the_limit_wait_to_be_served_and_are_then_answered() {
             stream
         })
         .collect();
-    // A third client is not served while they hold them…
-    let waiting = {
-        let api = api.clone();
+    // A third is told at once, not left unseen in the listen queue.
+    let mut third = TcpStream::connect(&addr).expect("connect");
+    let request = format!("GET /v1/jobs HTTP/1.1\r\nHost: {addr}\r\n\r\n");
+    third.write_all(request.as_bytes()).expect("a request");
+    let (got, took, closed) = read_until_closed(&mut third, Duration::from_secs(5));
+    let text = String::from_utf8_lossy(&got);
+    assert!(text.starts_with("HTTP/1.1 503"), "{text}");
+    assert!(closed && took < Duration::from_secs(2), "{took:?}");
+    let lower = text.to_ascii_lowercase();
+    assert!(lower.contains("retry-after: 1\r\n"), "{text}");
+    let body: Value =
+        serde_json::from_str(text.split("\r\n\r\n").nth(1).expect("a body")).expect("a JSON body");
+    assert_problem(&body, StatusCode::SERVICE_UNAVAILABLE, "too_many_requests");
+    // A client sees the same answer…
+    let refused = api.get("/v1/jobs").await;
+    assert!(header(&refused, "retry-after").is_some());
+    problem(
+        refused,
+        StatusCode::SERVICE_UNAVAILABLE,
+        "too_many_requests",
+    )
+    .await;
+    // …and is served as soon as a slot is free.
+    holders.pop();
+    let released = Instant::now();
+    loop {
+        let answer = api.get("/v1/jobs").await;
+        if answer.status() == StatusCode::OK {
+            break;
+        }
+        assert!(
+            released.elapsed() < Duration::from_secs(5),
+            "still {} after a slot was freed",
+            answer.status()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Opens `GET /v1/events` with `last` as `Last-Event-ID`, and reads it up to its opening.
+async fn open_stream(api: &Api, last: Option<&str>) -> (reqwest::Response, String) {
+    let mut request = api.request(Method::GET, "/v1/events");
+    if let Some(last) = last {
+        request = request.header("Last-Event-ID", last);
+    }
+    let mut stream = request.send().await.expect("GET /v1/events");
+    assert_eq!(stream.status(), StatusCode::OK);
+    let mut text = String::new();
+    while !text.contains("\n\n") {
+        let chunk = tokio::time::timeout(Duration::from_secs(5), stream.chunk())
+            .await
+            .expect("the opening within 5 s")
+            .expect("a chunk")
+            .expect("the stream is open");
+        text.push_str(&String::from_utf8_lossy(&chunk));
+    }
+    (stream, text)
+}
+
+/// Reads a stream until `done` holds for the text so far, at most 15 s; the text.
+async fn read_stream_until(stream: &mut reqwest::Response, done: impl Fn(&str) -> bool) -> String {
+    let mut text = String::new();
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while !done(&text) {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let chunk = tokio::time::timeout(left, stream.chunk())
+            .await
+            .unwrap_or_else(|_| panic!("not within 15 s; it sent {text}"))
+            .expect("a chunk")
+            .unwrap_or_else(|| panic!("the stream ended; it sent {text}"));
+        text.push_str(&String::from_utf8_lossy(&chunk));
+    }
+    text
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_stream_opens_with_its_position_so_a_reconnect_before_any_event_misses_nothing() {
+    let (ledger, _server, api) = quiet_server();
+    let (stream, opening) = open_stream(&api, None).await;
+    let start = opening
+        .lines()
+        .find_map(|l| l.strip_prefix("id: "))
+        .unwrap_or_else(|| panic!("no id in the opening {opening:?}"))
+        .to_owned();
+    // The client drops before any event; a job is submitted while it is away.
+    drop(stream);
+    ledger
+        .run(&[
+            "--owner",
+            "alice",
+            "submit",
+            "--key",
+            "while-away",
+            "--intent",
+            &intent("{}"),
+        ])
+        .ok();
+    let (mut again, reopening) = open_stream(&api, Some(&start)).await;
+    assert!(reopening.contains(&format!("id: {start}\n")), "{reopening}");
+    let text = read_stream_until(&mut again, |t| t.contains("while-away")).await;
+    assert!(text.contains("\"kind\":\"submitted\""), "{text}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_revoked_token_ends_its_event_stream_and_its_wait_within_five_seconds() {
+    let (ledger, server, alice) = quiet_server();
+    let leaving = token_reply(&ledger, "alice");
+    let departing = Api::new(&server, leaving["token"].as_str().expect("a token"));
+    let job = job_id(
+        &json(
+            departing.submit("held", &intent("{}")).await,
+            StatusCode::CREATED,
+        )
+        .await,
+    );
+    let (mut stream, _) = open_stream(&departing, None).await;
+    // No worker: the job stays queued, and the wait would hold for its minute.
+    let wait = {
+        let departing = departing.clone();
         tokio::spawn(async move {
-            let asked = Instant::now();
-            let answer = api.get("/v1/jobs").await;
-            (answer.status(), asked.elapsed())
+            let answer = departing.get(&format!("/v1/jobs/{job}?wait=60")).await;
+            (answer.status(), Instant::now())
         })
     };
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(!wait.is_finished());
+    // Revoked by another process, as a person does it.
+    ledger.run(&["token", "revoke", &common::id(&leaving)]).ok();
+    let revoked = Instant::now();
+    loop {
+        let left = Duration::from_secs(5).saturating_sub(revoked.elapsed());
+        match tokio::time::timeout(left, stream.chunk()).await {
+            Ok(Ok(Some(_))) => continue,
+            Ok(_) => break,
+            Err(_) => panic!("the stream is still open 5 s after its token was revoked"),
+        }
+    }
+    let (status, answered) = wait.await.expect("the wait");
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
     assert!(
-        !waiting.is_finished(),
-        "a third connection was served past the limit of 2"
-    );
-    // …and is served as soon as one of them lets go.
-    let released = Instant::now();
-    holders.pop();
-    let (status, took) = waiting.await.expect("the waiting client");
-    assert_eq!(status, StatusCode::OK);
-    assert!(took >= Duration::from_millis(1500), "{took:?}");
-    assert!(
-        released.elapsed() < Duration::from_secs(5),
+        answered.saturating_duration_since(revoked) < Duration::from_secs(5),
         "{:?}",
-        released.elapsed()
+        answered.saturating_duration_since(revoked)
     );
+    // The owner's other token streams on.
+    let (_other, _) = open_stream(&alice, None).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn one_token_holds_at_most_a_quarter_of_the_connections_in_long_requests() {
+    let ledger = Ledger::new();
+    let server = Server::start(&ledger, &["--no-worker", "--max-connections", "8"]);
+    let alice = Api::new(&server, &token(&ledger, "alice"));
+    let bob = Api::new(&server, &token(&ledger, "bob"));
+    let job = job_id(
+        &json(
+            alice.submit("queued", &intent("{}")).await,
+            StatusCode::CREATED,
+        )
+        .await,
+    );
+    // A quarter of 8: two long requests.
+    let (first, _) = open_stream(&alice, None).await;
+    let (_second, _) = open_stream(&alice, None).await;
+    let third = alice.get("/v1/events").await;
+    assert!(header(&third, "retry-after").is_some());
+    problem(third, StatusCode::TOO_MANY_REQUESTS, "too_many_requests").await;
+    let waiting = alice.get(&format!("/v1/jobs/{job}?wait=5")).await;
+    assert!(header(&waiting, "retry-after").is_some());
+    problem(waiting, StatusCode::TOO_MANY_REQUESTS, "too_many_requests").await;
+    // A plain read is not a long request, and another token has its own share.
+    json(alice.get(&format!("/v1/jobs/{job}")).await, StatusCode::OK).await;
+    json(bob.get("/v1/jobs").await, StatusCode::OK).await;
+    let (_bobs, _) = open_stream(&bob, None).await;
+    // A stream the client closes gives its place back.
+    drop(first);
+    let closed = Instant::now();
+    loop {
+        let answer = alice.get("/v1/events").await;
+        if answer.status() == StatusCode::OK {
+            break;
+        }
+        assert!(
+            closed.elapsed() < Duration::from_secs(5),
+            "still {} after a stream was closed",
+            answer.status()
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_request_whose_head_and_body_together_take_over_ten_seconds_is_dropped() {
+    let (_ledger, server, api) = quiet_server();
+    let addr = server.addr();
+    let body = intent(r#"{"slow": true}"#);
+    let head = post_head(
+        &addr,
+        &api.token,
+        &format!("Content-Length: {}\r\n", body.len()),
+    );
+    let mut stream = TcpStream::connect(&addr).expect("connect");
+    let mut writer = stream.try_clone().expect("a writer");
+    let started = Instant::now();
+    // The head over 6 s, then the body over 6 s more: each within 10 s, not both.
+    let sender = std::thread::spawn(move || {
+        for part in [head.as_bytes(), body.as_bytes()] {
+            let piece = part.len().div_ceil(12);
+            for chunk in part.chunks(piece) {
+                std::thread::sleep(Duration::from_millis(500));
+                if writer.write_all(chunk).is_err() {
+                    return;
+                }
+            }
+        }
+    });
+    let (got, _, closed) = read_until_closed(&mut stream, Duration::from_secs(20));
+    let took = started.elapsed();
+    let _ = sender.join();
+    let text = String::from_utf8_lossy(&got);
+    assert!(
+        text.is_empty() || text.starts_with("HTTP/1.1 408"),
+        "after {took:?}: {text}"
+    );
+    assert!(closed, "still open after {took:?}");
+    assert!(took < Duration::from_millis(11_500), "{took:?}");
+    assert!(all_job_ids(&api, "").await.is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn every_error_of_the_http_layer_is_the_problem_the_document_describes() {
+    let (_ledger, server, api) = quiet_server();
+    let document = json(api.get("/v1/openapi.json").await, StatusCode::OK).await;
+    let job = job_id(&json(api.submit("one", &intent("{}")).await, StatusCode::CREATED).await);
+    let mut titles: HashMap<String, HashSet<String>> = HashMap::new();
+    // Each refusal: the operation it reached, its status and code, and the field it names.
+    let mut check = |operation: (&str, &str), body: &Value, field: &str| {
+        let status = body["status"].as_u64().expect("a status").to_string();
+        let (method, path) = operation;
+        assert!(
+            document["paths"][path][method]["responses"][&status].is_object(),
+            "{method} {path} answered {status}, which its operation does not list"
+        );
+        assert_eq!(body["details"]["field"], field, "{body}");
+        titles
+            .entry(body["code"].as_str().expect("a code").to_owned())
+            .or_default()
+            .insert(body["title"].as_str().expect("a title").to_owned());
+    };
+
+    let method = api
+        .request(Method::DELETE, "/v1/jobs")
+        .send()
+        .await
+        .expect("sent");
+    let body = problem(method, StatusCode::METHOD_NOT_ALLOWED, "invalid_input").await;
+    assert_eq!(body["details"]["field"], "method", "{body}");
+    let media = api
+        .request(Method::POST, "/v1/jobs")
+        .header("Idempotency-Key", "text")
+        .header("Content-Type", "text/plain")
+        .body(intent("{}"))
+        .send()
+        .await
+        .expect("sent");
+    let body = problem(media, StatusCode::UNSUPPORTED_MEDIA_TYPE, "invalid_input").await;
+    check(("post", "/v1/jobs"), &body, "Content-Type");
+    let twice = api.get("/v1/jobs?limit=1&limit=2").await;
+    let body = problem(twice, StatusCode::BAD_REQUEST, "invalid_input").await;
+    check(("get", "/v1/jobs"), &body, "limit");
+    // Cancel reads no body, yet one announced over 1 MiB is refused before it is read.
+    let addr = server.addr();
+    let mut stream = TcpStream::connect(&addr).expect("connect");
+    let head = format!(
+        "POST /v1/jobs/{job}/cancel HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {}\r\n\
+         Content-Type: application/json\r\nContent-Length: 2000000\r\n\r\n",
+        api.token
+    );
+    stream.write_all(head.as_bytes()).expect("the head");
+    let (got, _, _) = read_until_closed(&mut stream, Duration::from_secs(5));
+    let text = String::from_utf8_lossy(&got);
+    assert!(text.starts_with("HTTP/1.1 413"), "{text}");
+    let body: Value =
+        serde_json::from_str(text.split("\r\n\r\n").nth(1).expect("a body")).expect("JSON");
+    assert_problem(&body, StatusCode::PAYLOAD_TOO_LARGE, "invalid_input");
+    check(("post", "/v1/jobs/{id}/cancel"), &body, "body");
+    let bad_id = api
+        .request(Method::POST, "/v1/jobs/%FF/cancel")
+        .send()
+        .await
+        .expect("sent");
+    let body = problem(bad_id, StatusCode::BAD_REQUEST, "invalid_input").await;
+    assert!(body["details"]["field"].is_string(), "{body}");
+    check(
+        ("post", "/v1/jobs/{id}/cancel"),
+        &body,
+        body["details"]["field"].as_str().expect("a field"),
+    );
+
+    // 120 headers: more than the server reads, answered as a problem all the same.
+    let mut stream = TcpStream::connect(&addr).expect("connect");
+    let mut head = format!(
+        "GET /v1/jobs HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {}\r\n",
+        api.token
+    );
+    for n in 0..120 {
+        head.push_str(&format!("X-Extra-{n}: {n}\r\n"));
+    }
+    head.push_str("\r\n");
+    stream.write_all(head.as_bytes()).expect("the head");
+    let (got, _, closed) = read_until_closed(&mut stream, Duration::from_secs(5));
+    let text = String::from_utf8_lossy(&got);
+    assert!(text.starts_with("HTTP/1.1 431"), "{text}");
+    assert!(closed, "{text}");
+    assert!(
+        text.to_ascii_lowercase()
+            .contains("content-type: application/problem+json"),
+        "{text}"
+    );
+    let body: Value =
+        serde_json::from_str(text.split("\r\n\r\n").nth(1).expect("a body")).expect("JSON");
+    assert_problem(
+        &body,
+        StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+        "invalid_input",
+    );
+    check(("get", "/v1/jobs"), &body, "headers");
+
+    // A type's title is the same whatever the status of its occurrence.
+    for (code, seen) in &titles {
+        assert_eq!(seen.len(), 1, "{code} has titles {seen:?}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_page_of_large_jobs_ends_near_four_mebibytes_and_next_pages_on() {
+    let (_ledger, _server, api) = quiet_server();
+    let pad = "x".repeat(700_000);
+    let mut made = HashSet::new();
+    for n in 0..12 {
+        let reply = json(
+            api.submit(
+                &format!("large-{n}"),
+                &intent(&format!(r#"{{"n": {n}, "pad": "{pad}"}}"#)),
+            )
+            .await,
+            StatusCode::CREATED,
+        )
+        .await;
+        made.insert(job_id(&reply));
+    }
+    let first = api.get("/v1/jobs?limit=1000").await;
+    assert_eq!(first.status(), StatusCode::OK);
+    let bytes = first.bytes().await.expect("a body");
+    assert!(bytes.len() < 5 * MIB, "{} bytes in one page", bytes.len());
+    let page: Value = serde_json::from_slice(&bytes).expect("JSON");
+    let held = page["jobs"].as_array().expect("jobs").len();
+    assert!((1..12).contains(&held), "{held} jobs in the first page");
+    assert!(page["next"].is_string(), "no next after {held} of 12 jobs");
+    // Paging on gives every job once.
+    let listed = all_job_ids(&api, "limit=1000").await;
+    assert_eq!(listed.len(), 12);
+    assert_eq!(listed.into_iter().collect::<HashSet<_>>(), made);
 }
 
 /// A retry starts a paid attempt, so it is a keyed POST (SPEC §15): repeated after a lost

@@ -10,6 +10,11 @@ use serde::de::DeserializeOwned;
 use crate::problem::Problem;
 use crate::{Api, ARRIVAL_DEADLINE, MAX_BODY};
 
+/// When the request must have arrived whole: set by the connection when it began to read the
+/// request's headers, so the body gets what the headers left of [`ARRIVAL_DEADLINE`].
+#[derive(Debug, Clone, Copy)]
+pub struct ArrivalDeadline(pub tokio::time::Instant);
+
 /// The body as UTF-8 text, at most [`MAX_BODY`] bytes.
 pub struct Text(pub String);
 
@@ -29,13 +34,17 @@ impl FromRequest<Api> for Text {
                     .to_ascii_lowercase()
             });
         if let Some(kind) = json.filter(|k| k != "application/json" && !k.ends_with("+json")) {
-            return Err(Problem::new(
+            return Err(Problem::refused(
                 StatusCode::UNSUPPORTED_MEDIA_TYPE,
-                "invalid_input",
-                format!("body: the body must be application/json, not {kind}"),
+                "Content-Type",
+                format!("the body must be application/json, not {kind}"),
             ));
         }
-        let bytes = read(request.into_body()).await?;
+        let deadline = request
+            .extensions()
+            .get::<ArrivalDeadline>()
+            .map_or_else(|| tokio::time::Instant::now() + ARRIVAL_DEADLINE, |d| d.0);
+        let bytes = read(request.into_body(), deadline).await?;
         String::from_utf8(bytes.to_vec())
             .map(Text)
             .map_err(|e| Problem::invalid("body", format!("not UTF-8 ({e})")))
@@ -57,15 +66,16 @@ impl<T: DeserializeOwned> FromRequest<Api> for Json<T> {
     }
 }
 
-/// The whole body; past the limit it is 413 as soon as the limit is crossed, and nothing more
-/// is read.
-async fn read(body: Body) -> Result<bytes::Bytes, Problem> {
-    let Ok(collected) = tokio::time::timeout(ARRIVAL_DEADLINE, body.collect()).await else {
-        return Err(Problem::new(
+/// The whole body by `deadline`; past the limit it is 413 as soon as the limit is crossed,
+/// and nothing more is read.
+async fn read(body: Body, deadline: tokio::time::Instant) -> Result<bytes::Bytes, Problem> {
+    let Ok(collected) = tokio::time::timeout_at(deadline, body.collect()).await else {
+        return Err(Problem::refused(
             StatusCode::REQUEST_TIMEOUT,
-            "invalid_input",
+            "body",
             format!(
-                "body: not arrived whole within {} s; the connection is closed",
+                "the request, headers and body, did not arrive whole within {} s; the \
+                 connection is closed",
                 ARRIVAL_DEADLINE.as_secs()
             ),
         ));
@@ -76,18 +86,15 @@ async fn read(body: Body) -> Result<bytes::Bytes, Problem> {
             let too_large = std::error::Error::source(&e)
                 .is_some_and(|s| s.is::<http_body_util::LengthLimitError>());
             if too_large {
-                let mut problem = Problem::new(
+                Err(Problem::refused(
                     StatusCode::PAYLOAD_TOO_LARGE,
-                    "invalid_input",
-                    format!("body: over the limit of {MAX_BODY} bytes"),
-                );
-                problem.details = serde_json::json!({ "field": "body" });
-                Err(problem)
+                    "body",
+                    format!("over the limit of {MAX_BODY} bytes"),
+                ))
             } else {
-                Err(Problem::new(
-                    StatusCode::BAD_REQUEST,
-                    "invalid_input",
-                    format!("body: could not be read whole ({e})"),
+                Err(Problem::invalid(
+                    "body",
+                    format!("could not be read whole ({e})"),
                 ))
             }
         }

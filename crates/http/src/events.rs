@@ -1,10 +1,10 @@
 //! `GET /v1/events`: the owner's events as Server-Sent Events, from this process or any other
-//! on the ledger. Each carries its feed position as its id, so a client that reconnects with
-//! `Last-Event-ID` gets exactly what it missed.
+//! on the ledger. Each carries its feed position as its id, and so does the stream's opening,
+//! so a client that reconnects with `Last-Event-ID` gets exactly what it missed.
 
 use std::collections::VecDeque;
 use std::convert::Infallible;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use axum::extract::State;
 use axum::http::HeaderMap;
@@ -12,8 +12,8 @@ use axum::response::sse::{Event, KeepAlive, Sse};
 use futures_util::Stream;
 use onejob_engine::FeedEvent;
 
-use crate::auth::Owner;
-use crate::openapi::{BadRequest, ServerError, Unauthorized};
+use crate::long::{Caller, Held};
+use crate::openapi::{BadRequest, ServerError, StreamEvent, TooManyRequests, Unauthorized};
 use crate::problem::Problem;
 use crate::{Api, RECHECK};
 
@@ -25,16 +25,19 @@ const KEEP_ALIVE: Duration = Duration::from_secs(15);
 /// Where a stream stands.
 struct Cursor {
     api: Api,
-    owner: String,
+    caller: Caller,
+    /// Counts the stream against its token's share while it is open.
+    _held: Held,
     position: String,
     ready: VecDeque<FeedEvent>,
     failures: u32,
-    /// Whether the opening comment went out.
-    opened: bool,
+    /// The position the stream started from, until the opening has gone out with it.
+    opening: Option<String>,
 }
 
-/// Opens the stream at `Last-Event-ID`, or at the feed's end for a new client. A malformed
-/// position is refused before the stream starts.
+/// Opens the stream at `Last-Event-ID`, or at the feed's end for a new client, and says where
+/// at once. A malformed position is refused before the stream starts; a token past its share
+/// of long requests gets 429; a token revoked meanwhile ends the stream.
 #[utoipa::path(
     get,
     path = "/v1/events",
@@ -44,22 +47,30 @@ struct Cursor {
     description = "Server-Sent Events: one event per change of the owner's jobs, made by this or \
 any other process on the ledger, in the order of the ledger's event feed. Each event's `data` is one JSON \
 object of the `Event` schema and its `id` the place to resume from: a client that reconnects \
-with that id in `Last-Event-ID` gets every event it missed, none twice.",
+with that id in `Last-Event-ID` gets every event it missed, none twice. The stream opens with a \
+comment carrying the `id` of its starting position, so a client that reconnects before any event \
+has one to send. One token holds at most a quarter of the server's connections in streams and \
+waits; a stream ends within 5 s of its token's revocation.",
     params(("Last-Event-ID" = Option<String>, Header, nullable = false,
+        pattern = "^[0-9]{1,18}(-[0-9]{1,18})?$",
         description = "The `id` of the last event received; the stream resumes after it.")),
     responses(
         (status = 200, description = "The stream; it stays open until the client or the server \
-ends it", content_type = "text/event-stream", body = String),
+ends it. Its schema is one event's, as OpenAPI 3.1 tools read a stream's",
+            content_type = "text/event-stream", body = StreamEvent),
         (status = 400, response = BadRequest),
         (status = 401, response = Unauthorized),
+        (status = 429, response = TooManyRequests),
         (status = 500, response = ServerError),
     ),
 )]
 pub async fn stream(
     State(api): State<Api>,
-    Owner(owner): Owner,
+    caller: Caller,
     headers: HeaderMap,
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, Problem> {
+    let held = caller.hold(&api)?;
+    let owner = caller.owner.clone();
     let position = match headers.get("last-event-id") {
         Some(value) => value
             .to_str()
@@ -70,28 +81,29 @@ pub async fn stream(
     let first = api.engine.feed(&owner, &position, PAGE).await?;
     let cursor = Cursor {
         api,
-        owner,
+        caller,
+        _held: held,
         position: first.next,
         ready: first.events.into(),
         failures: 0,
-        opened: false,
+        opening: Some(position),
     };
     let events = futures_util::stream::unfold(cursor, next);
     Ok(Sse::new(events).keep_alive(KeepAlive::new().interval(KEEP_ALIVE)))
 }
 
-/// The next event to send, waiting for one as long as it takes; `None` once the server stops.
+/// The next event to send, waiting for one as long as it takes; `None` once the server stops
+/// or the token is revoked.
 async fn next(mut cursor: Cursor) -> Option<(Result<Event, Infallible>, Cursor)> {
     let mut changes = cursor.api.changes.clone();
     let mut stopping = cursor.api.stopping.clone();
-    if !cursor.opened {
+    if let Some(start) = cursor.opening.take() {
         // The headers leave with the first bytes of the body: a comment at once tells the
-        // client the stream is open, before any event exists.
-        cursor.opened = true;
-        return Some((Ok(Event::default().comment("open")), cursor));
+        // client the stream is open, and its id where to resume if it drops before any event.
+        return Some((Ok(Event::default().comment("open").id(start)), cursor));
     }
     loop {
-        if *stopping.borrow() {
+        if *stopping.borrow() || !cursor.caller.still_allowed(&cursor.api).await {
             return None;
         }
         if let Some(item) = cursor.ready.pop_front() {
@@ -101,7 +113,7 @@ async fn next(mut cursor: Cursor) -> Option<(Result<Event, Infallible>, Cursor)>
         match cursor
             .api
             .engine
-            .feed(&cursor.owner, &cursor.position, PAGE)
+            .feed(&cursor.caller.owner, &cursor.position, PAGE)
             .await
         {
             Ok(page) => {
@@ -117,10 +129,14 @@ async fn next(mut cursor: Cursor) -> Option<(Result<Event, Infallible>, Cursor)>
             Err(_) => cursor.failures = cursor.failures.saturating_add(1),
         }
         let wait = RECHECK * cursor.failures.clamp(1, 5);
+        let until_check = cursor
+            .caller
+            .next_check()
+            .saturating_duration_since(Instant::now());
         tokio::select! {
             _ = changes.changed() => {}
             _ = stopping.changed() => {}
-            () = tokio::time::sleep(wait) => {}
+            () = tokio::time::sleep(wait.min(until_check)) => {}
         }
     }
 }

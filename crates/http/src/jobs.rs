@@ -2,28 +2,35 @@
 
 use std::time::{Duration, Instant};
 
-use axum::extract::{FromRequestParts, Path, Query, State};
+use axum::extract::{FromRequestParts, Path, State};
 use axum::http::request::Parts;
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use onejob_engine::{
-    Intent, Job, JobAttempt, JobDetail, JobPage, JobStatus, JobsQuery, Resolution, Submitted,
-    Verdict,
+    Error, Intent, Job, JobAttempt, JobDetail, JobPage, JobStatus, JobsQuery, Resolution,
+    Submitted, Verdict, DEFAULT_PAGE, MAX_PAGE,
 };
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
 use crate::auth::Owner;
 use crate::body::{Json, Text};
+use crate::long::Caller;
 use crate::openapi::{
     BadRequest, Conflict, IdempotencyConflict, NotFound, PayloadTooLarge, RequestTimeout,
-    ServerError, Unauthorized, UnsupportedMediaType,
+    ServerError, TooManyRequests, Unauthorized, UnsupportedMediaType,
 };
 use crate::problem::Problem;
+use crate::query::Query;
 use crate::{key, Api, RECHECK};
 
 /// The longest `?wait=` accepted, in seconds (SPEC §15).
 pub const MAX_WAIT_S: f64 = 60.0;
+/// The most bytes of jobs one page of `GET /v1/jobs` holds: it ends after the job that takes it
+/// past this, and `next` pages on (a job may hold a 1 MiB intent and an 8 MiB result).
+pub const PAGE_BYTES: usize = 4 * 1024 * 1024;
+/// Jobs read from the ledger at a time while a page is written.
+const READ_BATCH: u32 = 10;
 
 /// The request's idempotency key.
 pub struct IdempotencyKey(pub String);
@@ -45,9 +52,12 @@ impl FromRequestParts<Api> for IdempotencyKey {
 the intent is the same. Concurrent requests with one key, to one server or to several on one \
 ledger, all answer the one job, which is executed once. The answer is sent only after the commit \
 that holds the job.",
-    params(("Idempotency-Key" = String, Header, description = "The key of this intent, the same \
+    params(("Idempotency-Key" = String, Header, min_length = 1,
+        pattern = r#"^(?:[!#-~](?:[ -~]{0,253}[!-~])?|"(?:[ !#-\[\]-~]|\\["\\]){1,255}")$"#,
+        description = "The key of this intent, the same \
 on every retry: the quoted sf-string `\"order-45\"` or the bare `order-45`, one and the same key.")),
-    request_body(content = Intent, description = "The intent"),
+    request_body(content = Intent, description = "The intent",
+        example = json!({"route": ["primary"], "input": {"amount": 100}})),
     responses(
         (status = 201, description = "A new job", body = Submitted, headers(
             ("Location" = String, description = "`/v1/jobs/{id}` of the new job"))),
@@ -99,19 +109,22 @@ pub struct WaitQuery {
     get, path = "/v1/jobs/{id}", tag = "jobs", operation_id = "get_job",
     summary = "A job, its attempts and its history",
     description = "With `wait`, the answer is held until the job is terminal or `unknown`, or \
-that many seconds have passed, whichever comes first.",
+that many seconds have passed, whichever comes first. One token holds at most a quarter of the \
+server's connections in waits and event streams (429 past that), and a wait ends with 401 within \
+5 s of its token's revocation.",
     params(("id" = String, Path, description = "The job's id"), WaitQuery),
     responses(
         (status = 200, description = "The job", body = JobDetail),
         (status = 400, response = BadRequest),
         (status = 401, response = Unauthorized),
         (status = 404, response = NotFound),
+        (status = 429, response = TooManyRequests),
         (status = 500, response = ServerError),
     ),
 )]
 pub async fn show(
     State(api): State<Api>,
-    Owner(owner): Owner,
+    mut caller: Caller,
     Path(id): Path<String>,
     Query(query): Query<WaitQuery>,
 ) -> Result<axum::Json<JobDetail>, Problem> {
@@ -119,6 +132,13 @@ pub async fn show(
         None => Duration::ZERO,
         Some(text) => parse_wait(text)?,
     };
+    // Only a wait is long; a plain read takes no share.
+    let _held = if wait.is_zero() {
+        None
+    } else {
+        Some(caller.hold(&api)?)
+    };
+    let owner = caller.owner.clone();
     let deadline = Instant::now() + wait;
     let mut changes = api.changes.clone();
     let mut stopping = api.stopping.clone();
@@ -142,6 +162,9 @@ pub async fn show(
             _ = stopping.changed() => {}
             // Read again within a second even without news: a notification can be lost.
             () = tokio::time::sleep(left.min(RECHECK)) => {}
+        }
+        if !caller.still_allowed(&api).await {
+            return Err(onejob_engine::Error::unauthorized().into());
         }
         changes.borrow_and_update();
         match api.engine.job(&owner, &id).await {
@@ -175,18 +198,25 @@ fn parse_wait(text: &str) -> Result<Duration, Problem> {
 #[derive(Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct ListQuery {
-    /// Only jobs in this status.
-    #[param(value_type = Option<JobStatus>)]
+    /// Only jobs in this status (a `JobStatus`); empty is no filter.
+    #[param(
+        value_type = Option<String>,
+        pattern = "^(queued|running|unknown|succeeded|failed|cancelled)?$"
+    )]
     status: Option<String>,
     /// Only jobs that ran an attempt at this provider or whose route names it.
     provider: Option<String>,
     /// Only jobs whose idempotency key or id starts with this text.
     #[param(max_length = 255)]
     search: Option<String>,
-    /// Jobs in one page (50 when not given).
+    /// Jobs in one page at most (50 when not given); a page of large jobs ends sooner, after
+    /// about 4 MiB, and its `next` pages on.
     #[param(value_type = Option<u32>, minimum = 1, maximum = 1000)]
     limit: Option<String>,
     /// The `next` of the page before.
+    #[param(
+        pattern = "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
+    )]
     after: Option<String>,
 }
 
@@ -196,7 +226,8 @@ pub struct ListQuery {
     summary = "The owner's jobs, newest first, a page at a time",
     params(ListQuery),
     responses(
-        (status = 200, description = "One page; `next` is null on the last", body = JobPage),
+        (status = 200, description = "One page: at most `limit` jobs, ending after the job \
+that takes it past 4 MiB; `next` is null on the last", body = JobPage),
         (status = 400, response = BadRequest),
         (status = 401, response = Unauthorized),
         (status = 500, response = ServerError),
@@ -223,21 +254,75 @@ pub async fn list(
         ),
     };
     let limit = match query.limit.as_deref() {
-        None => None,
-        Some(text) => Some(text.parse::<u32>().map_err(|_| {
+        None => DEFAULT_PAGE,
+        Some(text) => text.parse::<u32>().map_err(|_| {
             Problem::invalid("limit", format!("{text:?} is not a whole number of jobs"))
-        })?),
+        })?,
     };
+    if !(1..=MAX_PAGE).contains(&limit) {
+        return Err(Problem::invalid(
+            "limit",
+            format!("{limit} is outside 1-{MAX_PAGE}"),
+        ));
+    }
     let query = JobsQuery {
         status,
         search: query.search,
         provider: query.provider,
         after: query.after,
-        limit,
+        limit: None,
         oldest_first: false,
     };
-    let page = api.engine.jobs(&owner, &query).await?;
-    Ok(axum::Json(page).into_response())
+    let page = bounded_page(&api, &owner, query, limit).await?;
+    let mut response = Response::new(axum::body::Body::from(page));
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    Ok(response)
+}
+
+/// The JSON bytes of one page (`{"jobs", "next"}`) of at most `limit` jobs, ending after the job
+/// that takes it past [`PAGE_BYTES`]: the ledger is read [`READ_BATCH`] jobs at a time, each job
+/// written out as it comes, so neither the jobs nor their text pile up in memory.
+async fn bounded_page(
+    api: &Api,
+    owner: &str,
+    mut query: JobsQuery,
+    limit: u32,
+) -> Result<Vec<u8>, Problem> {
+    let mut out = b"{\"jobs\":[".to_vec();
+    let mut count = 0;
+    let mut next = None;
+    'pages: loop {
+        query.limit = Some(READ_BATCH.min(limit - count));
+        let page = api.engine.jobs(owner, &query).await?;
+        let more = page.next.is_some();
+        let mut jobs = page.jobs.into_iter().peekable();
+        while let Some(job) = jobs.next() {
+            if count > 0 {
+                out.push(b',');
+            }
+            serde_json::to_writer(&mut out, &job)
+                .map_err(|e| Error::internal(format!("a job could not be written: {e}")))?;
+            count += 1;
+            if out.len() >= PAGE_BYTES || count == limit {
+                if more || jobs.peek().is_some() {
+                    next = Some(job.id);
+                }
+                break 'pages;
+            }
+        }
+        if !more {
+            break;
+        }
+        query.after = page.next;
+    }
+    out.extend_from_slice(b"],\"next\":");
+    serde_json::to_writer(&mut out, &next)
+        .map_err(|e| Error::internal(format!("a cursor could not be written: {e}")))?;
+    out.push(b'}');
+    Ok(out)
 }
 
 /// The answer of `POST /v1/jobs/{id}/cancel`.
@@ -256,6 +341,7 @@ job flagged for review.",
     params(("id" = String, Path, description = "The job's id")),
     responses(
         (status = 200, description = "The cancelled job", body = Cancelled),
+        (status = 400, response = BadRequest),
         (status = 401, response = Unauthorized),
         (status = 404, response = NotFound),
         (status = 409, response = Conflict),

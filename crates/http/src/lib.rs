@@ -6,13 +6,17 @@
 
 mod auth;
 mod body;
+mod conn;
 mod events;
 mod jobs;
 mod key;
+mod long;
 pub mod openapi;
 pub mod problem;
+mod query;
 mod serve;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::routing::{get, post};
@@ -24,7 +28,7 @@ pub use serve::{is_loopback, serve, tls_config, Limits, Served};
 
 /// The largest request body read (SPEC §15): past it the answer is 413.
 pub const MAX_BODY: usize = 1024 * 1024;
-/// How long the headers, and then the body, of a request may take to arrive.
+/// How long a request, its headers and its body together, may take to arrive.
 pub const ARRIVAL_DEADLINE: Duration = Duration::from_secs(10);
 /// How often a long wait or a stream reads the ledger again even without news: a PostgreSQL
 /// notification sent while the listening connection is being made again (after an outage) is
@@ -32,13 +36,16 @@ pub const ARRIVAL_DEADLINE: Duration = Duration::from_secs(10);
 /// announces nothing.
 const RECHECK: Duration = Duration::from_secs(1);
 
-/// What every handler shares: the engine, the ledger's change counter, and whether the server
-/// is stopping (long waits and streams end then).
+/// What every handler shares: the engine, the ledger's change counter, whether the server is
+/// stopping (long waits and streams end then), each token's long requests, and what the ledger
+/// recently said of tokens.
 #[derive(Clone)]
 pub struct Api {
     engine: Engine,
     changes: watch::Receiver<u64>,
     stopping: watch::Receiver<bool>,
+    shares: Arc<long::Shares>,
+    tokens: Arc<auth::Tokens>,
 }
 
 impl Api {
@@ -51,7 +58,16 @@ impl Api {
             engine,
             changes,
             stopping,
+            shares: Arc::new(long::Shares::new(Limits::default().max_connections)),
+            tokens: Arc::default(),
         })
+    }
+
+    /// The API for a server bound by `limits`: each token's share of long requests is a quarter
+    /// of its connections.
+    pub fn with_limits(mut self, limits: &Limits) -> Api {
+        self.shares = Arc::new(long::Shares::new(limits.max_connections));
+        self
     }
 }
 
@@ -65,6 +81,7 @@ pub fn router(api: Api) -> Router {
         .route("/v1/attempts/{id}/resolve", post(jobs::resolve))
         .route("/v1/events", get(events::stream))
         .route("/v1/openapi.json", get(openapi::serve))
+        .fallback(problem::no_route)
         .layer(tower_http::limit::RequestBodyLimitLayer::new(MAX_BODY))
         .layer(axum::middleware::map_response(problem::as_problem))
         .with_state(api)

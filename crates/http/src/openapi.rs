@@ -7,7 +7,9 @@ use std::sync::LazyLock;
 
 use axum::http::{header, HeaderValue};
 use axum::response::{IntoResponse, Response};
+use onejob_engine::error::EmptyDetails;
 use onejob_engine::Error;
+use utoipa::openapi::link::LinkBuilder;
 use utoipa::openapi::path::Operation;
 use utoipa::openapi::schema::{
     ObjectBuilder, OneOfBuilder, Schema, SchemaFormat, SchemaType, Type,
@@ -18,7 +20,7 @@ use utoipa::openapi::{
 };
 use utoipa::{Modify, OpenApi, PartialSchema, ToResponse, ToSchema};
 
-use crate::problem::PROBLEM_JSON;
+use crate::problem::{title, PROBLEM_JSON, TOO_MANY_REQUESTS};
 
 /// The name of the bearer security scheme, as `security` in `ApiDoc` spells it.
 const BEARER: &str = "bearer";
@@ -38,8 +40,11 @@ Every request carries `Authorization: Bearer TOKEN` (a token from `onejob token 
 the token alone names the owner; a missing, unknown or revoked token is 401. The one exception \
 is `GET /v1/openapi.json`, this document, which needs no token.\n\n\
 Errors are `application/problem+json` (RFC 9457) with the `code` and `details` of the engine's \
-error union. A body over 1 MiB is 413 before it is read whole; a request that has not arrived \
-whole within 10 s is dropped. A 2xx is sent only after the commit that holds its answer.",
+error union, and a `title` that is the same for every occurrence of a code. A body over 1 MiB is \
+413 before it is read whole; a request that has not arrived whole, headers and body together, \
+within 10 s is dropped. One token holds at most a quarter of the server's connections in long \
+requests (event streams, `?wait`), 429 past that; a connection past the server's limit is \
+answered 503 at once. A 2xx is sent only after the commit that holds its answer.",
         license(name = "MIT", identifier = "MIT"),
     ),
     servers((url = "http://127.0.0.1:8787", description = "`onejob serve` on its default address")),
@@ -64,10 +69,14 @@ whole within 10 s is dropped. A 2xx is sent only after the commit that holds its
             PayloadTooLarge,
             UnsupportedMediaType,
             IdempotencyConflict,
+            TooManyRequests,
+            UriTooLong,
+            HeadersTooLarge,
             ServerError,
+            ServiceUnavailable,
         ),
     ),
-    modifiers(&Security, &OptionalBodies),
+    modifiers(&Security, &OptionalBodies, &HttpLayer, &Links),
     security(("bearer" = [])),
     tags(
         (name = "jobs", description = "Jobs and their attempts (SPEC §2-§7)"),
@@ -134,6 +143,104 @@ impl Modify for OptionalBodies {
     }
 }
 
+/// What the HTTP layer may answer to any operation before its handler runs: a head it cannot
+/// read (400, 414, 431), a body announced over 1 MiB (413), a connection past the limit (503).
+struct HttpLayer;
+
+impl Modify for HttpLayer {
+    fn modify(&self, doc: &mut Document) {
+        let answers = [
+            ("400", BadRequest::response().0),
+            ("413", PayloadTooLarge::response().0),
+            ("414", UriTooLong::response().0),
+            ("431", HeadersTooLarge::response().0),
+            ("503", ServiceUnavailable::response().0),
+        ];
+        for item in doc.paths.paths.values_mut() {
+            for operation in [
+                &mut item.get,
+                &mut item.post,
+                &mut item.put,
+                &mut item.patch,
+                &mut item.delete,
+            ]
+            .into_iter()
+            .flatten()
+            {
+                for (status, name) in answers {
+                    operation
+                        .responses
+                        .responses
+                        .entry(status.to_owned())
+                        .or_insert_with(|| RefOr::Ref(Ref::from_response_name(name)));
+                }
+            }
+        }
+    }
+}
+
+/// Where an answer leads (OpenAPI links): a new job to its reading, cancel and retry, an
+/// attempt to its resolution, so a client or a tool can follow the ids the API hands out.
+struct Links;
+
+/// A link's name, the operation it leads to, and where the answer carries that operation's id.
+type Link = (&'static str, &'static str, &'static str);
+
+impl Modify for Links {
+    fn modify(&self, doc: &mut Document) {
+        const JOB: &str = "$response.body#/job/id";
+        const TO_JOB: Link = ("GetJob", "get_job", JOB);
+        // Each POST, the statuses whose answers lead on, and where.
+        let leads: [(&str, &[&str], &[Link]); 3] = [
+            (
+                "/v1/jobs",
+                &["200", "201"],
+                &[
+                    TO_JOB,
+                    ("CancelJob", "cancel_job", JOB),
+                    ("RetryJob", "retry_job", JOB),
+                ],
+            ),
+            (
+                "/v1/jobs/{id}/retry",
+                &["200"],
+                &[
+                    TO_JOB,
+                    (
+                        "ResolveAttempt",
+                        "resolve_attempt",
+                        "$response.body#/attempt/id",
+                    ),
+                ],
+            ),
+            ("/v1/attempts/{id}/resolve", &["200"], &[TO_JOB]),
+        ];
+        for (path, statuses, links) in leads {
+            let Some(operation) = doc
+                .paths
+                .paths
+                .get_mut(path)
+                .and_then(|item| item.post.as_mut())
+            else {
+                continue;
+            };
+            for status in statuses {
+                let Some(RefOr::T(response)) = operation.responses.responses.get_mut(*status)
+                else {
+                    continue;
+                };
+                for (name, target, id) in links {
+                    let link = LinkBuilder::new()
+                        .operation_id(*target)
+                        .parameter("id", *id)
+                        .build();
+                    response.links.insert((*name).to_owned(), RefOr::T(link));
+                }
+            }
+        }
+    }
+}
+
 fn is_null(schema: &RefOr<Schema>) -> bool {
     matches!(schema, RefOr::T(Schema::Object(o))
         if o.schema_type == SchemaType::Type(Type::Null))
@@ -147,7 +254,9 @@ pub fn document() -> Document {
 /// The document as committed and served: pretty JSON, keys in a stable order, one final newline.
 pub fn document_json() -> String {
     match document().to_pretty_json() {
-        Ok(mut text) => {
+        Ok(text) => {
+            // utoipa 5.5 writes a link's `operationId` in snake case; OpenAPI reads camel case.
+            let mut text = text.replace("\"operation_id\": ", "\"operationId\": ");
             text.push('\n');
             text
         }
@@ -189,7 +298,6 @@ impl PartialSchema for Problem {
             RefOr::T(Schema::OneOf(union)) => union.items,
             other => vec![other],
         };
-        let string = || ObjectBuilder::new().schema_type(Type::String);
         let mut problem = OneOfBuilder::new().description(Some(
             "An error, as `application/problem+json` (RFC 9457): `type`, `title`, `status` and \
              `detail`, with the `code` of SPEC §11 and the `details` that code carries.",
@@ -199,29 +307,8 @@ impl PartialSchema for Problem {
                 problem = problem.item(code);
                 continue;
             };
-            let mut variant = ObjectBuilder::new()
-                .schema_type(Type::Object)
-                .description(error.description.clone())
-                .property(
-                    "type",
-                    string()
-                        .format(Some(SchemaFormat::Custom("uri".to_owned())))
-                        .description(Some("A tag URI naming the code")),
-                )
-                .property(
-                    "title",
-                    string().description(Some("The status's reason phrase")),
-                )
-                .property(
-                    "status",
-                    ObjectBuilder::new()
-                        .schema_type(Type::Integer)
-                        .description(Some("The HTTP status of the answer")),
-                )
-                .property(
-                    "detail",
-                    string().description(Some("What went wrong, for a person to read")),
-                );
+            let name = code_name(&error).unwrap_or_default();
+            let mut variant = variant_frame(&name, error.description.clone());
             for field in ["code", "details"] {
                 if let Some(schema) = error.properties.get(field) {
                     variant = variant.property(field, schema.clone());
@@ -232,9 +319,107 @@ impl PartialSchema for Problem {
             }
             problem = problem.item(variant);
         }
+        problem = problem.item(
+            variant_frame(
+                TOO_MANY_REQUESTS,
+                Some(
+                    "More than there is room for: a token past its share of long requests \
+                     (event streams, `?wait`), 429, or a connection past the server's limit, \
+                     503. `Retry-After` says when to try again."
+                        .to_owned(),
+                ),
+            )
+            .property(
+                "code",
+                ObjectBuilder::new()
+                    .schema_type(Type::String)
+                    .enum_values(Some([TOO_MANY_REQUESTS])),
+            )
+            .property(
+                "details",
+                Ref::from_schema_name(<EmptyDetails as ToSchema>::name()),
+            )
+            .required("type")
+            .required("title")
+            .required("status")
+            .required("detail")
+            .required("code")
+            .required("details"),
+        );
         problem.into()
     }
 }
+
+/// The one code an error variant's schema allows.
+fn code_name(variant: &utoipa::openapi::schema::Object) -> Option<String> {
+    let code = serde_json::to_value(variant.properties.get("code")?).ok()?;
+    code["enum"][0].as_str().map(str::to_owned)
+}
+
+/// The fields every problem has, `title` fixed to the code's.
+fn variant_frame(code: &str, description: Option<String>) -> ObjectBuilder {
+    let string = || ObjectBuilder::new().schema_type(Type::String);
+    ObjectBuilder::new()
+        .schema_type(Type::Object)
+        .description(description)
+        .property(
+            "type",
+            string()
+                .format(Some(SchemaFormat::Custom("uri".to_owned())))
+                .description(Some("A tag URI naming the code")),
+        )
+        .property(
+            "title",
+            string()
+                .enum_values(Some([title(code)]))
+                .description(Some("The code's title, the same for every occurrence")),
+        )
+        .property(
+            "status",
+            ObjectBuilder::new()
+                .schema_type(Type::Integer)
+                .description(Some("The HTTP status of the answer")),
+        )
+        .property(
+            "detail",
+            string().description(Some("What went wrong, for a person to read")),
+        )
+}
+
+/// One event of `GET /v1/events` as it arrives: its feed position as `id`, and as `data` one
+/// JSON object of the `Event` schema.
+pub struct StreamEvent;
+
+impl PartialSchema for StreamEvent {
+    fn schema() -> RefOr<Schema> {
+        let string = || ObjectBuilder::new().schema_type(Type::String);
+        ObjectBuilder::new()
+            .schema_type(Type::Object)
+            .description(Some(
+                "One Server-Sent Event: `id` is its feed position, the value to send back as \
+                 `Last-Event-ID`; `data` is one JSON object of the `Event` schema.",
+            ))
+            .property(
+                "id",
+                string().description(Some("The event's position in the owner's feed")),
+            )
+            .property(
+                "data",
+                string()
+                    .content_media_type("application/json")
+                    .description(Some("An `Event`, as JSON")),
+            )
+            .property(
+                "event",
+                string().description(Some("Unset: every event is a message")),
+            )
+            .required("id")
+            .required("data")
+            .into()
+    }
+}
+
+impl ToSchema for StreamEvent {}
 
 impl ToSchema for Problem {
     fn schemas(schemas: &mut Vec<(String, RefOr<Schema>)>) {
@@ -330,6 +515,35 @@ answer!(
     problem(
         "`idempotency_conflict`: the key already names a job with another intent, named in \
          `details.existing_job_id`."
+    )
+);
+answer!(
+    TooManyRequests,
+    problem_with(
+        "`too_many_requests`: this token already holds its share of the server's connections in \
+         long requests (event streams and waits), a quarter of them; end one, or try again later.",
+        "Retry-After",
+        "Seconds to wait before trying again",
+    )
+);
+answer!(
+    UriTooLong,
+    problem("`invalid_input` naming `path`: the request's target is too long to read.")
+);
+answer!(
+    HeadersTooLarge,
+    problem(
+        "`invalid_input` naming `headers`: more than 100 request headers, or too large to read; \
+         the connection is closed."
+    )
+);
+answer!(
+    ServiceUnavailable,
+    problem_with(
+        "`too_many_requests`: the server holds as many connections as it serves at once \
+         (`--max-connections`); answered at once, and the connection is closed.",
+        "Retry-After",
+        "Seconds to wait before trying again",
     )
 );
 answer!(
@@ -471,8 +685,15 @@ mod tests {
         has(
             "POST",
             "/v1/jobs/{id}/cancel",
-            &["200", "401", "404", "409", "500"],
+            &["200", "400", "401", "404", "409", "413", "500"],
         );
+        // Waits and streams are long requests, refused past a token's share.
+        has("GET", "/v1/jobs/{id}", &["429"]);
+        has("GET", "/v1/events", &["429"]);
+        // What the HTTP layer answers before any handler, to every operation.
+        for (method, path, _) in &described {
+            has(method, path, &["400", "413", "414", "431", "503"]);
+        }
         has(
             "POST",
             "/v1/jobs/{id}/retry",
@@ -509,6 +730,10 @@ mod tests {
         assert!(
             doc["components"]["responses"]["ServerError"]["headers"]["Retry-After"].is_object()
         );
+        // A new job links to its reading, with the id the answer carries.
+        let link = &submit["responses"]["201"]["links"]["GetJob"];
+        assert_eq!(link["operationId"], "get_job", "{link}");
+        assert_eq!(link["parameters"]["id"], "$response.body#/job/id", "{link}");
     }
 
     #[test]
@@ -534,8 +759,18 @@ mod tests {
             "storage",
             "provider",
             "internal",
+            "too_many_requests",
         ] {
             assert!(codes.iter().any(|c| c == code), "no {code} in {codes:?}");
+        }
+        // Each code's title is fixed, and is the one the server sends.
+        for variant in variants {
+            let code = code_of(variant).unwrap();
+            assert_eq!(
+                variant["properties"]["title"]["enum"],
+                serde_json::json!([title(&code)]),
+                "{code}"
+            );
         }
         assert_eq!(codes.len(), variants.len(), "a variant without a code");
         let conflict = variants
@@ -584,6 +819,21 @@ mod tests {
             .unwrap()
             .iter()
             .any(|s| s == "unknown"));
+        // The list's status filter is a status, or empty for none.
+        let status = doc["paths"]["/v1/jobs"]["get"]["parameters"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["name"] == "status")
+            .unwrap()["schema"]["pattern"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        assert_eq!(
+            status,
+            format!("^({})?$", engine.join("|")),
+            "the status filter's pattern"
+        );
         assert_eq!(
             schemas["Verdict"]["enum"],
             serde_json::json!(["succeeded", "failed", "abandoned"])

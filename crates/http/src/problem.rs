@@ -9,6 +9,10 @@ use serde_json::{json, Value};
 
 /// The media type of every error body.
 pub const PROBLEM_JSON: &str = "application/problem+json";
+/// The code of a request refused for want of room (SPEC §11): a token past its share of long
+/// requests (429), or a connection past the server's limit (503). It is the HTTP face's own,
+/// so it is not one of the engine's.
+pub const TOO_MANY_REQUESTS: &str = "too_many_requests";
 
 /// One error answer: the status, SPEC §11's code and details, and what a person should read.
 #[derive(Debug)]
@@ -38,11 +42,26 @@ impl Problem {
         Error::invalid_input(field, message).into()
     }
 
+    /// `invalid_input` naming `field` with a status of the HTTP layer's own (405, 408, 413,
+    /// 415, 431…), so its `details` are the ones the code's schema requires.
+    pub fn refused(status: StatusCode, field: &str, message: impl Into<String>) -> Problem {
+        let mut problem = Problem::invalid(field, message);
+        problem.status = status;
+        problem
+    }
+
+    /// `too_many_requests` with `status` (429 or 503) and `Retry-After`.
+    pub fn too_many(status: StatusCode, detail: impl Into<String>, retry_after: u32) -> Problem {
+        let mut problem = Problem::new(status, TOO_MANY_REQUESTS, detail);
+        problem.retry_after = Some(retry_after);
+        problem
+    }
+
     /// The body of this problem.
     pub fn body(&self) -> Value {
         json!({
             "type": type_uri(self.code),
-            "title": title(self.status),
+            "title": title(self.code),
             "status": self.status.as_u16(),
             "detail": self.detail,
             "code": self.code,
@@ -57,9 +76,22 @@ fn type_uri(code: &str) -> String {
     format!("tag:onejob.dev,2026:problem:{code}")
 }
 
-/// The status's reason phrase, the same for every instance of it.
-fn title(status: StatusCode) -> &'static str {
-    status.canonical_reason().unwrap_or("Error")
+/// The problem type's title: one per code, whatever the status of an occurrence (RFC 9457
+/// §3.1.3 says a type's title does not change between occurrences).
+pub fn title(code: &str) -> &'static str {
+    match code {
+        "invalid_input" => "Invalid input",
+        "idempotency_conflict" => "The key names a job with another intent",
+        "attempt_blocked" => "An open attempt blocks this",
+        "invalid_transition" => "Not allowed from the current state",
+        "not_found" => "Not found",
+        "fallback_not_validated" => "Failover to an unvalidated provider refused",
+        "unauthorized" => "Unauthorized",
+        "storage" => "The ledger failed",
+        "provider" => "A provider failed",
+        TOO_MANY_REQUESTS => "Too many requests",
+        _ => "Internal error",
+    }
 }
 
 impl From<Error> for Problem {
@@ -105,8 +137,9 @@ impl IntoResponse for Problem {
     }
 }
 
-/// Gives every error answer that did not come from [`Problem`] (an unknown path, a method
-/// not allowed, the body limit's 413) the same problem+json shape.
+/// Gives every error answer that did not come from [`Problem`] (a method not allowed, the body
+/// limit's 413, an extractor's refusal) the same problem+json shape, with the `details` its
+/// code's schema requires.
 pub async fn as_problem(response: axum::response::Response) -> axum::response::Response {
     let status = response.status();
     let is_problem = response
@@ -116,27 +149,66 @@ pub async fn as_problem(response: axum::response::Response) -> axum::response::R
     if !(status.is_client_error() || status.is_server_error()) || is_problem {
         return response;
     }
-    let (code, detail) = match status {
-        StatusCode::NOT_FOUND => ("not_found", "no such resource in this API".to_owned()),
-        StatusCode::METHOD_NOT_ALLOWED => (
-            "invalid_input",
-            "this resource does not take that method".to_owned(),
+    let problem = match status {
+        StatusCode::NOT_FOUND => not_found(""),
+        StatusCode::METHOD_NOT_ALLOWED => Problem::refused(
+            status,
+            "method",
+            "this resource does not take that method; `Allow` lists the ones it takes",
         ),
-        StatusCode::PAYLOAD_TOO_LARGE => (
-            "invalid_input",
-            format!("the body is over the limit of {} bytes", crate::MAX_BODY),
+        StatusCode::PAYLOAD_TOO_LARGE => Problem::refused(
+            status,
+            "body",
+            format!("over the limit of {} bytes", crate::MAX_BODY),
         ),
-        _ if status.is_server_error() => ("internal", "the server failed".to_owned()),
-        _ => ("invalid_input", "the request was refused".to_owned()),
+        StatusCode::UNSUPPORTED_MEDIA_TYPE => {
+            Problem::refused(status, "Content-Type", "the body must be application/json")
+        }
+        _ if status.is_server_error() => Problem::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "internal",
+            "the server failed",
+        ),
+        _ => Problem::refused(status, "request", "the request was refused"),
     };
-    let mut problem = Problem::new(status, code, detail);
-    if status == StatusCode::PAYLOAD_TOO_LARGE {
-        problem.details = json!({ "field": "body" });
-    }
     let allow = response.headers().get(header::ALLOW).cloned();
     let mut answer = problem.into_response();
     if let Some(allow) = allow {
         answer.headers_mut().insert(header::ALLOW, allow);
     }
     answer
+}
+
+/// `not_found` for a path no route serves.
+fn not_found(path: &str) -> Problem {
+    let mut problem = Problem::new(
+        StatusCode::NOT_FOUND,
+        "not_found",
+        "no such resource in this API",
+    );
+    problem.details = json!({ "entity": "path", "id": path });
+    problem
+}
+
+/// The answer to a path no route serves.
+pub async fn no_route(uri: axum::http::Uri) -> Problem {
+    not_found(uri.path())
+}
+
+/// A whole HTTP/1.1 answer of `problem` that closes the connection, for the connection layer,
+/// which answers before any router sees a request.
+pub fn raw_answer(problem: &Problem) -> Vec<u8> {
+    let body = problem.body().to_string();
+    let reason = problem.status.canonical_reason().unwrap_or("Error");
+    let retry = problem
+        .retry_after
+        .map(|s| format!("retry-after: {s}\r\n"))
+        .unwrap_or_default();
+    format!(
+        "HTTP/1.1 {} {reason}\r\ncontent-type: {PROBLEM_JSON}\r\ncontent-length: {}\r\n\
+         {retry}connection: close\r\n\r\n{body}",
+        problem.status.as_u16(),
+        body.len()
+    )
+    .into_bytes()
 }

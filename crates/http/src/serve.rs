@@ -1,6 +1,6 @@
-//! The connections: accepted only while a slot is free (the rest wait in the listen queue),
-//! headers and bodies within their deadline, TLS when the address is not loopback, and a
-//! graceful stop that answers what is in hand.
+//! The connections: served while a slot is free, and one past the limit answered 503 at once;
+//! each request within its deadline, TLS when the address is not loopback, and a graceful
+//! stop that answers what is in hand.
 
 use std::future::Future;
 use std::net::{IpAddr, SocketAddr};
@@ -12,20 +12,28 @@ use axum::Router;
 use hyper::server::conn::http1;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
-use hyper_util::service::TowerToHyperService;
 use onejob_engine::{Error, Result};
-use tokio::io::{AsyncRead, AsyncWrite};
-use tokio::net::TcpListener;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Semaphore;
 use tokio_rustls::rustls;
 use tokio_rustls::TlsAcceptor;
 
+use crate::conn::{Answering, Service};
+use crate::problem::{raw_answer, Problem};
 use crate::ARRIVAL_DEADLINE;
+
+/// Connections past the limit being answered 503 at once; past these, one is closed unanswered.
+const REFUSING: usize = 64;
+/// How long a refused connection's request is read and dropped after its answer, so that
+/// closing it does not reset the answer away before the client reads it.
+const REFUSAL_LINGER: Duration = Duration::from_secs(1);
 
 /// How the server bounds its work.
 #[derive(Debug, Clone)]
 pub struct Limits {
-    /// Connections served at once; further ones wait to be accepted.
+    /// Connections served at once; one more is answered 503 with `Retry-After`, and each token
+    /// holds at most a quarter of them in long requests.
     pub max_connections: usize,
     /// How long the graceful stop waits for answers in hand before it closes what is left.
     pub drain: Duration,
@@ -91,21 +99,14 @@ pub async fn serve(
     stop: impl Future<Output = ()>,
 ) -> Served {
     let slots = Arc::new(Semaphore::new(limits.max_connections.max(1)));
+    let refusing = Arc::new(Semaphore::new(REFUSING));
     let graceful = GracefulShutdown::new();
     let mut http = http1::Builder::new();
     http.timer(TokioTimer::new())
         .header_read_timeout(ARRIVAL_DEADLINE)
         .keep_alive(true);
-    let service = TowerToHyperService::new(router);
     tokio::pin!(stop);
     loop {
-        let slot = tokio::select! {
-            () = &mut stop => break,
-            slot = slots.clone().acquire_owned() => match slot {
-                Ok(slot) => slot,
-                Err(_) => break,
-            },
-        };
         let accepted = tokio::select! {
             () = &mut stop => break,
             accepted = listener.accept() => accepted,
@@ -120,9 +121,20 @@ pub async fn serve(
         };
         // Answers are small and latency matters more than packing.
         let _ = stream.set_nodelay(true);
+        let Ok(slot) = slots.clone().try_acquire_owned() else {
+            // Past the limit: told so at once rather than left unseen in the listen queue.
+            if let Ok(refusal) = refusing.clone().try_acquire_owned() {
+                let tls = tls.clone();
+                tokio::spawn(async move {
+                    let _refusal = refusal;
+                    refuse(stream, tls).await;
+                });
+            }
+            continue;
+        };
         let watcher = graceful.watcher();
         let http = http.clone();
-        let service = service.clone();
+        let service = Service::new(router.clone());
         let tls = tls.clone();
         tokio::spawn(async move {
             let _slot = slot;
@@ -151,11 +163,56 @@ pub async fn serve(
 async fn serve_one<I>(
     http: http1::Builder,
     io: I,
-    service: TowerToHyperService<Router>,
+    service: Service,
     watcher: hyper_util::server::graceful::Watcher,
 ) where
     I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
-    let conn = http.serve_connection(TokioIo::new(io), service);
+    let conn = http.serve_connection(TokioIo::new(Answering::new(io)), service);
     let _ = watcher.watch(conn).await;
+}
+
+/// Answers a connection past the limit with 503 and `Retry-After`, then reads what it sent
+/// for a moment and closes it.
+async fn refuse(stream: TcpStream, tls: Option<TlsAcceptor>) {
+    let answer = raw_answer(&Problem::too_many(
+        axum::http::StatusCode::SERVICE_UNAVAILABLE,
+        "the server holds as many connections as it serves at once; try again in a moment",
+        1,
+    ));
+    match tls {
+        None => answer_and_close(stream, &answer).await,
+        Some(tls) => {
+            if let Ok(Ok(stream)) = tokio::time::timeout(REFUSAL_LINGER, tls.accept(stream)).await {
+                answer_and_close(stream, &answer).await;
+            }
+        }
+    }
+}
+
+async fn answer_and_close<I: AsyncRead + AsyncWrite + Unpin>(mut io: I, answer: &[u8]) {
+    // The answer follows the request's head (or a moment's wait for it): a client that reads
+    // an answer before it has sent its request takes it for a broken connection.
+    let mut seen = Vec::new();
+    let head = async {
+        let mut buf = [0u8; 4096];
+        while !seen.windows(4).any(|w| w == b"\r\n\r\n") && seen.len() < 64 * 1024 {
+            let n = io.read(&mut buf).await?;
+            if n == 0 {
+                break;
+            }
+            seen.extend_from_slice(&buf[..n]);
+        }
+        std::io::Result::Ok(())
+    };
+    let _ = tokio::time::timeout(REFUSAL_LINGER, head).await;
+    let linger = async {
+        io.write_all(answer).await?;
+        io.flush().await?;
+        io.shutdown().await?;
+        let mut sink = [0u8; 4096];
+        while io.read(&mut sink).await? > 0 {}
+        std::io::Result::Ok(())
+    };
+    let _ = tokio::time::timeout(REFUSAL_LINGER, linger).await;
 }
