@@ -176,7 +176,12 @@ async fn bench(
     server.reset_peak()?;
     let body = intent(0);
     let (mut fresh, mut one) = (Vec::new(), Vec::new());
+    // The same load in process on the other ledger, alternating with the server's: what the
+    // HTTP face costs beside the engine's own submits.
+    let mut storms = Vec::new();
+    let storm_engine = engine_with_provider(std::path::Path::new(submits)).await?;
     for round in 0..settings.runs {
+        storms.push(storm_for(&storm_engine, &format!("storm{round}"), settings.load).await?);
         for (is_fresh, loads) in [(true, &mut fresh), (false, &mut one)] {
             let prefix = if is_fresh {
                 format!("load{round}")
@@ -210,16 +215,25 @@ async fn bench(
             loads.push(load);
         }
     }
+    storm_engine.close().await;
     let peak = server.peak_mib()?;
     let (fresh, one) = (median(&mut fresh), median(&mut one));
+    let storm_runs: Vec<String> = storms.iter().map(|r| format!("{r:.0}")).collect();
+    storms.sort_by(f64::total_cmp);
+    let storm = storms[storms.len() / 2];
     let rates = |loads: &[wrk::Load]| {
         let rates: Vec<String> = loads.iter().map(|l| format!("{:.0}", l.rate())).collect();
         rates.join(", ")
     };
     println!(
-        "  {CONNECTIONS} connections, new keys      {:.0} POSTs/s  (raw sequential INSERT {raw_rate:.0}/s: x{:.2}; aim >= 3x)  p50 {:.2} ms p99 {:.2} ms; runs {}",
+        "  {CONNECTIONS} tasks in process, new keys {storm:.0} submits/s  (engine.submit, no HTTP; runs {})",
+        storm_runs.join(", "),
+    );
+    println!(
+        "  {CONNECTIONS} connections, new keys      {:.0} POSTs/s  (raw sequential INSERT {raw_rate:.0}/s: x{:.2}; aim >= 3x; in-process {storm:.0}/s: x{:.2})  p50 {:.2} ms p99 {:.2} ms; runs {}",
         fresh.1.rate(),
         fresh.1.rate() / raw_rate,
+        fresh.1.rate() / storm,
         fresh.1.p50_us as f64 / 1000.0,
         fresh.1.p99_us as f64 / 1000.0,
         rates(&fresh.0),
@@ -237,6 +251,36 @@ async fn bench(
         "  resident memory                 idle {idle:.1} MiB, peak under load {peak:.1} MiB  (aim <= 60 MiB)",
     );
     server.stop().await
+}
+
+/// [`CONNECTIONS`] tasks submitting new keys `prefix-<task>-<i>` in this process, one after
+/// another each, for `load`; the submits per second they made together.
+async fn storm_for(
+    engine: &onejob_engine::Engine,
+    prefix: &str,
+    load: Duration,
+) -> Result<f64, Error> {
+    let start = Instant::now();
+    let body = intent(0);
+    let tasks: Vec<_> = (0..CONNECTIONS)
+        .map(|task| {
+            let (engine, body, prefix) = (engine.clone(), body.clone(), prefix.to_owned());
+            tokio::spawn(async move {
+                let mut made = 0usize;
+                while start.elapsed() < load {
+                    let key = format!("{prefix}-{task}-{made}");
+                    engine.submit(common::OWNER, &key, &body).await?;
+                    made += 1;
+                }
+                Ok::<usize, onejob_engine::Error>(made)
+            })
+        })
+        .collect();
+    let mut made = 0;
+    for task in tasks {
+        made += task.await??;
+    }
+    Ok(made as f64 / start.elapsed().as_secs_f64())
 }
 
 /// The runs in the order made, and the one of median rate.

@@ -79,3 +79,45 @@ pub async fn submit_statements(
     }
     Ok(times)
 }
+
+/// The least a submit must write by SPEC, by hand: the job row, its `submitted` event and its
+/// route's rows in `job_providers`, in one autocommit statement on a plain connection to a
+/// ledger whose triggers on `jobs` and `job_events` are off (see `hand_written_ledger`). No
+/// name check, no notification, no engine around it. The latency of each.
+pub async fn minimal_submits(
+    conn: &mut PgConnection,
+    keys: std::ops::Range<usize>,
+) -> Result<Vec<Duration>, sqlx::Error> {
+    const STATEMENT: &str = "WITH job AS (
+            INSERT INTO jobs (id, owner_id, idempotency_key, fingerprint, intent, status, version,
+                              created_at, updated_at)
+            VALUES ($1::uuid, $2, $3, $4, $5::json, 'queued', 0, now(), now())
+            RETURNING id, owner_id, intent, created_at
+        ), submitted AS (
+            INSERT INTO job_events (job_id, attempt_id, at, kind, actor, detail)
+            SELECT id, NULL, created_at, 'submitted', 'user',
+                   json_build_object('idempotency_key', $3::text, 'fingerprint', $4::text)
+            FROM job
+        ), route AS (
+            INSERT INTO job_providers (provider, owner_id, job_id, in_route)
+            SELECT r.name, job.owner_id, job.id, true
+            FROM job, json_array_elements_text(job.intent -> 'route') AS r (name)
+        )
+        SELECT id::text FROM job";
+    let mut times = Vec::with_capacity(keys.len());
+    for i in keys {
+        let body = intent(i);
+        let id = uuid::Uuid::now_v7().to_string();
+        let start = Instant::now();
+        sqlx::query(STATEMENT)
+            .bind(&id)
+            .bind(OWNER)
+            .bind(format!("hand-{i}"))
+            .bind("f")
+            .bind(&body)
+            .fetch_one(&mut *conn)
+            .await?;
+        times.push(start.elapsed());
+    }
+    Ok(times)
+}
