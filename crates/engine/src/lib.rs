@@ -10,6 +10,7 @@ pub mod error;
 pub mod events;
 pub mod executor;
 pub mod failure;
+pub mod input;
 pub mod intent;
 pub mod job;
 mod ledger;
