@@ -65,9 +65,10 @@ whole within 10 s is dropped. A 2xx is sent only after the commit that holds its
             UnsupportedMediaType,
             IdempotencyConflict,
             ServerError,
+            Unavailable,
         ),
     ),
-    modifiers(&Security, &OptionalBodies),
+    modifiers(&Security, &OptionalBodies, &LedgerAnswers),
     security(("bearer" = [])),
     tags(
         (name = "jobs", description = "Jobs and their attempts (SPEC §2-§7)"),
@@ -129,6 +130,35 @@ impl Modify for OptionalBodies {
                         content.schema = Some(only.clone());
                     }
                 }
+            }
+        }
+    }
+}
+
+/// Every operation but this document's own reads the ledger (the token is checked there), so
+/// each may answer `storage` as 503: said once here rather than on every handler.
+struct LedgerAnswers;
+
+impl Modify for LedgerAnswers {
+    fn modify(&self, doc: &mut Document) {
+        for (path, item) in doc.paths.paths.iter_mut() {
+            if path == DOCUMENT_PATH {
+                continue;
+            }
+            for operation in [
+                &mut item.get,
+                &mut item.post,
+                &mut item.put,
+                &mut item.patch,
+                &mut item.delete,
+            ]
+            .into_iter()
+            .flatten()
+            {
+                operation.responses.responses.insert(
+                    "503".to_owned(),
+                    RefOr::Ref(Ref::from_response_name("Unavailable")),
+                );
             }
         }
     }
@@ -334,11 +364,16 @@ answer!(
 );
 answer!(
     ServerError,
+    problem("`provider` or `internal`: a failure that is not the request's, nor the ledger's.")
+);
+answer!(
+    Unavailable,
     problem_with(
-        "`storage`, `provider` or `internal`. Nothing was acknowledged; after a `storage` \
-         error the same request may succeed in a moment.",
+        "`storage`: the ledger is unreachable, busy, or failed a read or a write \
+         (`details.kind` says which, `detail` names the ledger and what to check). Nothing was \
+         decided: the same request (with its key) may succeed after `Retry-After`.",
         "Retry-After",
-        "Seconds to wait before trying again (with `storage`)",
+        "Seconds to wait before sending the same request again",
     )
 );
 
@@ -464,26 +499,36 @@ mod tests {
         has(
             "POST",
             "/v1/jobs",
-            &["201", "200", "400", "401", "413", "415", "422", "500"],
+            &[
+                "201", "200", "400", "401", "413", "415", "422", "500", "503",
+            ],
         );
-        has("GET", "/v1/jobs", &["200", "400", "401", "500"]);
-        has("GET", "/v1/jobs/{id}", &["200", "400", "401", "404", "500"]);
+        has("GET", "/v1/jobs", &["200", "400", "401", "500", "503"]);
+        has(
+            "GET",
+            "/v1/jobs/{id}",
+            &["200", "400", "401", "404", "500", "503"],
+        );
         has(
             "POST",
             "/v1/jobs/{id}/cancel",
-            &["200", "401", "404", "409", "500"],
+            &["200", "401", "404", "409", "500", "503"],
         );
         has(
             "POST",
             "/v1/jobs/{id}/retry",
-            &["200", "400", "401", "404", "409", "413", "415", "500"],
+            &[
+                "200", "400", "401", "404", "409", "413", "415", "500", "503",
+            ],
         );
         has(
             "POST",
             "/v1/attempts/{id}/resolve",
-            &["200", "400", "401", "404", "409", "413", "415", "500"],
+            &[
+                "200", "400", "401", "404", "409", "413", "415", "500", "503",
+            ],
         );
-        has("GET", "/v1/events", &["200", "401"]);
+        has("GET", "/v1/events", &["200", "401", "503"]);
         has("GET", DOCUMENT_PATH, &["200"]);
         assert_eq!(described.len(), 8, "{described:?}");
 
@@ -505,8 +550,9 @@ mod tests {
         assert!(events["responses"]["200"]["content"]["text/event-stream"].is_object());
         assert!(events["parameters"][0]["name"] == "Last-Event-ID");
         assert!(
-            doc["components"]["responses"]["ServerError"]["headers"]["Retry-After"].is_object()
+            doc["components"]["responses"]["Unavailable"]["headers"]["Retry-After"].is_object()
         );
+        assert!(doc["paths"][DOCUMENT_PATH]["get"]["responses"]["503"].is_null());
     }
 
     #[test]
