@@ -11,6 +11,7 @@
 
 use std::path::{Path, PathBuf};
 
+use onejob_engine::error::StorageKind;
 use onejob_engine::{default_db_path, Engine, Error};
 
 /// The environment variable that names the ledger, for the app as for the CLI.
@@ -122,7 +123,10 @@ pub async fn choose(location: &str) -> Result<Option<String>, Error> {
         return match std::fs::remove_file(&file) {
             Ok(()) => Ok(None),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(storage(format!("cannot remove {}: {e}", file.display()))),
+            Err(e) => Err(storage(
+                StorageKind::Failed,
+                format!("cannot remove {}: {e}", file.display()),
+            )),
         };
     }
     if has_password(location) {
@@ -143,11 +147,19 @@ pub async fn choose(location: &str) -> Result<Option<String>, Error> {
     let shown = engine.location().to_owned();
     engine.close().await;
     if let Some(dir) = file.parent() {
-        std::fs::create_dir_all(dir)
-            .map_err(|e| storage(format!("cannot create {}: {e}", dir.display())))?;
+        std::fs::create_dir_all(dir).map_err(|e| {
+            storage(
+                StorageKind::Failed,
+                format!("cannot create {}: {e}", dir.display()),
+            )
+        })?;
     }
-    std::fs::write(&file, format!("{location}\n"))
-        .map_err(|e| storage(format!("cannot write {}: {e}", file.display())))?;
+    std::fs::write(&file, format!("{location}\n")).map_err(|e| {
+        storage(
+            StorageKind::Failed,
+            format!("cannot write {}: {e}", file.display()),
+        )
+    })?;
     Ok(Some(shown))
 }
 
@@ -157,10 +169,12 @@ fn has_password(location: &str) -> bool {
         && onejob_engine::store::postgres::redact(location) != location
 }
 
-pub(crate) fn storage(message: String) -> Error {
+/// `storage` of `kind` for a failure of the app's own files (its settings, a file moved aside)
+/// or of its ledger as the window says it, in the app's words.
+pub(crate) fn storage(kind: StorageKind, message: String) -> Error {
     Error::Storage {
         message,
-        details: onejob_engine::error::EmptyDetails {},
+        details: onejob_engine::error::StorageDetails { kind },
     }
 }
 

@@ -5,6 +5,7 @@
 
 use std::path::PathBuf;
 
+use onejob_engine::error::StorageKind;
 use onejob_engine::executor::{check_max_in_flight, DEFAULT_MAX_IN_FLIGHT};
 use onejob_engine::Error;
 
@@ -40,8 +41,12 @@ pub fn saved() -> u32 {
 pub fn save(n: u32) -> Result<(), Error> {
     check_max_in_flight(n as usize)?;
     let file = file();
-    let storage =
-        |e: std::io::Error| crate::ledger::storage(format!("cannot save {}: {e}", file.display()));
+    let storage = |e: std::io::Error| {
+        crate::ledger::storage(
+            StorageKind::Failed,
+            format!("cannot save {}: {e}", file.display()),
+        )
+    };
     if let Some(dir) = file.parent() {
         std::fs::create_dir_all(dir).map_err(storage)?;
     }

@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::Duration;
 
+use onejob_engine::error::StorageKind;
 use onejob_engine::{Engine, Error};
 use serde::{Deserialize, Serialize};
 use tauri::{AppHandle, Manager, Runtime};
@@ -103,8 +104,8 @@ impl NotOpen {
     pub fn failed(target: &str, error: &Error) -> NotOpen {
         let message = error.to_string();
         let problem = if onejob_engine::store::postgres::is_url(target) {
-            // The engine's wording for a server that refused or did not answer the connection.
-            if message.contains("cannot reach the PostgreSQL server") {
+            // A server that refused or did not answer the connection is tried again.
+            if error.storage_kind() == Some(StorageKind::Unreachable) {
                 Problem::Unreachable
             } else {
                 Problem::Failed
@@ -129,12 +130,19 @@ impl NotOpen {
 
     /// The error every command but Settings' answers while no ledger is open.
     pub fn error(&self) -> Error {
-        crate::ledger::storage(format!(
+        let kind = match self.problem {
+            Problem::Unreachable => StorageKind::Unreachable,
+            Problem::Missing | Problem::NotADatabase | Problem::Failed => StorageKind::Failed,
+        };
+        crate::ledger::storage(
+            kind,
+            format!(
             "no ledger is open: the ledger at {} could not be opened ({}); the window says what \
              can be done",
             self.location(),
             self.message
-        ))
+        ),
+        )
     }
 }
 
@@ -252,14 +260,17 @@ impl AppState {
         let Some((since, _)) = self.outage.current() else {
             return result;
         };
-        Err(crate::ledger::storage(format!(
+        Err(crate::ledger::storage(
+            StorageKind::Unreachable,
+            format!(
             "the ledger at {} is unreachable since {}; onejob keeps trying and the window says \
              when it answers again. This was not done, or its answer was lost: do it again then \
              (a submit of the same draft is recorded once, however often it is sent). What \
              failed: {message}",
             self.location(),
             since.format("%H:%M:%S")
-        )))
+        ),
+        ))
     }
 }
 
@@ -475,11 +486,10 @@ pub fn aside_name(path: &Path, at: chrono::DateTime<chrono::Local>) -> PathBuf {
 
 fn rename(from: &Path, to: &Path) -> Result<(), Error> {
     std::fs::rename(from, to).map_err(|e| {
-        crate::ledger::storage(format!(
-            "cannot move {} to {}: {e}",
-            from.display(),
-            to.display()
-        ))
+        crate::ledger::storage(
+            StorageKind::Failed,
+            format!("cannot move {} to {}: {e}", from.display(), to.display()),
+        )
     })
 }
 

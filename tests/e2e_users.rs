@@ -756,7 +756,7 @@ fn a_ledger_that_cannot_be_opened_is_explained_in_the_window_and_left_untouched(
             .await;
         let shown = w.text("[data-testid=ledger-not-open]").await;
         assert!(shown.contains(&url), "which: {shown}");
-        assert!(shown.contains("cannot reach"), "what failed: {shown}");
+        assert!(shown.contains("is unreachable"), "what failed: {shown}");
         assert!(
             shown.contains("Check that the PostgreSQL server is running"),
             "{shown}"

@@ -324,8 +324,12 @@ export type Error =
  *  so it tells nothing about which tokens exist.
  */
 { code: "unauthorized"; message: string; details: EmptyDetails } | 
-/**  The database failed. */
-{ code: "storage"; message: string; details: EmptyDetails } | 
+/**
+ *  The ledger is unreachable, busy, or failed a read or a write: nothing was decided, and
+ *  the same request may be sent again (with its key). `details.kind` says which; the
+ *  message names the ledger and what to check.
+ */
+{ code: "storage"; message: string; details: StorageDetails } | 
 /**  A provider failed in a way that is not an attempt's outcome. */
 { code: "provider"; message: string; details: EmptyDetails } | 
 /**  A bug or an impossible state. */
@@ -658,6 +662,31 @@ export type Source =
 "settings" | 
 /**  The embedded file in the app's data folder. */
 "default";
+
+/**  Details of `storage`. */
+export type StorageDetails = {
+	kind: StorageKind,
+};
+
+/**  What failed, so that a face can tell an outage from a busy file without reading words. */
+export type StorageKind = 
+/**
+ *  A PostgreSQL ledger's server cannot be reached, stopped answering, or ended the
+ *  connection; onejob reconnects by itself once it is back.
+ */
+"unreachable" | 
+/**
+ *  The ledger held a lock past its wait: a SQLite file held by another process past the
+ *  busy timeout, a PostgreSQL statement that waited too long for a lock.
+ */
+"busy" | 
+/**
+ *  A read or a write did not complete: a full disk, an I/O error, a read-only or damaged
+ *  file, a refused login, a schema that cannot be brought up to date.
+ */
+"failed" | 
+/**  The OS keyring, which holds the providers' API keys, cannot be reached or refused. */
+"keyring";
 
 /**  What `submit` returns: the job, and whether it already existed with the same intent. */
 export type Submitted = {

@@ -20,7 +20,7 @@ describe("errors in words", () => {
   });
 
   it("anything else keeps its code", () => {
-    expect(explain(shown({ code: "storage", message: "disk full", details: {} }))).toBe("storage: disk full");
+    expect(explain(shown({ code: "storage", message: "disk full", details: { kind: "failed" } }))).toBe("storage: disk full");
   });
 
   it("a failure without the engine's shape is an ipc error", () => {

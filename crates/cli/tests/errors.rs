@@ -239,11 +239,11 @@ fn a_url_for_the_database_is_refused_without_repeating_its_password_or_making_a_
     let cases = [
         (
             format!("postgres://team:hunter2-secret@127.0.0.1:{free}/ledger"),
-            (1, "storage", None, "cannot reach"),
+            (1, "storage", None, "is unreachable"),
         ),
         (
             format!("postgresql://team:hunter2-secret@127.0.0.1:{free}/ledger"),
-            (1, "storage", None, "cannot reach"),
+            (1, "storage", None, "is unreachable"),
         ),
         (
             "mysql://team:hunter2-secret@127.0.0.1/ledger".to_owned(),

@@ -52,7 +52,24 @@ fn a_full_disk_gives_storage_and_loses_nothing_acknowledged() {
         if run.code == 0 {
             acknowledged.push((key, id(&run.ok()["job"])));
         } else {
-            assert_eq!(run.err(1)["code"], "storage", "{run:?}");
+            let error = run.err(1);
+            assert_eq!(error["code"], "storage", "{run:?}");
+            assert_eq!(error["details"]["kind"], "failed", "{run:?}");
+            // Named, with what to check, in onejob's words: not SQLite's own.
+            let message = error["message"].as_str().unwrap_or_default();
+            let named = format!("the ledger at {} failed", ledger.db);
+            assert!(message.starts_with(&named), "{message}");
+            assert!(
+                message.contains("Check that its disk has space"),
+                "{message}"
+            );
+            for driver in [
+                "disk I/O error",
+                "database or disk is full",
+                "error returned",
+            ] {
+                assert!(!message.contains(driver), "{message}");
+            }
             refused.push(key);
         }
     }

@@ -96,7 +96,8 @@ async fn unreachable(what: &str, outage: &Outage, sent: reqwest::RequestBuilder)
     let took = started.elapsed();
     assert!(took <= PROMPTLY, "{what} took {took:?}");
     let retry_after = header(&response, "retry-after");
-    let body = problem(response, StatusCode::INTERNAL_SERVER_ERROR, "storage").await;
+    let body = problem(response, StatusCode::SERVICE_UNAVAILABLE, "storage").await;
+    assert_eq!(body["details"]["kind"], "unreachable", "{what}: {body}");
     let seconds: u32 = retry_after
         .as_deref()
         .unwrap_or_else(|| panic!("{what}: no Retry-After: {body}"))
@@ -326,7 +327,7 @@ async fn event_streams_resume_without_a_gap_after_a_ledger_outage() {
     outage.stop();
     // None can be submitted while it is down; the streams' reads of the feed fail meanwhile.
     let during = api.submit("during", &order("during")).await;
-    problem(during, StatusCode::INTERNAL_SERVER_ERROR, "storage").await;
+    problem(during, StatusCode::SERVICE_UNAVAILABLE, "storage").await;
     tokio::time::sleep(Duration::from_secs(3)).await;
     outage.start_again();
 

@@ -1846,3 +1846,227 @@ async fn a_retry_repeated_under_its_key_starts_one_attempt_and_answers_it_again(
     assert_ne!(common::id(&next["attempt"]), first);
     assert_eq!(next["attempt"]["number"], 2, "{next}");
 }
+
+/// The field of a 400 `invalid_input`, after checking it is one and says so about NUL.
+async fn nul_refused(response: reqwest::Response) -> String {
+    let body = problem(response, StatusCode::BAD_REQUEST, "invalid_input").await;
+    let detail = body["detail"].as_str().unwrap_or_default();
+    assert!(detail.contains("NUL"), "{body}");
+    body["details"]["field"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no field in {body}"))
+        .to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_nul_anywhere_is_invalid_input_naming_the_field_on_both_backends() {
+    let (ledger, _server, api) = quiet_server();
+    let job = job_id(
+        &json(
+            api.submit("clean", &intent("{}")).await,
+            StatusCode::CREATED,
+        )
+        .await,
+    );
+    let attempt = common::id(
+        &json(
+            api.post(&format!("/v1/jobs/{job}/retry"), &json!({})).await,
+            StatusCode::OK,
+        )
+        .await["attempt"],
+    );
+
+    let intent_with = |input: Value| json!({ "route": ["primary"], "input": input }).to_string();
+    let submitted = api
+        .submit("nul-text", &intent_with(json!({ "text": "a\u{0}b" })))
+        .await;
+    assert_eq!(nul_refused(submitted).await, "intent.input.text");
+    let submitted = api
+        .submit("nul-key", &intent_with(json!({ "a\u{0}": 1 })))
+        .await;
+    assert_eq!(nul_refused(submitted).await, "intent.input");
+    assert_eq!(nul_refused(api.get("/v1/jobs/%00").await).await, "job_id");
+    assert_eq!(
+        nul_refused(api.get(&format!("/v1/jobs/{job}%00")).await).await,
+        "job_id"
+    );
+    assert_eq!(
+        nul_refused(api.get("/v1/jobs?search=a%00").await).await,
+        "search"
+    );
+    assert_eq!(
+        nul_refused(api.get("/v1/jobs?provider=%00").await).await,
+        "provider"
+    );
+    assert_eq!(
+        nul_refused(api.get(&format!("/v1/jobs?after={job}%00")).await).await,
+        "after"
+    );
+    let cancelled = api.post("/v1/jobs/%00/cancel", &json!({})).await;
+    assert_eq!(nul_refused(cancelled).await, "job_id");
+    let retried = api
+        .post(
+            &format!("/v1/jobs/{job}/retry"),
+            &json!({ "provider": "x\u{0}" }),
+        )
+        .await;
+    assert_eq!(nul_refused(retried).await, "provider");
+    let resolve = format!("/v1/attempts/{attempt}/resolve");
+    let noted = api
+        .post(&resolve, &json!({ "as": "failed", "note": "did\u{0}not" }))
+        .await;
+    assert_eq!(nul_refused(noted).await, "note");
+    let result = api
+        .post(
+            &resolve,
+            &json!({ "as": "succeeded", "result": { "answer": "\u{0}" } }),
+        )
+        .await;
+    assert_eq!(nul_refused(result).await, "result.answer");
+
+    // Nothing changed: the one job, its one attempt still pending, and no other job.
+    let detail = json(api.get(&format!("/v1/jobs/{job}")).await, StatusCode::OK).await;
+    assert_eq!(detail["attempts"][0]["state"], "pending", "{detail}");
+    assert_eq!(detail["attempts"].as_array().map(Vec::len), Some(1));
+    assert_eq!(all_job_ids(&api, "limit=10").await, [job]);
+    drop(ledger);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_cursor_in_upper_case_pages_on() {
+    let (_ledger, _server, api) = quiet_server();
+    for n in 0..5 {
+        json(
+            api.submit(&format!("page-{n}"), &intent(&format!("{{\"n\": {n}}}")))
+                .await,
+            StatusCode::CREATED,
+        )
+        .await;
+    }
+    let ids = |page: &Value| -> Vec<String> {
+        page["jobs"]
+            .as_array()
+            .expect("jobs")
+            .iter()
+            .map(common::id)
+            .collect()
+    };
+    let first = json(api.get("/v1/jobs?limit=2").await, StatusCode::OK).await;
+    let next = first["next"].as_str().expect("a next page").to_owned();
+    let second = json(
+        api.get(&format!("/v1/jobs?limit=2&after={next}")).await,
+        StatusCode::OK,
+    )
+    .await;
+    assert_eq!(ids(&second).len(), 2, "{second}");
+    // Each form the UUID parser reads, as a client may give the cursor back (URL-encoded).
+    for form in [
+        next.to_ascii_uppercase(),
+        format!("urn:uuid:{next}"),
+        format!("%7B{next}%7D"),
+        next.replace('-', ""),
+    ] {
+        let again = json(
+            api.get(&format!("/v1/jobs?limit=2&after={form}")).await,
+            StatusCode::OK,
+        )
+        .await;
+        assert_eq!(ids(&again), ids(&second), "{form}: {again}");
+        assert_eq!(again["next"], second["next"], "{form}");
+    }
+    // A job by its id in upper case, and by its URN.
+    let id = ids(&first)[0].clone();
+    for form in [id.to_ascii_uppercase(), format!("urn:uuid:{id}")] {
+        let detail = json(api.get(&format!("/v1/jobs/{form}")).await, StatusCode::OK).await;
+        assert_eq!(detail["job"]["id"], id.as_str(), "{form}");
+    }
+    let refused = problem(
+        api.get("/v1/jobs?after=urn:uuid:nope").await,
+        StatusCode::BAD_REQUEST,
+        "invalid_input",
+    )
+    .await;
+    assert_eq!(refused["details"]["field"], "after", "{refused}");
+    problem(
+        api.get("/v1/jobs/urn:uuid:nope").await,
+        StatusCode::NOT_FOUND,
+        "not_found",
+    )
+    .await;
+}
+
+/// Another process that takes the ledger file's write lock and keeps it until its stdin closes.
+fn hold_the_file(path: &str) -> std::process::Child {
+    use std::io::BufRead;
+    let script = "import sqlite3, sys\n\
+                  c = sqlite3.connect(sys.argv[1], isolation_level=None)\n\
+                  c.execute('BEGIN IMMEDIATE')\n\
+                  print('held', flush=True)\n\
+                  sys.stdin.read()\n\
+                  c.execute('ROLLBACK')\n";
+    let mut child = std::process::Command::new("python3")
+        .args(["-c", script, path])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("python3 holds the ledger");
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.as_mut().expect("stdout"))
+        .read_line(&mut line)
+        .expect("read");
+    assert_eq!(line.trim(), "held");
+    child
+}
+
+/// A SQLite ledger held busy by another process past the busy timeout (30 s): the POST is a 503
+/// with `Retry-After` whose detail names the file and what to check, in onejob's words; sent
+/// again once the file is free, it makes its job. (A PostgreSQL ledger whose server is down is
+/// `tests/outage.rs`.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn storage_is_503_with_retry_after_and_names_the_ledger() {
+    if onejob_testkit::sqlite_only("a SQLite file held busy by another process") {
+        return;
+    }
+    let (ledger, _server, api) = quiet_server();
+    json(
+        api.submit("before", &intent("{}")).await,
+        StatusCode::CREATED,
+    )
+    .await;
+
+    let mut holder = hold_the_file(&ledger.db);
+    let during = api.submit("during", &intent("{\"n\": 1}")).await;
+    let retry_after = header(&during, "retry-after");
+    let body = problem(during, StatusCode::SERVICE_UNAVAILABLE, "storage").await;
+    assert_eq!(body["details"]["kind"], "busy", "{body}");
+    let seconds: u32 = retry_after
+        .unwrap_or_else(|| panic!("no Retry-After: {body}"))
+        .parse()
+        .expect("Retry-After in seconds");
+    assert!((1..=60).contains(&seconds), "{seconds}");
+    let detail = body["detail"].as_str().expect("a detail");
+    assert!(
+        detail.starts_with(&format!("the ledger at {} is busy", ledger.db)),
+        "names the ledger: {detail}"
+    );
+    assert!(
+        detail.contains("Check for another onejob process"),
+        "{detail}"
+    );
+    for driver in [
+        "database is locked",
+        "error returned from database",
+        "BEGIN",
+    ] {
+        assert!(!detail.contains(driver), "{detail}");
+    }
+
+    drop(holder.stdin.take());
+    holder.wait().expect("the holder ends");
+    let made = json(
+        api.submit("during", &intent("{\"n\": 1}")).await,
+        StatusCode::CREATED,
+    )
+    .await;
+    assert_eq!(made["replayed"], false, "{made}");
+}

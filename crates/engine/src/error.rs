@@ -53,11 +53,13 @@ pub enum Error {
         message: String,
         details: EmptyDetails,
     },
-    /// The database failed.
+    /// The ledger is unreachable, busy, or failed a read or a write: nothing was decided, and
+    /// the same request may be sent again (with its key). `details.kind` says which; the
+    /// message names the ledger and what to check.
     #[error("{message}")]
     Storage {
         message: String,
-        details: EmptyDetails,
+        details: StorageDetails,
     },
     /// A provider failed in a way that is not an attempt's outcome.
     #[error("{message}")]
@@ -127,6 +129,31 @@ pub struct NotFoundDetails {
 pub struct FallbackDetails {
     pub job_id: String,
     pub provider: String,
+}
+
+/// Details of `storage`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Type)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct StorageDetails {
+    pub kind: StorageKind,
+}
+
+/// What failed, so that a face can tell an outage from a busy file without reading words.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Type)]
+#[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub enum StorageKind {
+    /// A PostgreSQL ledger's server cannot be reached, stopped answering, or ended the
+    /// connection; onejob reconnects by itself once it is back.
+    Unreachable,
+    /// The ledger held a lock past its wait: a SQLite file held by another process past the
+    /// busy timeout, a PostgreSQL statement that waited too long for a lock.
+    Busy,
+    /// A read or a write did not complete: a full disk, an I/O error, a read-only or damaged
+    /// file, a refused login, a schema that cannot be brought up to date.
+    Failed,
+    /// The OS keyring, which holds the providers' API keys, cannot be reached or refused.
+    Keyring,
 }
 
 /// Details of the codes that carry none.
@@ -227,67 +254,10 @@ impl Error {
             Error::NotFound { .. } => 404,
             Error::FallbackNotValidated { .. } => 409,
             Error::Unauthorized { .. } => 401,
-            Error::Storage { .. } | Error::Provider { .. } | Error::Internal { .. } => 500,
+            Error::Storage { .. } => 503,
+            Error::Provider { .. } | Error::Internal { .. } => 500,
         }
     }
-}
-
-impl Error {
-    /// `storage` for a failure of the PostgreSQL ledger at `location` (its URL without the
-    /// password): a server that cannot be reached, or that ended the connection, is said in
-    /// words, naming the ledger and what to check; any other failure as `From` words it.
-    /// `connect_timeout` is how long a connection was waited for.
-    pub fn from_postgres(location: &str, connect_timeout: Duration, e: sqlx::Error) -> Self {
-        match unreachable_cause(&e, connect_timeout) {
-            Some(cause) => Error::Storage {
-                message: unreachable_words(location, &cause),
-                details: EmptyDetails {},
-            },
-            None => e.into(),
-        }
-    }
-
-    /// `e` worded as [`Error::from_postgres`] words it, naming the ledger at `location`, when
-    /// it says the server is unreachable and does not name its ledger yet; kept a `sqlx`
-    /// error, which converts to that `storage`: statements fail mid-way where only their
-    /// connection knows which ledger it is. `None` for any other failure.
-    pub(crate) fn unreachable_at(
-        location: &str,
-        connect_timeout: Duration,
-        e: &sqlx::Error,
-    ) -> Option<sqlx::Error> {
-        let cause = unreachable_cause(e, connect_timeout)?;
-        Some(sqlx::Error::Io(std::io::Error::other(Unreachable(
-            unreachable_words(location, &cause),
-        ))))
-    }
-}
-
-/// What a person reads when the PostgreSQL ledger at `location` is unreachable for `cause`.
-fn unreachable_words(location: &str, cause: &str) -> String {
-    format!("the ledger at {location} is unreachable: {cause}. {UNREACHABLE_CHECK}")
-}
-
-/// A failure that already says, in full, that a named ledger is unreachable.
-#[derive(Debug)]
-struct Unreachable(String);
-
-impl std::fmt::Display for Unreachable {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for Unreachable {}
-
-/// The words of a failure that already names its unreachable ledger.
-fn named_unreachable(e: &sqlx::Error) -> Option<String> {
-    let sqlx::Error::Io(io) = e else {
-        return None;
-    };
-    io.get_ref()?
-        .downcast_ref::<Unreachable>()
-        .map(|u| u.0.clone())
 }
 
 /// What a person should check, and expect, while a PostgreSQL ledger is unreachable.
@@ -295,95 +265,294 @@ const UNREACHABLE_CHECK: &str = "Check that its PostgreSQL server is running and
      host can reach it (host, port, firewall); onejob reconnects by itself, so the same request \
      can be sent again in a few seconds";
 
-/// Why a PostgreSQL ledger's server is unreachable, when `e` says it is: no connection within
-/// the timeout, a connection that failed or was cut, or the server ending its sessions (a
-/// shutdown, a crash, a start not yet finished: SQLSTATE class 08 and 57P01–57P03). `None`
-/// also for a failure that already names its ledger.
-fn unreachable_cause(e: &sqlx::Error, connect_timeout: Duration) -> Option<String> {
-    if named_unreachable(e).is_some() {
-        // Said already, naming its ledger: `From` words it as it is.
-        return None;
+/// What to check when a SQLite file is busy.
+const SQLITE_BUSY_CHECK: &str = "Check for another onejob process on this file (the app, a \
+     worker, onejob serve) or a tool holding it open in a transaction (sqlite3, a backup), then \
+     try again; nothing was written";
+
+/// What to check when a PostgreSQL ledger is busy.
+const POSTGRES_BUSY_CHECK: &str = "Check the server for a long transaction or a lock held by \
+     another program; nothing was decided, so the same request can be sent again in a moment";
+
+/// What to check when a SQLite file failed a read or a write.
+const SQLITE_FAILED_CHECK: &str = "Check that its disk has space, that the file and its \
+     folder may be written, and that the file is not damaged; nothing was decided, so the same \
+     request can be sent again (with its key) once that is fixed";
+
+/// What to check when a PostgreSQL ledger failed a read or a write.
+const POSTGRES_FAILED_CHECK: &str = "Check the server's log for why, that its disk has space, \
+     and that the role in the URL may write onejob's tables; nothing was decided, so the same \
+     request can be sent again (with its key) once that is fixed";
+
+/// What to check when the kind of ledger is not known.
+const ANY_FAILED_CHECK: &str = "Check that the ledger's disk has space and that it may be \
+     written; nothing was decided, so the same request can be sent again (with its key)";
+
+impl Error {
+    /// `storage` of `kind` for the ledger at `ledger` (its file, or its URL without the
+    /// password; `None` where the ledger is not known), `cause` saying what happened in
+    /// onejob's words. The one place a storage failure is worded: the message names the
+    /// ledger and what to check, never the driver's text or a statement.
+    pub fn storage(kind: StorageKind, ledger: Option<&str>, cause: Option<&str>) -> Self {
+        let shared = ledger.map(crate::store::postgres::is_url);
+        let at = match ledger {
+            Some(ledger) => format!("the ledger at {ledger}"),
+            None => "the ledger".to_owned(),
+        };
+        let (state, usual, check) = match (kind, shared) {
+            (StorageKind::Unreachable, _) => (
+                "is unreachable",
+                "its server does not answer",
+                UNREACHABLE_CHECK,
+            ),
+            (StorageKind::Busy, Some(true)) => (
+                "is busy",
+                "a statement waited too long for a lock, or its server cancelled it",
+                POSTGRES_BUSY_CHECK,
+            ),
+            (StorageKind::Busy, _) => (
+                "is busy",
+                "another process has held its write lock past the busy timeout",
+                SQLITE_BUSY_CHECK,
+            ),
+            (StorageKind::Failed | StorageKind::Keyring, Some(true)) => (
+                "failed",
+                "a read or a write did not complete",
+                POSTGRES_FAILED_CHECK,
+            ),
+            (StorageKind::Failed | StorageKind::Keyring, Some(false)) => (
+                "failed",
+                "a read or a write did not complete",
+                SQLITE_FAILED_CHECK,
+            ),
+            (StorageKind::Failed | StorageKind::Keyring, None) => (
+                "failed",
+                "a read or a write did not complete",
+                ANY_FAILED_CHECK,
+            ),
+        };
+        let cause = cause.unwrap_or(usual);
+        Error::Storage {
+            message: format!("{at} {state}: {cause}. {check}"),
+            details: StorageDetails { kind },
+        }
     }
-    match e {
-        sqlx::Error::PoolTimedOut => Some(format!(
-            "no connection to its server within {} s",
-            connect_timeout.as_secs()
-        )),
-        sqlx::Error::Io(io) => Some(format!("the connection to its server failed ({io})")),
-        sqlx::Error::Database(_) if ends_the_connection(e) => Some(format!(
-            "its server ended the connection ({})",
-            database_message(e)
-        )),
-        _ => None,
+
+    /// `storage` for the OS keyring that holds the providers' API keys, which is not the
+    /// ledger: `message` says what failed there.
+    pub fn keyring(message: String) -> Self {
+        Error::Storage {
+            message,
+            details: StorageDetails {
+                kind: StorageKind::Keyring,
+            },
+        }
+    }
+
+    /// What failed, when this is a `storage` error.
+    pub fn storage_kind(&self) -> Option<StorageKind> {
+        match self {
+            Error::Storage { details, .. } => Some(details.kind),
+            _ => None,
+        }
+    }
+
+    /// `storage` for a failure of the PostgreSQL ledger at `location` (its URL without the
+    /// password). `connect_timeout` is how long a connection was waited for.
+    pub fn from_postgres(location: &str, connect_timeout: Duration, e: sqlx::Error) -> Self {
+        located(location, true, connect_timeout, e).into()
     }
 }
 
-/// Whether PostgreSQL reported that it ended, or cannot take, the session.
-fn ends_the_connection(e: &sqlx::Error) -> bool {
+/// `e` carrying the ledger it happened at (`location`, a PostgreSQL one when `postgres`), so
+/// that it converts to a `storage` error naming it. Kept as it is: a refusal by one of the
+/// schema's constraints, which the caller reads (a key taken, a provider not configured), and
+/// a failure that already names its ledger.
+pub(crate) fn located(
+    location: &str,
+    postgres: bool,
+    connect_timeout: Duration,
+    e: sqlx::Error,
+) -> sqlx::Error {
+    if is_constraint(&e) || at_ledger(&e).is_some() {
+        return e;
+    }
+    let (kind, cause) = classify(&e, postgres, connect_timeout);
+    at(kind, location, cause)
+}
+
+/// A failure at the ledger at `location`, of `kind`, `cause` in onejob's words, as a `sqlx`
+/// error that converts to the `storage` error naming it.
+pub(crate) fn at(kind: StorageKind, location: &str, cause: Option<String>) -> sqlx::Error {
+    sqlx::Error::Io(std::io::Error::other(AtLedger {
+        kind,
+        ledger: location.to_owned(),
+        cause,
+    }))
+}
+
+/// A failure already said in onejob's words, naming its ledger.
+#[derive(Debug)]
+struct AtLedger {
+    kind: StorageKind,
+    ledger: String,
+    cause: Option<String>,
+}
+
+impl std::fmt::Display for AtLedger {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(
+            &Error::storage(self.kind, Some(&self.ledger), self.cause.as_deref()).to_string(),
+        )
+    }
+}
+
+impl std::error::Error for AtLedger {}
+
+/// The failure `e` already names its ledger.
+fn at_ledger(e: &sqlx::Error) -> Option<&AtLedger> {
+    let sqlx::Error::Io(io) = e else {
+        return None;
+    };
+    io.get_ref()?.downcast_ref::<AtLedger>()
+}
+
+/// Whether `e` says its ledger's server is unreachable, in words that name the ledger.
+pub(crate) fn is_unreachable(e: &sqlx::Error) -> bool {
+    at_ledger(e).is_some_and(|at| at.kind == StorageKind::Unreachable)
+}
+
+/// Whether a schema constraint refused the statement (PostgreSQL's class 23, SQLite's
+/// `SQLITE_CONSTRAINT` and its extended codes), a refusal the caller reads, not a failure.
+fn is_constraint(e: &sqlx::Error) -> bool {
     let sqlx::Error::Database(db) = e else {
         return false;
     };
-    db.try_downcast_ref::<sqlx::postgres::PgDatabaseError>()
-        .is_some()
-        && db.code().is_some_and(|code| {
-            code.starts_with("08") || matches!(code.as_ref(), "57P01" | "57P02" | "57P03")
-        })
+    match db.code() {
+        Some(code) if is_postgres(e) => code.starts_with("23"),
+        Some(code) => code.parse::<i32>().is_ok_and(|c| c & 0xff == 19),
+        None => false,
+    }
 }
 
-fn database_message(e: &sqlx::Error) -> String {
+fn is_postgres(e: &sqlx::Error) -> bool {
+    matches!(e, sqlx::Error::Database(db)
+        if db.try_downcast_ref::<sqlx::postgres::PgDatabaseError>().is_some())
+}
+
+/// What `e` says failed on a ledger (a PostgreSQL one when `postgres`), and why in onejob's
+/// words where they add something: never the driver's own text.
+fn classify(
+    e: &sqlx::Error,
+    postgres: bool,
+    connect_timeout: Duration,
+) -> (StorageKind, Option<String>) {
+    use StorageKind::{Busy, Failed, Unreachable};
+    let said = |kind, cause: &str| (kind, Some(cause.to_owned()));
     match e {
-        sqlx::Error::Database(db) => db.message().to_owned(),
-        other => other.to_string(),
+        sqlx::Error::PoolTimedOut if postgres => (
+            Unreachable,
+            Some(format!(
+                "no connection to its server within {} s",
+                connect_timeout.as_secs()
+            )),
+        ),
+        sqlx::Error::PoolTimedOut => said(Busy, "no connection to its file was free in time"),
+        sqlx::Error::Io(io) if postgres => (
+            Unreachable,
+            Some(format!(
+                "the connection to its server failed ({})",
+                io.kind()
+            )),
+        ),
+        sqlx::Error::Tls(_) => said(
+            Unreachable,
+            "a secure (TLS) connection to its server could not be made",
+        ),
+        sqlx::Error::PoolClosed => said(Failed, "it was closed"),
+        sqlx::Error::Database(db) if is_postgres(e) => {
+            let code = db.code().unwrap_or_default();
+            match code.as_ref() {
+                c if c.starts_with("08") => {
+                    said(Unreachable, "the connection to its server failed")
+                }
+                "57P01" | "57P02" | "57P03" => said(
+                    Unreachable,
+                    "its server ended the connection (it is shutting down, restarting, or \
+                     ended this session)",
+                ),
+                "53300" => said(Busy, "its server has no connection left for this host"),
+                "55P03" | "40001" | "40P01" | "57014" => (Busy, None),
+                "53100" => said(Failed, "its server's disk is full"),
+                c if c.starts_with("53") => said(Failed, "its server is out of resources"),
+                "25006" => said(Failed, "its server is read-only (a standby)"),
+                _ => (Failed, None),
+            }
+        }
+        sqlx::Error::Database(db) => {
+            let primary = db
+                .code()
+                .and_then(|code| code.parse::<i32>().ok())
+                .map(|code| code & 0xff);
+            match primary {
+                // SQLITE_BUSY, SQLITE_LOCKED
+                Some(5 | 6) => (Busy, None),
+                // SQLITE_FULL
+                Some(13) => said(
+                    Failed,
+                    "its disk is full, or the file reached its size limit",
+                ),
+                // SQLITE_READONLY, SQLITE_PERM, SQLITE_CANTOPEN
+                Some(8 | 3 | 14) => said(Failed, "the file cannot be written or opened"),
+                // SQLITE_IOERR
+                Some(10) => said(Failed, "reading or writing the file failed (an I/O error)"),
+                // SQLITE_CORRUPT, SQLITE_NOTADB
+                Some(11 | 26) => said(Failed, "the file is damaged, or is not a ledger"),
+                _ => (Failed, None),
+            }
+        }
+        _ => (Failed, None),
     }
 }
 
 impl From<sqlx::Error> for Error {
     fn from(e: sqlx::Error) -> Self {
-        let message = if let Some(named) = named_unreachable(&e) {
-            named
-        } else if is_busy(&e) {
-            "the ledger is busy: another process has held its write lock past the busy \
-             timeout. Check for another onejob process on this file (the app, a worker, \
-             onejob serve) or a tool holding it open in a transaction (sqlite3, a backup), \
-             then try again; nothing was written"
-                .to_owned()
-        } else if ends_the_connection(&e) {
-            // Mid-statement, where the ledger's location is not at hand.
-            format!(
-                "the ledger is unreachable: its PostgreSQL server ended the connection ({}). \
-                 {UNREACHABLE_CHECK}",
-                database_message(&e)
-            )
-        } else {
-            format!("database: {e}")
-        };
-        Error::Storage {
-            message,
-            details: EmptyDetails {},
+        if let Some(at) = at_ledger(&e) {
+            return Error::storage(at.kind, Some(&at.ledger), at.cause.as_deref());
         }
+        // Not named by its connection: said as well as can be without the ledger's name.
+        let postgres = is_postgres(&e) || matches!(e, sqlx::Error::Io(_));
+        let (kind, cause) = classify(&e, postgres, Duration::from_secs(5));
+        Error::storage(kind, None, cause.as_deref())
     }
-}
-
-/// Whether SQLite gave up waiting for another connection's lock (`SQLITE_BUSY` and its
-/// extended codes: the primary code is the low byte).
-fn is_busy(e: &sqlx::Error) -> bool {
-    let sqlx::Error::Database(db) = e else {
-        return false;
-    };
-    // Only SQLite's codes: PostgreSQL's are SQLSTATEs.
-    db.try_downcast_ref::<sqlx::sqlite::SqliteError>().is_some()
-        && db
-            .code()
-            .and_then(|code| code.parse::<i32>().ok())
-            .is_some_and(|code| code & 0xff == 5)
 }
 
 impl From<sqlx::migrate::MigrateError> for Error {
     fn from(e: sqlx::migrate::MigrateError) -> Self {
-        Error::Storage {
-            message: format!("migration: {e}"),
-            details: EmptyDetails {},
+        match e {
+            sqlx::migrate::MigrateError::Execute(e) => e.into(),
+            other => Error::storage(StorageKind::Failed, None, Some(&migration_words(&other))),
         }
+    }
+}
+
+/// Why a ledger's schema could not be brought up to date, in onejob's words.
+pub(crate) fn migration_words(e: &sqlx::migrate::MigrateError) -> String {
+    use sqlx::migrate::MigrateError as M;
+    match e {
+        M::VersionMissing(version) => format!(
+            "its schema has change {version}, which this onejob does not know: it was written by \
+             a newer onejob, which can open it"
+        ),
+        M::VersionMismatch(version) => format!(
+            "its schema's change {version} differs from this onejob's: it was written by another \
+             build of onejob"
+        ),
+        M::Dirty(version) => format!(
+            "its schema's change {version} was left half-applied; a newer onejob or a person \
+             must repair it"
+        ),
+        _ => "its schema could not be brought up to date".to_owned(),
     }
 }
 
@@ -426,15 +595,24 @@ mod tests {
             );
             assert!(!text.contains("pool timed out"), "{text}");
             assert_eq!(error.code(), "storage");
-            assert_eq!(error.http_status(), 500);
+            assert_eq!(error.http_status(), 503);
+            assert_eq!(error.storage_kind(), Some(StorageKind::Unreachable));
         }
     }
 
     #[test]
-    fn other_failures_of_a_postgres_ledger_keep_their_own_words() {
+    fn other_failures_of_a_postgres_ledger_name_it_without_the_drivers_words() {
+        let driver = sqlx::Error::RowNotFound.to_string();
         let error = Error::from_postgres(LEDGER, Duration::from_secs(5), sqlx::Error::RowNotFound);
         let text = message(&error);
-        assert!(text.starts_with("database: "), "{text}");
+        assert!(
+            text.starts_with(&format!("the ledger at {LEDGER} failed")),
+            "{text}"
+        );
+        assert!(text.contains("Check the server's log"), "{text}");
+        assert!(!text.contains(&driver), "{text}");
         assert!(!text.contains("unreachable"), "{text}");
+        assert_eq!(error.storage_kind(), Some(StorageKind::Failed));
+        assert_eq!(error.http_status(), 503);
     }
 }

@@ -68,6 +68,7 @@ pub fn parse_intent(text: &str) -> Result<ValidIntent> {
 
 /// Validates an intent already parsed as JSON.
 pub fn validate_intent(value: Value) -> Result<ValidIntent> {
+    crate::input::refuse_nul_in_json("intent", &value)?;
     let Value::Object(mut fields) = value else {
         return Err(Error::invalid_input(
             "intent",

@@ -10,6 +10,7 @@ pub mod error;
 pub mod events;
 pub mod executor;
 pub mod failure;
+pub mod input;
 pub mod intent;
 pub mod job;
 mod ledger;
@@ -278,7 +279,7 @@ mod tests {
     /// Runs `sql` on the transaction, either backend.
     async fn run(tx: &mut Tx, sql: &str) -> sqlx::Result<()> {
         match tx.conn() {
-            Conn::Sqlite(c) => sqlx::query(sql).execute(c).await.map(|_| ()),
+            Conn::Sqlite(c, _) => sqlx::query(sql).execute(c).await.map(|_| ()),
             Conn::Postgres(c, _) => sqlx::query(sql).execute(c).await.map(|_| ()),
         }
     }
@@ -287,7 +288,7 @@ mod tests {
     /// store runs on PostgreSQL.
     async fn watched(tx: &mut Tx, sql: &'static str) -> sqlx::Result<()> {
         match tx.conn() {
-            Conn::Sqlite(c) => sqlx::query(sql).execute(c).await.map(|_| ()),
+            Conn::Sqlite(c, _) => sqlx::query(sql).execute(c).await.map(|_| ()),
             Conn::Postgres(c, watch) => watch.guard(sqlx::query(sql).execute(c)).await.map(|_| ()),
         }
     }
@@ -301,7 +302,7 @@ mod tests {
         let mut conn = engine.read().await.unwrap();
         let sql = format!("SELECT count(*) FROM providers WHERE name = '{name}'");
         let n: i64 = match conn.conn() {
-            Conn::Sqlite(c) => sqlx::query_scalar(&sql).fetch_one(c).await.unwrap(),
+            Conn::Sqlite(c, _) => sqlx::query_scalar(&sql).fetch_one(c).await.unwrap(),
             Conn::Postgres(c, _) => sqlx::query_scalar(&sql).fetch_one(c).await.unwrap(),
         };
         n == 1

@@ -77,13 +77,16 @@ async fn a_sqlite_file_held_by_another_process_is_busy_not_lost() {
         .submit(OWNER, "second", &intent("second"))
         .await
         .expect_err("the file is held");
-    let Error::Storage { message, .. } = &refused else {
+    let Error::Storage { message, details } = &refused else {
         panic!("{refused:?}");
     };
+    assert_eq!(details.kind, onejob_engine::error::StorageKind::Busy);
     assert!(
-        message.contains("busy") && message.contains("another process"),
-        "the error says the ledger is busy and what to check: {message}"
+        message.starts_with(&format!("the ledger at {} is busy", path.display()))
+            && message.contains("another process"),
+        "the error names the ledger, says it is busy and what to check: {message}"
     );
+    assert!(!message.contains("database is locked"), "{message}");
     // Reads go on while a writer waits.
     e.job(OWNER, &first.job.id)
         .await

@@ -189,8 +189,18 @@ async fn opening_fails_clearly_and_never_repeats_the_password() {
         .local_addr()
         .expect("addr")
         .port();
-    let message = refused(format!("postgres://alice:hunter2@127.0.0.1:{free}/ledger")).await;
-    assert!(message.contains("cannot reach"), "{message}");
+    let unreachable = format!("postgres://alice:hunter2@127.0.0.1:{free}/ledger");
+    let message = refused(unreachable.clone()).await;
+    assert!(
+        message.starts_with("the ledger at postgres://alice:***@127.0.0.1"),
+        "{message}"
+    );
+    assert!(message.contains("is unreachable"), "{message}");
+    let kind = Engine::open(&unreachable)
+        .await
+        .err()
+        .and_then(|e| e.storage_kind());
+    assert_eq!(kind, Some(onejob_engine::error::StorageKind::Unreachable));
     assert!(message.contains("alice:***@127.0.0.1"), "{message}");
 
     // A database that does not exist.
@@ -734,6 +744,10 @@ async fn a_connection_cut_mid_statement_names_the_ledger_and_the_next_request_go
         .await
         .expect_err("the statement's connection was cut");
     assert_eq!(relay.cut(), 1);
+    assert_eq!(
+        cut.storage_kind(),
+        Some(onejob_engine::error::StorageKind::Unreachable)
+    );
     match &cut {
         Error::Storage { message, .. } => {
             assert!(
@@ -861,7 +875,7 @@ async fn an_open_whose_server_freezes_while_migrating_fails_in_seconds() {
         Err(Error::Storage { message, .. }) => {
             assert!(message.contains("stopped answering"), "{message}");
             assert!(
-                message.contains(&format!("server at {url}")),
+                message.contains(&format!("the ledger at {url}")),
                 "names the ledger: {message}"
             );
         }

@@ -73,7 +73,7 @@ answered 503 at once. A 2xx is sent only after the commit that holds its answer.
             UriTooLong,
             HeadersTooLarge,
             ServerError,
-            ServiceUnavailable,
+            Unavailable,
         ),
     ),
     modifiers(&Security, &OptionalBodies, &HttpLayer, &Links),
@@ -144,7 +144,9 @@ impl Modify for OptionalBodies {
 }
 
 /// What the HTTP layer may answer to any operation before its handler runs: a head it cannot
-/// read (400, 414, 431), a body announced over 1 MiB (413), a connection past the limit (503).
+/// read (400, 414, 431), a body announced over 1 MiB (413), a connection past the limit or a
+/// ledger that cannot answer (503: every operation but this document's own reads the ledger,
+/// where the token is checked).
 struct HttpLayer;
 
 impl Modify for HttpLayer {
@@ -154,7 +156,7 @@ impl Modify for HttpLayer {
             ("413", PayloadTooLarge::response().0),
             ("414", UriTooLong::response().0),
             ("431", HeadersTooLarge::response().0),
-            ("503", ServiceUnavailable::response().0),
+            ("503", Unavailable::response().0),
         ];
         for item in doc.paths.paths.values_mut() {
             for operation in [
@@ -538,21 +540,19 @@ answer!(
     )
 );
 answer!(
-    ServiceUnavailable,
-    problem_with(
-        "`too_many_requests`: the server holds as many connections as it serves at once \
-         (`--max-connections`); answered at once, and the connection is closed.",
-        "Retry-After",
-        "Seconds to wait before trying again",
-    )
+    ServerError,
+    problem("`provider` or `internal`: a failure that is not the request's, nor the ledger's.")
 );
 answer!(
-    ServerError,
+    Unavailable,
     problem_with(
-        "`storage`, `provider` or `internal`. Nothing was acknowledged; after a `storage` \
-         error the same request may succeed in a moment.",
+        "`storage`: the ledger is unreachable, busy, or failed a read or a write \
+         (`details.kind` says which, `detail` names the ledger and what to check). Nothing was \
+         decided: the same request (with its key) may succeed after `Retry-After`. Or \
+         `too_many_requests`: the server holds as many connections as it serves at once \
+         (`--max-connections`); answered at once, and the connection is closed.",
         "Retry-After",
-        "Seconds to wait before trying again (with `storage`)",
+        "Seconds to wait before sending the same request again",
     )
 );
 
@@ -678,14 +678,20 @@ mod tests {
         has(
             "POST",
             "/v1/jobs",
-            &["201", "200", "400", "401", "413", "415", "422", "500"],
+            &[
+                "201", "200", "400", "401", "413", "415", "422", "500", "503",
+            ],
         );
-        has("GET", "/v1/jobs", &["200", "400", "401", "500"]);
-        has("GET", "/v1/jobs/{id}", &["200", "400", "401", "404", "500"]);
+        has("GET", "/v1/jobs", &["200", "400", "401", "500", "503"]);
+        has(
+            "GET",
+            "/v1/jobs/{id}",
+            &["200", "400", "401", "404", "500", "503"],
+        );
         has(
             "POST",
             "/v1/jobs/{id}/cancel",
-            &["200", "400", "401", "404", "409", "413", "500"],
+            &["200", "400", "401", "404", "409", "413", "500", "503"],
         );
         // Waits and streams are long requests, refused past a token's share.
         has("GET", "/v1/jobs/{id}", &["429"]);
@@ -698,15 +704,17 @@ mod tests {
             "POST",
             "/v1/jobs/{id}/retry",
             &[
-                "200", "400", "401", "404", "409", "413", "415", "422", "500",
+                "200", "400", "401", "404", "409", "413", "415", "422", "500", "503",
             ],
         );
         has(
             "POST",
             "/v1/attempts/{id}/resolve",
-            &["200", "400", "401", "404", "409", "413", "415", "500"],
+            &[
+                "200", "400", "401", "404", "409", "413", "415", "500", "503",
+            ],
         );
-        has("GET", "/v1/events", &["200", "401"]);
+        has("GET", "/v1/events", &["200", "401", "503"]);
         has("GET", DOCUMENT_PATH, &["200"]);
         assert_eq!(described.len(), 8, "{described:?}");
 
@@ -728,7 +736,7 @@ mod tests {
         assert!(events["responses"]["200"]["content"]["text/event-stream"].is_object());
         assert!(events["parameters"][0]["name"] == "Last-Event-ID");
         assert!(
-            doc["components"]["responses"]["ServerError"]["headers"]["Retry-After"].is_object()
+            doc["components"]["responses"]["Unavailable"]["headers"]["Retry-After"].is_object()
         );
         // A new job links to its reading, with the id the answer carries.
         let link = &submit["responses"]["201"]["links"]["GetJob"];

@@ -80,7 +80,7 @@ describe("the first-run guide's contract", () => {
 
     saveContract.mockResolvedValue({
       status: "error",
-      error: { code: "storage", message: "the ledger is busy", details: {} },
+      error: { code: "storage", message: "the ledger is busy", details: { kind: "busy" } },
     });
     render(<FirstRun go={() => undefined} />);
     await act(async () => fireEvent.click(screen.getByTestId("first-run-contract")));

@@ -56,7 +56,7 @@ describe("attempts sent at once", () => {
     await open();
     vi.mocked(commands.setConcurrency).mockResolvedValue({
       status: "error",
-      error: { code: "storage", message: "cannot save the setting: disk full", details: {} },
+      error: { code: "storage", message: "cannot save the setting: disk full", details: { kind: "failed" } },
     } as never);
     await act(async () => {
       fireEvent.submit(screen.getByTestId("concurrency").closest("form") as HTMLFormElement);

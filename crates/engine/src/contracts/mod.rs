@@ -70,6 +70,7 @@ pub fn parse(text: &str) -> Result<NewContract> {
     check_depth(text, "contract")?;
     let value: Value = serde_json::from_str(text)
         .map_err(|e| Error::invalid_input("contract", format!("not valid JSON ({e})")))?;
+    crate::input::refuse_nul_in_json("contract", &value)?;
     let Value::Object(fields) = value else {
         return Err(Error::invalid_input("contract", "must be a JSON object"));
     };

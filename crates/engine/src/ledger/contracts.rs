@@ -9,6 +9,7 @@ use serde_json::Value;
 use crate::contracts::check::{Check, SampleResult};
 use crate::contracts::{self, Contract};
 use crate::error::{Error, Result};
+use crate::input;
 use crate::intent::validate_intent;
 use crate::model::OpenJobs;
 use crate::store::checks::{self as check_rows, CheckRow};
@@ -68,6 +69,7 @@ impl Engine {
 
     /// One contract by name, or `not_found`.
     pub async fn contract(&self, name: &str) -> Result<Contract> {
+        input::refuse_nul("contract", name)?;
         let mut conn = self.read().await?;
         contract_rows::get(&mut conn, name)
             .await?
@@ -79,6 +81,7 @@ impl Engine {
     /// an open one fails `misconfigured` at its next claim, naming the contract, and every
     /// other job goes on (as with a removed provider).
     pub async fn remove_contract(&self, name: &str) -> Result<()> {
+        input::refuse_nul("contract", name)?;
         let mut tx = self.begin().await?;
         if !contract_rows::delete(&mut tx, name).await? {
             return Err(Error::not_found("contract", name));
@@ -92,12 +95,14 @@ impl Engine {
     /// shared by all owners, so removing one touches them all). Whether the contract exists
     /// does not matter: jobs keep the name after it is removed.
     pub async fn jobs_naming_contract(&self, name: &str) -> Result<OpenJobs> {
+        input::refuse_nul("contract", name)?;
         let mut conn = self.read().await?;
         open_jobs(job_rows::open_naming_contract(&mut conn, name).await?)
     }
 
     /// The last check of a contract against each provider it was checked with.
     pub async fn contract_checks(&self, name: &str) -> Result<Vec<Check>> {
+        input::refuse_nul("contract", name)?;
         let mut conn = self.read().await?;
         let contract = contract_rows::get(&mut conn, name)
             .await?

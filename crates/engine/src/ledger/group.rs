@@ -446,14 +446,17 @@ async fn begin(db: &Db, group: Vec<Queued>) -> Option<(Tx, Vec<Queued>)> {
     }
 }
 
-/// What a write that stepped aside is answered: `storage`, as for a busy ledger, which the
-/// executor retries with backoff; nothing of it was written.
+/// What a write that stepped aside is answered: `storage` of kind `busy`, which the executor
+/// retries with backoff; nothing of it was written. It reaches no face: only the executor's
+/// writes step aside.
 fn held_by_another_host(job: &str) -> Error {
     Error::Storage {
         message: format!(
             "job {job} is being written by another host; this write steps aside and is tried again"
         ),
-        details: crate::error::EmptyDetails {},
+        details: crate::error::StorageDetails {
+            kind: crate::error::StorageKind::Busy,
+        },
     }
 }
 

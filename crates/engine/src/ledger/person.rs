@@ -7,6 +7,7 @@ use crate::error::ConflictDetails;
 use crate::error::{Error, Result};
 use crate::events::EventKind;
 use crate::failure::FailureKind;
+use crate::input;
 use crate::intent::{canonical_sha256, validate_key};
 use crate::job::JobStatus;
 use crate::model::{Actor, Job, JobAttempt, JobError, Resolution, Retried, Verdict};
@@ -37,6 +38,7 @@ impl Engine {
         verdict: Verdict,
         resolution: Resolution,
     ) -> Result<JobAttempt> {
+        let attempt_id = &input::id("attempt_id", "attempt", attempt_id)?;
         check_resolution(verdict, &resolution)?;
         let mut tx = self.begin().await?;
         job_rows::lock(&mut tx, &[], &[attempt_id.to_owned()]).await?;
@@ -122,6 +124,7 @@ impl Engine {
     /// for review. Its open attempt is closed as `abandoned`: one that was never sent never
     /// will be; the answer of one that may be out is still seen, dropped and flagged.
     pub async fn cancel(&self, owner: &str, job_id: &str) -> Result<Job> {
+        let job_id = &input::id("job_id", "job", job_id)?;
         let mut tx = self.begin().await?;
         job_rows::lock(&mut tx, &[job_id.to_owned()], &[]).await?;
         let job = owned_job_row(&mut tx, owner, job_id).await?.into_job()?;
@@ -170,6 +173,8 @@ impl Engine {
         job_id: &str,
         provider: Option<&str>,
     ) -> Result<JobAttempt> {
+        let job_id = &input::id("job_id", "job", job_id)?;
+        input::refuse_nul_in("provider", provider)?;
         let mut tx = self.begin().await?;
         job_rows::lock(&mut tx, &[job_id.to_owned()], &[]).await?;
         let attempt_id = retry_in(&mut tx, owner, job_id, provider).await?;
@@ -191,6 +196,8 @@ impl Engine {
         provider: Option<&str>,
     ) -> Result<Retried> {
         validate_key(key)?;
+        let job_id = &input::id("job_id", "job", job_id)?;
+        input::refuse_nul_in("provider", provider)?;
         // A key taken by a retry that committed while this one ran is read on the second turn.
         for _ in 0..2 {
             let mut tx = self.begin().await?;
@@ -321,6 +328,11 @@ fn check_resolution(verdict: Verdict, resolution: &Resolution) -> Result<()> {
             "retry_on",
             "a succeeded attempt needs no new one; use it with failed or abandoned",
         ));
+    }
+    input::refuse_nul_in("note", resolution.note.as_deref())?;
+    input::refuse_nul_in("retry_on", resolution.retry_on.as_deref())?;
+    if let Some(result) = &resolution.result {
+        input::refuse_nul_in_json("result", result)?;
     }
     if let Some(note) = &resolution.note {
         if note.chars().count() > MAX_NOTE {

@@ -1,6 +1,7 @@
 //! Provider configuration calls: add (or replace), list, remove.
 
 use crate::error::{Error, Result};
+use crate::input;
 use crate::model::OpenJobs;
 use crate::providers::{Provider, ProviderConfig};
 use crate::store::{jobs as job_rows, providers as provider_rows};
@@ -36,6 +37,7 @@ impl Engine {
 
     /// One provider by name, or `not_found`.
     pub async fn provider(&self, name: &str) -> Result<Provider> {
+        input::refuse_nul("provider", name)?;
         let mut conn = self.read().await?;
         let row = provider_rows::get(&mut conn, name)
             .await?
@@ -47,6 +49,7 @@ impl Engine {
     /// route names it, or whose open attempt is at it. Of every owner, since providers are
     /// shared by all owners. Whether the provider exists does not matter.
     pub async fn jobs_naming_provider(&self, name: &str) -> Result<OpenJobs> {
+        input::refuse_nul("provider", name)?;
         let mut conn = self.read().await?;
         open_jobs(job_rows::open_naming_provider(&mut conn, name).await?)
     }
@@ -54,6 +57,7 @@ impl Engine {
     /// Removes a provider. Jobs that name it keep its name; attempts already made keep it too.
     /// Its API key in the OS keyring is removed as well, best effort.
     pub async fn remove_provider(&self, name: &str) -> Result<()> {
+        input::refuse_nul("provider", name)?;
         let mut tx = self.begin().await?;
         if !provider_rows::delete(&mut tx, name).await? {
             return Err(Error::not_found("provider", name));

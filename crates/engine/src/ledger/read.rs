@@ -3,6 +3,7 @@
 use serde_json::Value;
 
 use crate::error::{Error, NotFoundDetails, Result};
+use crate::input;
 use crate::intent::validate_owner;
 use crate::model::{Attempt, Job, JobDetail, JobPage, Usage};
 use crate::shown::JobPart;
@@ -14,6 +15,7 @@ use super::{owned_attempt_row, owned_job_row};
 impl Engine {
     /// The owner's job with its attempts and event history; another owner's is `not_found`.
     pub async fn job(&self, owner: &str, job_id: &str) -> Result<JobDetail> {
+        let job_id = &input::id("job_id", "job", job_id)?;
         let mut conn = self.read().await?;
         let job = owned_job_row(&mut conn, owner, job_id).await?.into_job()?;
         let attempts = attempt_rows::for_job(&mut conn, job_id)
@@ -35,6 +37,7 @@ impl Engine {
     /// of its history. Another owner's job, a job with no result yet, or an event index past
     /// the history's end is `not_found`.
     pub async fn job_part(&self, owner: &str, job_id: &str, part: JobPart) -> Result<Value> {
+        let job_id = &input::id("job_id", "job", job_id)?;
         let mut conn = self.read().await?;
         let job = owned_job_row(&mut conn, owner, job_id).await?.into_job()?;
         let value = match part {
@@ -61,6 +64,7 @@ impl Engine {
 
     /// The owner's attempt by id; another owner's is `not_found`.
     pub async fn attempt(&self, owner: &str, attempt_id: &str) -> Result<Attempt> {
+        let attempt_id = &input::id("attempt_id", "attempt", attempt_id)?;
         let mut conn = self.read().await?;
         owned_attempt_row(&mut conn, owner, attempt_id)
             .await?
@@ -74,14 +78,7 @@ impl Engine {
         validate_owner(owner)?;
         let limit = query.limit.unwrap_or(DEFAULT_PAGE);
         check_limit(limit)?;
-        if let Some(after) = &query.after {
-            if uuid::Uuid::parse_str(after).is_err() {
-                return Err(Error::invalid_input(
-                    "after",
-                    format!("{after:?} is not a cursor from a previous page"),
-                ));
-            }
-        }
+        let after = query.after.as_deref().map(cursor).transpose()?;
         let filter = filter(query)?;
         let mut conn = self.read().await?;
         // One row more than asked tells whether another page follows.
@@ -89,7 +86,7 @@ impl Engine {
             &mut conn,
             owner,
             &filter,
-            query.after.as_deref(),
+            after.as_deref(),
             limit + 1,
             query.oldest_first,
         )
@@ -153,9 +150,24 @@ fn check_limit(limit: u32) -> Result<()> {
     }
 }
 
+/// The cursor `after` as the ledger holds ids: a job id in any form the UUID parser reads (the
+/// `next` of a page, in whatever case or wrapping a client gave it back), or `invalid_input`
+/// naming `after`.
+fn cursor(after: &str) -> Result<String> {
+    input::refuse_nul("after", after)?;
+    input::canonical_uuid(after).ok_or_else(|| {
+        Error::invalid_input(
+            "after",
+            format!("{after:?} is not a cursor from a previous page"),
+        )
+    })
+}
+
 /// The query's filters as the store takes them: a blank search or provider is no filter; a
 /// search longer than any key is `invalid_input` (field `search`).
 fn filter(query: &JobsQuery) -> Result<job_rows::Filter<'_>> {
+    input::refuse_nul_in("search", query.search.as_deref())?;
+    input::refuse_nul_in("provider", query.provider.as_deref())?;
     let search = query.search.as_deref().filter(|s| !s.trim().is_empty());
     if let Some(search) = search {
         let chars = search.chars().count();

@@ -63,6 +63,7 @@ impl Engine {
     /// Revokes a token for good; revoking it again keeps the first time. `not_found` for an
     /// unknown id.
     pub async fn revoke_token(&self, id: &str) -> Result<TokenInfo> {
+        let id = &crate::input::id("token_id", "token", id)?;
         let mut tx = self.begin().await?;
         let row = token_rows::revoke(&mut tx, id)
             .await?

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::{EmptyDetails, Error, Result};
+use crate::error::{Error, Result};
 use crate::failure::FailureKind;
 use crate::model::AttemptError;
 use crate::providers::{ProviderConfig, ProviderKind};
@@ -212,10 +212,7 @@ fn variant_name(e: &keyring::Error) -> &'static str {
 }
 
 fn storage(message: String) -> Error {
-    Error::Storage {
-        message,
-        details: EmptyDetails {},
-    }
+    Error::keyring(message)
 }
 
 impl Engine {

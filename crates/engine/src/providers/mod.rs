@@ -273,6 +273,7 @@ impl ProviderConfig {
         check_depth(text, "provider")?;
         let value: Value = serde_json::from_str(text)
             .map_err(|e| Error::invalid_input("provider", format!("not valid JSON ({e})")))?;
+        crate::input::refuse_nul_in_json("provider", &value)?;
         let Value::Object(fields) = &value else {
             return Err(Error::invalid_input("provider", "must be a JSON object"));
         };

@@ -113,7 +113,12 @@ pub async fn insert_next(
     }
     let sql = queries!("attempts/insert_next");
     match h.conn() {
-        super::Conn::Sqlite(conn) => inserted_rows(bound!(sql.sqlite).fetch_all(conn).await?),
+        super::Conn::Sqlite(conn, at) => inserted_rows(
+            bound!(sql.sqlite)
+                .fetch_all(conn)
+                .await
+                .map_err(|e| super::sqlite::named(at, e))?,
+        ),
         super::Conn::Postgres(conn, watch) => {
             let row = watch
                 .guard(bound!(sql.postgres).fetch_optional(&mut *conn))
@@ -135,7 +140,7 @@ pub async fn insert_first(
     created: (&str, &str),
 ) -> sqlx::Result<Inserted> {
     let (kind, actor) = created;
-    if let Conn::Sqlite(conn) = h.conn() {
+    if let Conn::Sqlite(conn, at) = h.conn() {
         let sql = include_str!("sqlite/queries/attempts/insert_first.sql");
         let rows = sqlx::query(sql)
             .bind(id)
@@ -143,7 +148,8 @@ pub async fn insert_first(
             .bind(kind)
             .bind(actor)
             .fetch_all(conn)
-            .await?;
+            .await
+            .map_err(|e| super::sqlite::named(at, e))?;
         return inserted_rows(rows);
     }
     // On PostgreSQL a run of one: the first attempt's guards are written once, in
@@ -270,7 +276,7 @@ pub async fn lock_expired(h: &mut impl Handle) -> sqlx::Result<Option<Vec<String
             let locking = sqlx::query_scalar(sql).fetch_all(conn);
             Ok(Some(watch.guard(locking).await?))
         }
-        super::Conn::Sqlite(_) => Ok(None),
+        super::Conn::Sqlite(..) => Ok(None),
     }
 }
 
@@ -436,7 +442,7 @@ pub async fn pending_left(h: &mut impl Handle, limit: u32) -> sqlx::Result<Vec<A
             let reading = sqlx::query_as(sql).bind(i64::from(limit)).fetch_all(conn);
             watch.guard(reading).await
         }
-        crate::store::Conn::Sqlite(_) => pending(h, limit).await,
+        crate::store::Conn::Sqlite(..) => pending(h, limit).await,
     }
 }
 

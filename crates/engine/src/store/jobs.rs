@@ -112,9 +112,13 @@ pub async fn submit(h: &mut impl Handle, job: &NewJob<'_>) -> sqlx::Result<Optio
     match h.conn() {
         // No row comes back: the job is the one bound, at the time bound (SQLite reads the
         // same clock), and its `submitted` event carries that time too.
-        Conn::Sqlite(conn) => {
+        Conn::Sqlite(conn, ledger) => {
             let at = super::now();
-            let done = bound!(sql.sqlite).bind(&at).execute(conn).await?;
+            let done = bound!(sql.sqlite)
+                .bind(&at)
+                .execute(conn)
+                .await
+                .map_err(|e| super::sqlite::named(ledger, e))?;
             Ok((done.rows_affected() == 1).then(|| JobRow::queued(job, at)))
         }
         Conn::Postgres(conn, watch) => {
@@ -201,7 +205,7 @@ pub async fn lock_free(
                 .fetch_all(conn);
             watch.guard(locking).await
         }
-        Conn::Sqlite(_) => Ok(Vec::new()),
+        Conn::Sqlite(..) => Ok(Vec::new()),
     }
 }
 
@@ -231,13 +235,13 @@ pub async fn lock_skipping(h: &mut impl Handle, id: &str) -> sqlx::Result<bool> 
             let locked: Option<String> = watch.guard(locking).await?;
             Ok(locked.is_some())
         }
-        Conn::Sqlite(_) => Ok(true),
+        Conn::Sqlite(..) => Ok(true),
     }
 }
 
 /// Ends a transaction that a failed [`submit`] left open on SQLite; nothing when none is.
 pub async fn rollback(h: &mut impl Handle) {
-    if let Conn::Sqlite(conn) = h.conn() {
+    if let Conn::Sqlite(conn, _) = h.conn() {
         // "No transaction is active" is the common case: the failure came before BEGIN's
         // effect or the database already rolled back.
         let _ = sqlx::query("ROLLBACK").execute(conn).await;
@@ -262,12 +266,16 @@ pub async fn with_attempts(
     id: &str,
 ) -> sqlx::Result<Option<(JobRow, Vec<super::attempts::AttemptRow>)>> {
     use super::attempts::{self as attempt_rows, AttemptRow};
-    if let Conn::Sqlite(conn) = h.conn() {
+    if let Conn::Sqlite(conn, at) = h.conn() {
         let sql = include_str!(concat!(
             env!("CARGO_MANIFEST_DIR"),
             "/src/store/sqlite/queries/jobs/with_attempts.sql"
         ));
-        let rows = sqlx::query(sql).bind(id).fetch_all(conn).await?;
+        let rows = sqlx::query(sql)
+            .bind(id)
+            .fetch_all(conn)
+            .await
+            .map_err(|e| super::sqlite::named(at, e))?;
         let mut rows = rows.iter();
         let Some(job) = rows.next() else {
             return Ok(None);
@@ -449,10 +457,13 @@ pub async fn page(
 ) -> sqlx::Result<Vec<JobRow>> {
     let page = Some((cursor, limit, oldest_first));
     match h.conn() {
-        Conn::Sqlite(conn) => {
+        Conn::Sqlite(conn, at) => {
             let mut q = QueryBuilder::new(PAGE_COLUMNS_SQLITE);
             build(&mut q, false, owner, filter, page);
-            q.build_query_as().fetch_all(conn).await
+            q.build_query_as()
+                .fetch_all(conn)
+                .await
+                .map_err(|e| super::sqlite::named(at, e))
         }
         Conn::Postgres(conn, watch) => {
             let mut q = QueryBuilder::new(PAGE_COLUMNS_POSTGRES);
@@ -465,10 +476,13 @@ pub async fn page(
 /// How many of the owner's jobs pass `filter`.
 pub async fn count(h: &mut impl Handle, owner: &str, filter: &Filter<'_>) -> sqlx::Result<i64> {
     match h.conn() {
-        Conn::Sqlite(conn) => {
+        Conn::Sqlite(conn, at) => {
             let mut q = QueryBuilder::new("SELECT count(*)");
             build(&mut q, false, owner, filter, None);
-            q.build_query_scalar().fetch_one(conn).await
+            q.build_query_scalar()
+                .fetch_one(conn)
+                .await
+                .map_err(|e| super::sqlite::named(at, e))
         }
         Conn::Postgres(conn, watch) => {
             let mut q = QueryBuilder::new("SELECT count(*)");
@@ -559,7 +573,7 @@ pub async fn claim_answer(
     head: Option<(Option<&str>, Option<u16>)>,
 ) -> sqlx::Result<Option<ClaimedAnswer>> {
     use super::attempts::AttemptRow;
-    if let Conn::Sqlite(conn) = h.conn() {
+    if let Conn::Sqlite(conn, at) = h.conn() {
         let (request_id, http_status) = head.unwrap_or_default();
         let sql = include_str!("sqlite/queries/jobs/claim_answer.sql");
         let rows = sqlx::query(sql)
@@ -571,7 +585,8 @@ pub async fn claim_answer(
             .bind(request_id)
             .bind(http_status.map(i64::from))
             .fetch_all(conn)
-            .await?;
+            .await
+            .map_err(|e| super::sqlite::named(at, e))?;
         // The statements' rows, in order: the job as claimed, then the attempt as moved.
         let mut rows = rows.iter();
         let Some(job) = rows.next().map(JobRow::from_row).transpose()? else {
@@ -685,7 +700,7 @@ pub async fn sendable_locking(h: &mut impl Handle, limit: u32) -> sqlx::Result<V
                 .fetch_all(conn);
             watch.guard(reading).await
         }
-        Conn::Sqlite(_) => sendable(h, limit).await,
+        Conn::Sqlite(..) => sendable(h, limit).await,
     }
 }
 

@@ -20,6 +20,7 @@ pub mod retry_keys;
 pub mod sqlite;
 pub mod tokens;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{SecondsFormat, Utc};
@@ -65,9 +66,10 @@ pub(crate) fn row_in_column<T: serde::de::DeserializeOwned>(
 }
 
 /// One connection of either backend, borrowed for the statements of one operation. A
-/// PostgreSQL connection comes with its [`Watch`], which every statement on it runs under.
+/// PostgreSQL connection comes with its [`Watch`], which every statement on it runs under; a
+/// SQLite one with its file as shown, which its failures name.
 pub enum Conn<'c> {
-    Sqlite(&'c mut SqliteConnection),
+    Sqlite(&'c mut SqliteConnection, &'c str),
     Postgres(&'c mut PgConnection, &'c Watch),
 }
 
@@ -80,7 +82,7 @@ pub trait Handle: Send {
 impl Handle for Conn<'_> {
     fn conn(&mut self) -> Conn<'_> {
         match self {
-            Conn::Sqlite(c) => Conn::Sqlite(c),
+            Conn::Sqlite(c, at) => Conn::Sqlite(c, at),
             Conn::Postgres(c, watch) => Conn::Postgres(c, watch),
         }
     }
@@ -113,7 +115,10 @@ impl Tx {
 impl Handle for Tx {
     fn conn(&mut self) -> Conn<'_> {
         match self {
-            Tx::Sqlite(tx) => Conn::Sqlite(tx.conn()),
+            Tx::Sqlite(tx) => {
+                let (c, at) = tx.parts();
+                Conn::Sqlite(c, at)
+            }
             Tx::Postgres(tx) => {
                 let (c, watch) = tx.parts();
                 Conn::Postgres(c, watch)
@@ -148,11 +153,13 @@ impl Tx {
         use sqlx::Executor;
         const STATEMENTS: &str = "RELEASE SAVEPOINT onejob_step; SAVEPOINT onejob_step";
         match self {
-            Tx::Sqlite(tx) => tx
-                .conn()
-                .execute(sqlx::raw_sql(STATEMENTS))
-                .await
-                .map(|_| ()),
+            Tx::Sqlite(tx) => {
+                let (conn, at) = tx.parts();
+                conn.execute(sqlx::raw_sql(STATEMENTS))
+                    .await
+                    .map(|_| ())
+                    .map_err(|e| sqlite::named(at, e))
+            }
             Tx::Postgres(tx) => {
                 let (conn, watch) = tx.parts();
                 watch
@@ -165,7 +172,14 @@ impl Tx {
 
     async fn simple(&mut self, statement: &'static str) -> sqlx::Result<()> {
         match self {
-            Tx::Sqlite(tx) => sqlx::query(statement).execute(tx.conn()).await.map(|_| ()),
+            Tx::Sqlite(tx) => {
+                let (conn, at) = tx.parts();
+                sqlx::query(statement)
+                    .execute(conn)
+                    .await
+                    .map(|_| ())
+                    .map_err(|e| sqlite::named(at, e))
+            }
             Tx::Postgres(tx) => {
                 let (conn, watch) = tx.parts();
                 watch
@@ -179,14 +193,15 @@ impl Tx {
 
 /// A connection from a pool, for reads outside a transaction.
 pub enum Pooled {
-    Sqlite(PoolConnection<Sqlite>),
+    /// A reader, and the ledger's file as shown.
+    Sqlite(PoolConnection<Sqlite>, Arc<str>),
     Postgres(PgConn),
 }
 
 impl Handle for Pooled {
     fn conn(&mut self) -> Conn<'_> {
         match self {
-            Pooled::Sqlite(c) => Conn::Sqlite(c),
+            Pooled::Sqlite(c, at) => Conn::Sqlite(c, at),
             Pooled::Postgres(c) => {
                 let (c, watch) = c.parts();
                 Conn::Postgres(c, watch)
@@ -222,7 +237,10 @@ impl Writing {
 impl Handle for Writing {
     fn conn(&mut self) -> Conn<'_> {
         match &mut self.conn {
-            WritingConn::Sqlite(c) => Conn::Sqlite(c.conn()),
+            WritingConn::Sqlite(c) => {
+                let (c, at) = c.parts();
+                Conn::Sqlite(c, at)
+            }
             WritingConn::Postgres(c) => {
                 let (c, watch) = c.parts();
                 Conn::Postgres(c, watch)
@@ -242,18 +260,20 @@ impl Drop for Writing {
 /// Runs `$body` on the handle's backend: `$conn` is that backend's connection and `$sql` the
 /// text of `$file` under its `queries/` folder. The body is written once and compiled for
 /// each backend, so both bind the same values in the same order. On PostgreSQL it runs under
-/// the connection's [`Watch`], so a server that stopped answering fails it in seconds.
+/// the connection's [`Watch`], so a server that stopped answering fails it in seconds; on
+/// either, a failure names the ledger.
 macro_rules! on_backend {
     ($handle:expr, $file:literal, |$conn:ident, $sql:ident| $body:expr) => {
         match $crate::store::Handle::conn(&mut *$handle) {
-            $crate::store::Conn::Sqlite($conn) => {
+            $crate::store::Conn::Sqlite($conn, at) => {
                 let $sql: &'static str = include_str!(concat!(
                     env!("CARGO_MANIFEST_DIR"),
                     "/src/store/sqlite/queries/",
                     $file,
                     ".sql"
                 ));
-                $body
+                let done: sqlx::Result<_> = async { $body }.await;
+                done.map_err(|e| $crate::store::sqlite::named(at, e))
             }
             $crate::store::Conn::Postgres($conn, watch) => {
                 let $sql: &'static str = include_str!(concat!(
@@ -335,7 +355,13 @@ impl Db {
     /// A connection for reads outside a transaction.
     pub async fn read(&self) -> Result<Pooled> {
         Ok(match self {
-            Db::Sqlite(db) => Pooled::Sqlite(db.reader.acquire().await?),
+            Db::Sqlite(db) => Pooled::Sqlite(
+                db.reader
+                    .acquire()
+                    .await
+                    .map_err(|e| sqlite::named(&db.location, e))?,
+                db.location.clone(),
+            ),
             Db::Postgres(db) => Pooled::Postgres(db.acquire().await.map_err(|e| db.failure(e))?),
         })
     }

@@ -31,7 +31,7 @@ use sqlx::postgres::{PgConnectOptions, PgListener, PgPool, PgPoolOptions};
 use sqlx::{Connection, PgConnection, Postgres, TransactionManager};
 use tokio::sync::watch;
 
-use crate::error::{EmptyDetails, Error, Result};
+use crate::error::{Error, Result, StorageKind};
 
 /// The channel the schema's triggers notify on every change.
 pub const CHANNEL: &str = "onejob_changes";
@@ -129,24 +129,23 @@ impl PgDb {
         let migrated = live
             .patiently(sqlx::migrate!("../../migrations/postgres").run(&pool))
             .await
-            .ok_or_else(|| Error::Storage {
-                message: format!(
-                    "the ledger's server at {location} stopped answering while its schema was \
-                     brought up to date: nothing answered for {}s, nor a new connection within \
-                     {}s. Check that the server is running and not suspended, and that this \
-                     host can reach it; opening the ledger again applies what is left, each \
-                     change once",
+            .ok_or_else(|| {
+                let cause = format!(
+                    "its server stopped answering while its schema was brought up to date: \
+                     nothing answered for {} s, nor a new connection within {} s (is it \
+                     suspended?); opening the ledger again applies what is left, each change once",
                     PATIENCE.as_secs(),
                     PROBE_TIMEOUT.as_secs()
-                ),
-                details: EmptyDetails {},
+                );
+                Error::storage(StorageKind::Unreachable, Some(&location), Some(&cause))
             })?;
         migrated.map_err(|e| match e {
             sqlx::migrate::MigrateError::Execute(e) => fail(e),
-            other => Error::Storage {
-                message: format!("{location}: migration: {other}"),
-                details: EmptyDetails {},
-            },
+            other => Error::storage(
+                StorageKind::Failed,
+                Some(&location),
+                Some(&crate::error::migration_words(&other)),
+            ),
         })?;
         Ok(PgDb {
             pool,
@@ -309,17 +308,14 @@ impl Liveness {
 
     /// The error of a statement given up on.
     fn not_answering(&self) -> sqlx::Error {
-        sqlx::Error::Io(std::io::Error::new(
-            std::io::ErrorKind::TimedOut,
-            format!(
-                "the ledger's server at {} is not answering: a statement had no reply for {}s and \
-                 a new connection none within {}s. The connection was dropped; what was asked \
-                 may or may not have been done (a submit of the same key again is recorded once)",
-                self.location,
-                PATIENCE.as_secs(),
-                PROBE_TIMEOUT.as_secs()
-            ),
-        ))
+        let cause = format!(
+            "its server is not answering: a statement had no reply for {} s and a new \
+             connection none within {} s. The connection was dropped; what was asked may or may \
+             not have been done (a submit of the same key again is recorded once)",
+            PATIENCE.as_secs(),
+            PROBE_TIMEOUT.as_secs()
+        );
+        crate::error::at(StorageKind::Unreachable, &self.location, Some(cause))
     }
 }
 
@@ -355,21 +351,19 @@ impl Watch {
         }
     }
 
-    /// `done`, with a failure that says the server is unreachable worded to name the ledger;
-    /// its connection is then broken.
+    /// `done`, with a failure worded to name the ledger (a constraint's refusal is kept as it
+    /// is, for its caller to read); a connection whose server is unreachable is then broken.
     fn named<T>(&self, done: sqlx::Result<T>) -> sqlx::Result<T> {
         if let Err(sqlx::Error::Database(_)) = &done {
             self.failed.store(true, Ordering::Relaxed);
         }
-        done.map_err(
-            |e| match Error::unreachable_at(&self.live.location, CONNECT_TIMEOUT, &e) {
-                Some(named) => {
-                    self.broken.store(true, Ordering::Relaxed);
-                    named
-                }
-                None => e,
-            },
-        )
+        done.map_err(|e| {
+            let named = crate::error::located(&self.live.location, true, CONNECT_TIMEOUT, e);
+            if crate::error::is_unreachable(&named) {
+                self.broken.store(true, Ordering::Relaxed);
+            }
+            named
+        })
     }
 
     /// Forgets a failed statement: the transaction began anew, or went back to its savepoint.
@@ -530,42 +524,35 @@ fn scrub(text: &str, url: &str) -> String {
     }
 }
 
-/// A failure to open, said in a person's terms: unreachable, refused, or lacking rights.
+/// A failure to open, said in a person's terms: unreachable, refused, or lacking rights. The
+/// password never appears, not even where the server repeats what it was given.
 fn open_error(location: &str, e: sqlx::Error, secret: Option<&str>) -> Error {
-    let message = match &e {
-        sqlx::Error::Io(io) => {
-            format!("cannot reach the PostgreSQL server of {location}: {io}")
-        }
-        sqlx::Error::PoolTimedOut => format!(
-            "cannot reach the PostgreSQL server of {location}: no connection within {}s",
-            CONNECT_TIMEOUT.as_secs()
-        ),
-        sqlx::Error::Tls(tls) => format!("{location}: TLS failed: {tls}"),
-        sqlx::Error::Database(db) => {
-            let code = db.code().map(|c| c.into_owned()).unwrap_or_default();
-            match code.as_str() {
-                "28P01" | "28000" => {
-                    format!("{location}: the server refused the login: {}", db.message())
-                }
-                "3D000" => format!("{location}: {}", db.message()),
-                "42501" => format!(
-                    "{location}: the role lacks the rights onejob needs (to create and change its \
-                     tables in the database's public schema; grant them or make the role the \
-                     database's owner): {}",
-                    db.message()
-                ),
-                _ => format!("{location}: {}", db.message()),
-            }
-        }
-        other => format!("{location}: {other}"),
+    let refused = |cause: &str| (StorageKind::Failed, Some(cause.to_owned()));
+    let (kind, cause) = match &e {
+        sqlx::Error::Database(db) => match db.code().as_deref().unwrap_or_default() {
+            "28P01" | "28000" => refused(
+                "its server refused the login: check the user name and the password in the URL \
+                 (or PGPASSWORD), and the server's pg_hba.conf",
+            ),
+            "3D000" => refused(
+                "its database does not exist on the server: create it, or check its name in the \
+                 URL",
+            ),
+            "42501" => refused(
+                "the role lacks the rights onejob needs (to create and change its tables in the \
+                 database's public schema; grant them or make the role the database's owner)",
+            ),
+            _ => return crate::error::located(location, true, CONNECT_TIMEOUT, e).into(),
+        },
+        _ => return crate::error::located(location, true, CONNECT_TIMEOUT, e).into(),
     };
-    let message = match secret {
-        Some(secret) => message.replace(secret, "***"),
-        None => message,
-    };
-    Error::Storage {
-        message,
-        details: EmptyDetails {},
+    let error = Error::storage(kind, Some(location), cause.as_deref());
+    match (secret, error) {
+        (Some(secret), Error::Storage { message, details }) => Error::Storage {
+            message: message.replace(secret, "***"),
+            details,
+        },
+        (_, error) => error,
     }
 }
 

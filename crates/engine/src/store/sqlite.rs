@@ -15,7 +15,7 @@ use sqlx::sqlite::{
 use sqlx::SqliteConnection;
 use tokio::sync::{watch, OwnedMappedMutexGuard, OwnedMutexGuard};
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, StorageKind};
 use crate::OpenOptions;
 
 /// The connections of one ledger file.
@@ -26,15 +26,19 @@ pub struct SqliteDb {
     pub reader: SqlitePool,
     /// For the connection `changes` keeps of its own.
     options: Arc<SqliteConnectOptions>,
+    /// The file's path as shown: every failure on it names it.
+    pub location: Arc<str>,
 }
 
 impl SqliteDb {
     /// Opens (creating if needed) the file at `path` and brings its schema up to date.
     pub async fn open(path: &Path, open: &OpenOptions) -> Result<SqliteDb> {
+        let location: Arc<str> = path.display().to_string().into();
+        let failed = |e: sqlx::Error| Error::from(named(&location, e));
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(|e| Error::Storage {
-                message: format!("cannot create {}: {e}", dir.display()),
-                details: crate::error::EmptyDetails {},
+            std::fs::create_dir_all(dir).map_err(|e| {
+                let cause = format!("its folder {} cannot be made ({})", dir.display(), e.kind());
+                Error::storage(StorageKind::Failed, Some(&location), Some(&cause))
             })?;
         }
         let options = SqliteConnectOptions::from_str("sqlite:")?
@@ -49,7 +53,9 @@ impl SqliteDb {
             Some(pages) => options.pragma("max_page_count", pages.to_string()),
             None => options,
         };
-        let writer = connect_one(&options).await?;
+        let writer = connect_one(&options, location.clone())
+            .await
+            .map_err(failed)?;
         migrate(&writer).await?;
         // A local file needs no liveness ping on every acquire. Readers are few and keep small
         // page caches: each reader is a connection, a thread and a cache, resident for the
@@ -63,11 +69,13 @@ impl SqliteDb {
                 .clone()
                 .pragma("cache_size", READER_CACHE_KIB.to_string()),
         )
-        .await?;
+        .await
+        .map_err(failed)?;
         Ok(SqliteDb {
             writer,
             reader,
             options: Arc::new(options),
+            location,
         })
     }
 
@@ -76,7 +84,11 @@ impl SqliteDb {
     /// gone or the ledger is closed.
     pub async fn changes(&self, every: Duration) -> Result<watch::Receiver<u64>> {
         use sqlx::{ConnectOptions, Connection};
-        let mut conn = self.options.connect().await?;
+        let mut conn = self
+            .options
+            .connect()
+            .await
+            .map_err(|e| named(&self.location, e))?;
         let (tx, rx) = watch::channel(0u64);
         let closed = self.reader.close_event();
         tokio::spawn(async move {
@@ -129,6 +141,7 @@ static MIGRATOR: Migrator = sqlx::migrate!("../../migrations");
 
 /// Brings the file's schema up to date on `conn`.
 async fn migrate(conn: &Writer) -> Result<()> {
+    let location = &conn.location;
     // Several processes may open a new file at once; the loser of a migration race finds the
     // schema applied on its next try.
     let mut tries = 0;
@@ -141,14 +154,31 @@ async fn migrate(conn: &Writer) -> Result<()> {
                 tries += 1;
                 tokio::time::sleep(Duration::from_millis(25 * tries)).await;
             }
-            Err(e) => return Err(e.into()),
+            Err(sqlx::migrate::MigrateError::Execute(e)) => return Err(named(location, e).into()),
+            Err(e) => {
+                let cause = crate::error::migration_words(&e);
+                return Err(Error::storage(
+                    StorageKind::Failed,
+                    Some(location),
+                    Some(&cause),
+                ));
+            }
         }
     }
 }
 
+/// `e`, a failure of the ledger file at `location`, worded to name it (a constraint's refusal
+/// is kept as it is, for its caller to read).
+pub fn named(location: &str, e: sqlx::Error) -> sqlx::Error {
+    crate::error::located(location, false, Duration::ZERO, e)
+}
+
 /// Connects a pool, retrying while another process holds the lock that switching a new file
 /// to WAL needs: SQLite does not wait for that lock through the busy timeout.
-async fn connect(pool: SqlitePoolOptions, options: &SqliteConnectOptions) -> Result<SqlitePool> {
+async fn connect(
+    pool: SqlitePoolOptions,
+    options: &SqliteConnectOptions,
+) -> sqlx::Result<SqlitePool> {
     busy_retried(|| {
         let (pool, options) = (pool.clone(), options.clone());
         async move { pool.connect_with(options).await }
@@ -157,17 +187,17 @@ async fn connect(pool: SqlitePoolOptions, options: &SqliteConnectOptions) -> Res
 }
 
 /// Opens one connection, retried as [`connect`] retries a pool's.
-async fn connect_one(options: &SqliteConnectOptions) -> Result<Writer> {
+async fn connect_one(options: &SqliteConnectOptions, location: Arc<str>) -> sqlx::Result<Writer> {
     use sqlx::ConnectOptions;
     let conn = busy_retried(|| {
         let options = options.clone();
         async move { options.connect().await }
     })
     .await?;
-    Ok(Writer::new(conn))
+    Ok(Writer::new(conn, location))
 }
 
-async fn busy_retried<T, F>(mut attempt: impl FnMut() -> F) -> Result<T>
+async fn busy_retried<T, F>(mut attempt: impl FnMut() -> F) -> sqlx::Result<T>
 where
     F: std::future::Future<Output = sqlx::Result<T>>,
 {
@@ -179,7 +209,7 @@ where
                 tries += 1;
                 tokio::time::sleep(Duration::from_millis(10 * tries.min(20))).await;
             }
-            Err(e) => return Err(e.into()),
+            Err(e) => return Err(e),
         }
     }
 }
@@ -197,6 +227,8 @@ pub struct Writer {
     conn: Arc<tokio::sync::Mutex<Option<SqliteConnection>>>,
     /// A guard was dropped with a transaction possibly open.
     left_open: Arc<AtomicBool>,
+    /// The ledger's file as shown.
+    location: Arc<str>,
 }
 
 /// The writer, held by one user at a time.
@@ -208,18 +240,19 @@ pub struct WriterGuard {
 }
 
 impl Writer {
-    fn new(conn: SqliteConnection) -> Writer {
+    fn new(conn: SqliteConnection, location: Arc<str>) -> Writer {
         Writer {
             conn: Arc::new(tokio::sync::Mutex::new(Some(conn))),
             left_open: Arc::new(AtomicBool::new(false)),
+            location,
         }
     }
 
     /// Waits for the writer; `PoolClosed` once the ledger was closed.
     pub async fn lock(&self) -> sqlx::Result<WriterGuard> {
         let held = self.conn.clone().lock_owned().await;
-        let mut conn =
-            OwnedMutexGuard::try_map(held, Option::as_mut).map_err(|_| sqlx::Error::PoolClosed)?;
+        let mut conn = OwnedMutexGuard::try_map(held, Option::as_mut)
+            .map_err(|_| named(&self.location, sqlx::Error::PoolClosed))?;
         if self.left_open.swap(false, Ordering::SeqCst) {
             // "No transaction is active" when it had ended after all.
             let _ = sqlx::query("ROLLBACK").execute(&mut *conn).await;
@@ -237,7 +270,8 @@ impl Writer {
         writer.open = true;
         sqlx::query("BEGIN IMMEDIATE")
             .execute(writer.conn())
-            .await?;
+            .await
+            .map_err(|e| named(&self.location, e))?;
         Ok(writer)
     }
 
@@ -257,6 +291,11 @@ impl WriterGuard {
         &mut self.conn
     }
 
+    /// The connection, and the ledger's file as shown.
+    pub fn parts(&mut self) -> (&mut SqliteConnection, &str) {
+        (&mut self.conn, &self.writer.location)
+    }
+
     /// Says whether a transaction may be open on it now (one the caller began by its own
     /// statements), so that dropping the guard rolls it back.
     pub fn set_open(&mut self, open: bool) {
@@ -265,14 +304,22 @@ impl WriterGuard {
 
     /// Commits the transaction begun by [`Writer::begin`].
     pub async fn commit(mut self) -> sqlx::Result<()> {
-        sqlx::query("COMMIT").execute(self.conn()).await?;
+        let (conn, location) = self.parts();
+        sqlx::query("COMMIT")
+            .execute(conn)
+            .await
+            .map_err(|e| named(location, e))?;
         self.open = false;
         Ok(())
     }
 
     /// Rolls back the transaction begun by [`Writer::begin`].
     pub async fn rollback(mut self) -> sqlx::Result<()> {
-        sqlx::query("ROLLBACK").execute(self.conn()).await?;
+        let (conn, location) = self.parts();
+        sqlx::query("ROLLBACK")
+            .execute(conn)
+            .await
+            .map_err(|e| named(location, e))?;
         self.open = false;
         Ok(())
     }
