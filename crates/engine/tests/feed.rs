@@ -275,3 +275,61 @@ async fn an_event_written_alone_is_announced_as_a_change() {
         .expect("announced")
         .expect("the change feed runs");
 }
+
+/// SPEC §15: a stream's cost per second does not grow with the ledger's history. An owner whose
+/// jobs are idle while others' are busy gets an empty page whose `next` passes over the others'
+/// events, so its next poll reads only what is new; nothing of its own is skipped.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idle_owners_feed_passes_over_other_owners_events_and_misses_none_of_its_own() {
+    let ledger = Ledger::new().await;
+    let engine = &ledger.engine;
+    let start = engine.feed_end(OWNER).await.expect("the feed's end");
+    let mut theirs = Vec::new();
+    for n in 0..30 {
+        let submitted = engine
+            .submit("busy", &format!("k{n}"), &intent(json!({ "n": n })))
+            .await
+            .expect("another owner's submit");
+        theirs.push(submitted.job.id);
+    }
+    // The other owner's last event, once every event up to it is settled.
+    let (busy, _) = {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let page = engine.feed("busy", &start, 1000).await.expect("feed");
+            if page.events.len() == theirs.len() || Instant::now() > deadline {
+                break (page.events, page.next);
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    };
+    assert_eq!(busy.len(), theirs.len(), "{busy:?}");
+    let their_last = busy.last().expect("their last event").id.clone();
+
+    // The idle owner's page is empty, and its `next` is past the other owner's events.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut page = engine.feed(OWNER, &start, 1000).await.expect("feed");
+    while page.next != their_last && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        page = engine.feed(OWNER, &start, 1000).await.expect("feed");
+    }
+    assert!(page.events.is_empty(), "{page:?}");
+    assert_eq!(
+        page.next, their_last,
+        "an empty page passes over the others' events"
+    );
+    let again = engine.feed(OWNER, &page.next, 1000).await.expect("feed");
+    assert!(again.events.is_empty(), "{again:?}");
+    assert_eq!(again.next, their_last);
+
+    // Its own next event is read from there, and so is every one after a full page.
+    let mine = ledger.submit("mine").await.job;
+    let (read, _) = read_until(engine, &page.next, |read| !read.is_empty()).await;
+    assert_eq!(happened(&read), vec![(mine.id, "submitted".to_owned())]);
+    let full = engine.feed("busy", &start, 10).await.expect("a full page");
+    assert_eq!(full.events.len(), 10);
+    assert_eq!(
+        full.next, full.events[9].id,
+        "a full page ends at its last event"
+    );
+}

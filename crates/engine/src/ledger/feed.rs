@@ -35,11 +35,19 @@ impl Engine {
     /// least every second: on PostgreSQL an event is held back while a transaction that started
     /// earlier is still open (on any database of the server), and the transaction whose end
     /// releases it may be one that rolled back, which announces nothing.
+    ///
+    /// A page that is not full also passes over the other owners' events: `next` is then at
+    /// least the last event of any owner that was settled before the page was read, so a stream
+    /// that waits on an idle owner reads only what is new each time, whatever the ledger's
+    /// history (SPEC §15).
     pub async fn feed(&self, owner: &str, after: &str, limit: u32) -> Result<FeedPage> {
         validate_owner(owner)?;
         let from = self.parse_position(after)?;
+        let limit = limit.clamp(1, MAX_PAGE);
         let mut conn = self.read().await?;
-        let found = events::feed(&mut conn, owner, from, limit.clamp(1, MAX_PAGE)).await?;
+        // Read first: the page, read after it, holds every event of the owner up to it.
+        let passed = events::feed_passed(&mut conn).await?;
+        let found = events::feed(&mut conn, owner, from, limit).await?;
         // Only an empty page can hide a position past the feed's end; asked only then.
         if found.is_empty() && !events::feed_knows(&mut conn, from).await? {
             return Err(Error::invalid_input(
@@ -50,6 +58,11 @@ impl Engine {
                 ),
             ));
         }
+        let last = found.last().map_or(from, |(at, _)| *at);
+        let next = match passed {
+            Some(passed) if found.len() < limit as usize && passed > last => passed,
+            _ => last,
+        };
         let events: Vec<FeedEvent> = found
             .into_iter()
             .map(|(at, event)| FeedEvent {
@@ -57,9 +70,7 @@ impl Engine {
                 event,
             })
             .collect();
-        let next = events
-            .last()
-            .map_or_else(|| self.position_text(from), |e| e.id.clone());
+        let next = self.position_text(next);
         Ok(FeedPage { events, next })
     }
 

@@ -107,6 +107,16 @@ pub async fn feed(
         .collect())
 }
 
+/// The last event of any owner that no event yet to appear can sort before, as it stands now
+/// (a row on disk, so it outlives a crash); `None` while there is none. A page of the feed read
+/// after this, and not full, holds every event of its owner up to it: the next page may start
+/// there, passing over the other owners' events instead of reading them again.
+pub async fn feed_passed(h: &mut impl Handle) -> sqlx::Result<Option<Position>> {
+    on_backend!(h, "events/feed_passed", |conn, sql| {
+        sqlx::query_as(sql).fetch_optional(conn).await
+    })
+}
+
 /// The feed's end now: every event that commits afterwards sorts after it.
 pub async fn feed_end(h: &mut impl Handle) -> sqlx::Result<Position> {
     on_backend!(h, "events/feed_end", |conn, sql| {
