@@ -440,7 +440,9 @@ fn a_hundred_thousand_jobs_page_in_as_they_scroll_into_view_and_the_end_in_one_p
         })
         .await;
         let started = Instant::now();
-        w.wait_for(".job-row[data-job-id]").await;
+        // Waits, not measures: a busy machine may take long; the test proves what was fetched.
+        let busy = Duration::from_secs(90);
+        w.wait_for_within(".job-row[data-job-id]", busy).await;
         println!(
             "first page of {MANY} jobs shown after {:?}",
             started.elapsed()
@@ -460,7 +462,7 @@ fn a_hundred_thousand_jobs_page_in_as_they_scroll_into_view_and_the_end_in_one_p
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
         let page = 100;
-        let deadline = Instant::now() + Duration::from_secs(20);
+        let deadline = Instant::now() + busy;
         let (fetched, last_shown) = loop {
             assert!(Instant::now() < deadline, "the rows in view never arrived");
             // Settled once every row in view has arrived.
@@ -495,8 +497,11 @@ fn a_hundred_thousand_jobs_page_in_as_they_scroll_into_view_and_the_end_in_one_p
             )
             .await
             .unwrap();
-        w.wait_for(".job-row[data-job-id='01900000-0000-7000-8000-000000000001']")
-            .await;
+        w.wait_for_within(
+            ".job-row[data-job-id='01900000-0000-7000-8000-000000000001']",
+            busy,
+        )
+        .await;
         let rows_at_end = w
             .client
             .find_all(Locator::Css(".job-row[data-job-id]"))

@@ -170,10 +170,19 @@ impl Window {
     /// failure says what the window showed instead (its text, a screenshot in artifacts/) and
     /// what the app printed last.
     pub async fn wait_for(&self, css: &str) -> fantoccini::elements::Element {
+        self.wait_for_within(css, Duration::from_secs(20)).await
+    }
+
+    /// [`Window::wait_for`] for up to `limit`: for what a busy machine may take long to show.
+    pub async fn wait_for_within(
+        &self,
+        css: &str,
+        limit: Duration,
+    ) -> fantoccini::elements::Element {
         match self
             .client
             .wait()
-            .at_most(Duration::from_secs(20))
+            .at_most(limit)
             .for_element(Locator::Css(css))
             .await
         {
