@@ -207,9 +207,10 @@ fn a_host_frozen_inside_a_transaction_holds_up_no_other_host() {
     let frozen_job = id(&submitted["job"]);
     let (_, read_before) = timed(&ledger, &["job", &frozen_job], Duration::from_secs(30));
 
-    // The first worker sends the job; while its answer is on the way, the job's row is held
-    // by a transaction of the test's, so the worker's write of the answer waits inside its own
-    // transaction.
+    // The first worker sends the job. While its answer is on the way, a person's cancel on
+    // another host waits inside its transaction for the job's row, which a transaction of the
+    // test's holds; that host freezes there. (An executor never waits for a row another host
+    // holds: its write steps aside and is tried again, as the first worker's answer will.)
     let mut first = Running::spawn(&ledger, &["worker"]);
     poll(Duration::from_secs(60), "the frozen job sent", || {
         assert!(first.is_running(), "{} exited", first.what);
@@ -221,9 +222,10 @@ fn a_host_frozen_inside_a_transaction_holds_up_no_other_host() {
             "BEGIN; SELECT 1 FROM jobs WHERE id = '{frozen_job}' FOR UPDATE;"
         ))
         .expect("hold the job's row");
+    let mut frozen = Running::spawn(&ledger, &["cancel", &frozen_job]);
     let waiting = poll(
         Duration::from_secs(30),
-        "the worker waiting inside a transaction",
+        "the person's cancel waiting inside a transaction",
         || {
             let pid = one(
                 &postgres,
@@ -235,13 +237,13 @@ fn a_host_frozen_inside_a_transaction_holds_up_no_other_host() {
             (!pid.is_empty()).then_some(pid)
         },
     );
-    // Frozen there; then the test lets go of the row: the worker's server side runs on and
-    // is left idle in its transaction, holding what that transaction took.
-    signal(&first, "STOP");
+    // Frozen there; then the test lets go of the row: the host's server side runs on and is
+    // left idle in its transaction, holding the job's row.
+    signal(&frozen, "STOP");
     holder.send("COMMIT;").expect("let go of the row");
     poll(
         Duration::from_secs(30),
-        "the frozen worker idle in its transaction",
+        "the frozen host idle in its transaction",
         || {
             let state = one(
                 &postgres,
@@ -317,8 +319,9 @@ fn a_host_frozen_inside_a_transaction_holds_up_no_other_host() {
         "the second worker completed it {again_completed_ms} ms after claiming it"
     );
 
-    // The database ends the frozen transaction after 10 s idle; thawed, the worker finds its
-    // connection gone, reconnects and settles its job, and nothing was sent twice.
+    // The database ends the frozen transaction after 10 s idle, and the cancel with it; the
+    // first worker's answer, which stepped aside meanwhile, then settles the job, and nothing was
+    // sent twice. Thawed, the frozen host finds its connection gone and says so.
     poll(
         Duration::from_secs(30),
         "the frozen transaction ended",
@@ -332,7 +335,12 @@ fn a_host_frozen_inside_a_transaction_holds_up_no_other_host() {
         },
     );
     let ended_after = frozen_at.elapsed();
-    signal(&first, "CONT");
+    signal(&frozen, "CONT");
+    let thawed = frozen.wait(Duration::from_secs(60));
+    assert_ne!(
+        thawed.code, 0,
+        "the cancel's transaction was ended: {thawed:?}"
+    );
     poll(limit, "the frozen job succeeded", || {
         assert!(first.is_running(), "{} exited", first.what);
         let detail = detail(&ledger, &frozen_job);

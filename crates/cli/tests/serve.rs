@@ -1870,7 +1870,8 @@ async fn a_nul_anywhere_is_invalid_input_naming_the_field_on_both_backends() {
     );
     let attempt = common::id(
         &json(
-            api.post(&format!("/v1/jobs/{job}/retry"), &json!({})).await,
+            api.post_keyed(&format!("/v1/jobs/{job}/retry"), "nul-first", &json!({}))
+                .await,
             StatusCode::OK,
         )
         .await["attempt"],
@@ -1905,8 +1906,9 @@ async fn a_nul_anywhere_is_invalid_input_naming_the_field_on_both_backends() {
     let cancelled = api.post("/v1/jobs/%00/cancel", &json!({})).await;
     assert_eq!(nul_refused(cancelled).await, "job_id");
     let retried = api
-        .post(
+        .post_keyed(
             &format!("/v1/jobs/{job}/retry"),
+            "nul-provider",
             &json!({ "provider": "x\u{0}" }),
         )
         .await;
