@@ -509,7 +509,7 @@ async fn the_statements_of_a_jobs_way_are_planned_once_per_connection_not_on_eve
     stats.close().await;
     assert!(
         rows.iter()
-            .any(|(query, ..)| query.contains("Locks jobs $1")),
+            .any(|(query, ..)| query.contains("for a group of the executor's writes")),
         "the lock statement ran for every job: {rows:#?}"
     );
     let replanned: Vec<_> = rows
