@@ -96,11 +96,25 @@ impl<T> Gathering<T> {
         Fut: Future<Output = ()>,
     {
         loop {
-            tokio::select! {
+            let leader = tokio::select! {
                 biased;
                 got = &mut *answer => return got,
-                _leader = self.leader.lock() => commit(self.drain()).await,
+                leader = self.leader.lock() => leader,
+            };
+            let group = self.drain();
+            if group.is_empty() {
+                // This caller's write stepped aside and waits for its job (see `begin`): no
+                // spinning on the lock meanwhile.
+                drop(leader);
+                tokio::select! {
+                    biased;
+                    got = &mut *answer => return got,
+                    () = tokio::time::sleep(std::time::Duration::from_millis(5)) => {}
+                }
+                continue;
             }
+            commit(group).await;
+            drop(leader);
         }
     }
 
@@ -403,7 +417,7 @@ async fn commit_group(db: &Db, group: Vec<Queued>) {
 /// that, so two groups never wait for each other in a circle); if it cannot start, every
 /// caller is answered with why. The statement never waits for another host: a write whose job
 /// another transaction holds (a host at work on it, or frozen inside its transaction) steps
-/// aside, answered with a `storage` error that its caller retries later, so it holds up none
+/// aside and is committed a moment later in a group of its own (`later`), so it holds up none
 /// of this host's other writes (SPEC §14). The rest of the group goes on without it.
 async fn begin(db: &Db, group: Vec<Queued>) -> Option<(Tx, Vec<Queued>)> {
     let (mut jobs, mut attempts) = (Vec::new(), Vec::new());
@@ -428,10 +442,7 @@ async fn begin(db: &Db, group: Vec<Queued>) -> Option<(Tx, Vec<Queued>)> {
             let (going, aside): (Vec<Queued>, Vec<Queued>) = group
                 .into_iter()
                 .partition(|q| holder(&held, &q.lock).is_none());
-            for queued in aside {
-                let job = holder(&held, &queued.lock).unwrap_or_default().to_owned();
-                (queued.refuse)(held_by_another_host(&job));
-            }
+            tokio::spawn(later(db.clone(), aside));
             if going.is_empty() {
                 return None;
             }
@@ -446,18 +457,20 @@ async fn begin(db: &Db, group: Vec<Queued>) -> Option<(Tx, Vec<Queued>)> {
     }
 }
 
-/// What a write that stepped aside is answered: `storage` of kind `busy`, which the executor
-/// retries with backoff; nothing of it was written. It reaches no face: only the executor's
-/// writes step aside.
-fn held_by_another_host(job: &str) -> Error {
-    Error::Storage {
-        message: format!(
-            "job {job} is being written by another host; this write steps aside and is tried again"
-        ),
-        details: crate::error::StorageDetails {
-            kind: crate::error::StorageKind::Busy,
-        },
-    }
+/// How long writes that stepped aside wait before they try again.
+const STEP_ASIDE: std::time::Duration = std::time::Duration::from_millis(50);
+
+/// Writes that stepped aside, committed in a group of their own a moment later, apart from the
+/// group lock: their callers wait for their answers as they would for the job's lock, and every
+/// other write of this host goes on meanwhile. Boxed, as `commit_group` leads back here.
+fn later(db: Db, aside: Vec<Queued>) -> Pin<Box<dyn Future<Output = ()> + Send>> {
+    Box::pin(async move {
+        if aside.is_empty() {
+            return;
+        }
+        tokio::time::sleep(STEP_ASIDE).await;
+        commit_group(&db, aside).await;
+    })
 }
 
 /// The job another transaction holds that a write with `lock` concerns, if any, among `held`
