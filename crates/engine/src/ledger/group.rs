@@ -439,9 +439,8 @@ async fn begin(db: &Db, group: Vec<Queued>) -> Option<(Tx, Vec<Queued>)> {
     match begun.await {
         Ok((tx, held)) if held.is_empty() => Some((tx, group)),
         Ok((tx, held)) => {
-            let (going, aside): (Vec<Queued>, Vec<Queued>) = group
-                .into_iter()
-                .partition(|q| holder(&held, &q.lock).is_none());
+            let (going, aside): (Vec<Queued>, Vec<Queued>) =
+                group.into_iter().partition(|q| !is_held(&held, &q.lock));
             tokio::spawn(later(db.clone(), aside));
             if going.is_empty() {
                 return None;
@@ -473,16 +472,14 @@ fn later(db: Db, aside: Vec<Queued>) -> Pin<Box<dyn Future<Output = ()> + Send>>
     })
 }
 
-/// The job another transaction holds that a write with `lock` concerns, if any, among `held`
+/// Whether a write with `lock` concerns a job another transaction holds, among `held`
 /// (`(job, the attempt it was asked for by)`).
-fn holder<'h>(held: &'h [(String, Option<String>)], lock: &Lock) -> Option<&'h str> {
-    held.iter()
-        .find(|(job, attempt)| match lock {
-            Lock::Job(id) => attempt.is_none() && job == id,
-            Lock::JobOf(id) => attempt.as_deref() == Some(id.as_str()),
-            Lock::Nothing => false,
-        })
-        .map(|(job, _)| job.as_str())
+fn is_held(held: &[(String, Option<String>)], lock: &Lock) -> bool {
+    held.iter().any(|(job, attempt)| match lock {
+        Lock::Job(id) => attempt.is_none() && job == id,
+        Lock::JobOf(id) => attempt.as_deref() == Some(id.as_str()),
+        Lock::Nothing => false,
+    })
 }
 
 /// The group's writes in one transaction without savepoints, committed and answered; or, when
