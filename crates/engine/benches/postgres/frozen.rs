@@ -1,12 +1,13 @@
 //! A submit's latency while another host is frozen inside a transaction, beside its latency
-//! when none is. The frozen host is a worker process driving one job at a sandbox taking 1.5 s:
-//! while the answer is on the way the benchmark holds that job's row, so the worker's write of
-//! the answer waits inside its transaction with whatever it took before; the worker is stopped
-//! (SIGSTOP) there and the row let go, leaving its transaction open and idle, as a suspended
-//! host's would be. Then, as before the freeze, three ways of submitting: one after another on
-//! an open engine, 16 at once (one group's transaction), and as a new host would (open the
-//! ledger, submit, close: what `onejob submit` does), each followed by a raw INSERT, so the
-//! disk's pace meanwhile shows beside it.
+//! when none is. A worker process drives one job at a sandbox taking 1.5 s; while the answer is
+//! on the way the benchmark holds that job's row, and a person's cancel on another host (a
+//! process of its own) waits inside its transaction for it; that process is stopped (SIGSTOP)
+//! there and the row let go, leaving its transaction open and idle with the job's row, as a
+//! suspended host's would be. (An executor's write never waits for a row another host holds: it
+//! steps aside and is tried again, as the worker's answer is meanwhile.) Then, as before the
+//! freeze, three ways of submitting: one after another on an open engine, 16 at once (one
+//! group's transaction), and as a new host would (open the ledger, submit, close: what `onejob
+//! submit` does), each followed by a raw INSERT, so the disk's pace meanwhile shows beside it.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -114,6 +115,8 @@ pub async fn frozen_host(cluster: &Postgres, logs: &Path) -> Result<()> {
         .bind(&job)
         .execute(&mut *held)
         .await?;
+    let mut canceller = Worker::canceller(&url, &job, logs, "frozen-cancel").await?;
+    canceller.go().await?;
     let start = Instant::now();
     let waiting: i32 = loop {
         let waiting: Option<i32> = sqlx::query_scalar(
@@ -130,11 +133,11 @@ pub async fn frozen_host(cluster: &Postgres, logs: &Path) -> Result<()> {
         check_deadline(
             start + STEP,
             STEP,
-            "the worker waiting inside a transaction",
+            "the person's cancel waiting inside a transaction",
         )?;
         tokio::time::sleep(Duration::from_millis(10)).await;
     };
-    worker.signal("STOP")?;
+    canceller.signal("STOP")?;
     held.commit().await?;
     let start = Instant::now();
     let idle = loop {
@@ -168,10 +171,10 @@ pub async fn frozen_host(cluster: &Postgres, logs: &Path) -> Result<()> {
             .bind(waiting)
             .fetch_optional(&mut watch)
             .await?;
-    worker.signal("CONT")?;
+    canceller.signal("CONT")?;
 
     if !idle {
-        println!("pg a host frozen in a transaction: not measured (the worker's connection did not stay idle in its transaction)");
+        println!("pg a host frozen in a transaction: not measured (the frozen host's connection did not stay idle in its transaction)");
     }
     let open = if state.as_deref() == Some("idle in transaction") {
         "stayed open throughout"
@@ -202,7 +205,8 @@ pub async fn frozen_host(cluster: &Postgres, logs: &Path) -> Result<()> {
         println!("  pg waiting for the frozen host: {statement}");
     }
 
-    // Thawed, the worker settles its job; it must have been sent once.
+    // Thawed, the person's cancel commits and the worker's answer arrives late; the job must
+    // have been sent once.
     let start = Instant::now();
     loop {
         let status: String = sqlx::query_scalar("SELECT status FROM jobs WHERE id = $1::uuid")
@@ -217,7 +221,7 @@ pub async fn frozen_host(cluster: &Postgres, logs: &Path) -> Result<()> {
             .fetch_one(&mut watch)
             .await?;
             println!(
-                "  pg the frozen host, thawed: its job {status} {:.1} s later, sent {sends} time{}",
+                "  pg thawed: the frozen job {status} {:.1} s later, sent {sends} time{}",
                 start.elapsed().as_secs_f64(),
                 if sends == 1 { "" } else { "s" }
             );
@@ -229,6 +233,9 @@ pub async fn frozen_host(cluster: &Postgres, logs: &Path) -> Result<()> {
             "the thawed worker's job settled",
         )?;
         tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    if let Err(e) = canceller.stop().await {
+        println!("  pg the frozen person's cancel, thawed: {e}");
     }
     worker.stop().await?;
     engine.close().await;

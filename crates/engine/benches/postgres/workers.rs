@@ -1,7 +1,7 @@
 //! Worker processes: this benchmark's own binary run again with `ONEJOB_BENCH_WORKER` naming a
 //! ledger, each with an Engine and an executor of its own, as `onejob worker` runs on another
 //! host. It says `ready` once its ledger is open, starts on a line `go` and stops when its
-//! input ends.
+//! input ends. Told to cancel a job instead, it is a person's `onejob cancel` on another host.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -18,6 +18,8 @@ pub const WORKER: &str = "ONEJOB_BENCH_WORKER";
 const IN_FLIGHT: &str = "ONEJOB_BENCH_WORKER_IN_FLIGHT";
 /// When set, the worker drives only this job (`Executor::run_job`) and leaves every other alone.
 const ONLY_JOB: &str = "ONEJOB_BENCH_WORKER_JOB";
+/// When set, the process sends nothing: on `go` it cancels this job as a person would, and ends.
+const CANCEL_JOB: &str = "ONEJOB_BENCH_WORKER_CANCEL";
 /// How long a worker gets to open its ledger, and to stop once told.
 const PATIENCE: Duration = Duration::from_secs(60);
 
@@ -52,6 +54,11 @@ pub async fn serve(url: String) -> Result<()> {
     });
     println!("ready");
     if go_rx.await.is_ok() {
+        if let Ok(job) = std::env::var(CANCEL_JOB) {
+            engine.cancel(crate::common::OWNER, &job).await?;
+            engine.close().await;
+            return Ok(());
+        }
         match std::env::var(ONLY_JOB) {
             Ok(job) => {
                 tokio::select! {
@@ -91,6 +98,23 @@ impl Worker {
         logs: &Path,
         name: &str,
     ) -> Result<Worker> {
+        Self::spawn(url, in_flight, job, None, logs, name).await
+    }
+
+    /// Starts a process on the ledger at `url` that, on `go`, cancels `job` as a person on
+    /// another host would, and ends.
+    pub async fn canceller(url: &str, job: &str, logs: &Path, name: &str) -> Result<Worker> {
+        Self::spawn(url, 1, None, Some(job), logs, name).await
+    }
+
+    async fn spawn(
+        url: &str,
+        in_flight: usize,
+        job: Option<&str>,
+        cancel: Option<&str>,
+        logs: &Path,
+        name: &str,
+    ) -> Result<Worker> {
         let log = logs.join(format!("{name}.log"));
         let mut command = Command::new(std::env::current_exe()?);
         command
@@ -103,6 +127,10 @@ impl Worker {
         match job {
             Some(job) => command.env(ONLY_JOB, job),
             None => command.env_remove(ONLY_JOB),
+        };
+        match cancel {
+            Some(job) => command.env(CANCEL_JOB, job),
+            None => command.env_remove(CANCEL_JOB),
         };
         let mut child = command.spawn()?;
         let (stdin, stdout) = (child.stdin.take(), child.stdout.take());
