@@ -674,9 +674,11 @@ export type ShownValue =
 /**  A value of at most [`LARGE_BYTES`], whole. */
 { shown: "whole"; value: Value } | 
 /**
- *  A larger value: the length in bytes of its pretty JSON text (2-space indent, the text
- *  the screen shows and a saved file holds), and the start of that text, at most
- *  [`FIRST_PART_BYTES`], cut on a character boundary and, when one is near, after a line.
+ *  A larger value: the length in bytes of its JSON text (for a job's intent or result, the
+ *  text the ledger holds, measured there; for an event's detail, its pretty text), and the
+ *  start of its pretty text (2-space indent, the text the screen shows and a saved file
+ *  holds), at most [`FIRST_PART_BYTES`], cut on a character boundary and, when one is
+ *  near, after a line.
  */
 { shown: "large"; size: number; first_part: string };
 

@@ -6,7 +6,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use specta::Type;
 
-/// A value whose pretty JSON text is longer than this many bytes is large.
+/// A value whose JSON text is longer than this many bytes is large: a job's intent or result
+/// by its text in the ledger ([`ShownValue::measured`]), an event's detail by its pretty text
+/// ([`ShownValue::of`]).
 pub const LARGE_BYTES: usize = 64 * 1024;
 /// At most this many bytes of a large value's pretty JSON text are its first part.
 pub const FIRST_PART_BYTES: usize = 4 * 1024;
@@ -20,9 +22,11 @@ pub const FIRST_PART_CHARS: usize = FIRST_PART_BYTES;
 pub enum ShownValue {
     /// A value of at most [`LARGE_BYTES`], whole.
     Whole { value: Value },
-    /// A larger value: the length in bytes of its pretty JSON text (2-space indent, the text
-    /// the screen shows and a saved file holds), and the start of that text, at most
-    /// [`FIRST_PART_BYTES`], cut on a character boundary and, when one is near, after a line.
+    /// A larger value: the length in bytes of its JSON text (for a job's intent or result, the
+    /// text the ledger holds, measured there; for an event's detail, its pretty text), and the
+    /// start of its pretty text (2-space indent, the text the screen shows and a saved file
+    /// holds), at most [`FIRST_PART_BYTES`], cut on a character boundary and, when one is
+    /// near, after a line.
     Large { size: u32, first_part: String },
 }
 
