@@ -2,8 +2,8 @@
 //! app's owner.
 
 use onejob_engine::{
-    default_db_path, Error, Job, JobAttempt, JobPage, JobPart, JobStatus, JobsQuery, OpenJobs,
-    Resolution, Submitted, Verdict,
+    default_db_path, Error, Job, JobAttempt, JobPart, JobStatus, JobSummaryPage, JobsQuery,
+    OpenJobs, Resolution, Submitted, Verdict,
 };
 use serde_json::Value;
 use tauri::{AppHandle, Runtime, State};
@@ -45,6 +45,7 @@ pub async fn fingerprint(intent_json: String) -> Result<String, Error> {
 /// One page of jobs, newest first (oldest first with `oldest_first`), optionally of one
 /// status, matching `search` (the start of an idempotency key or a job id) and naming
 /// `provider`; pass the previous page's `next` as `after` to continue in the same direction.
+/// Each job comes as the list shows it: its route, never its whole intent or result.
 #[tauri::command]
 #[specta::specta]
 pub async fn list_jobs(
@@ -55,7 +56,7 @@ pub async fn list_jobs(
     oldest_first: Option<bool>,
     search: Option<String>,
     provider: Option<String>,
-) -> Result<JobPage, Error> {
+) -> Result<JobSummaryPage, Error> {
     let query = JobsQuery {
         status,
         search,
@@ -64,7 +65,7 @@ pub async fn list_jobs(
         limit,
         oldest_first: oldest_first.unwrap_or(false),
     };
-    let answer = state.engine()?.jobs(&state.owner, &query).await;
+    let answer = state.engine()?.job_summaries(&state.owner, &query).await;
     state.checked(answer).await
 }
 
@@ -96,11 +97,12 @@ pub async fn needs_attention(state: State<'_, AppState>) -> Result<u32, Error> {
 }
 
 /// One job with its attempts and event history; a large intent, result or event detail comes
-/// only as its size and first part.
+/// only as its size and first part; a large intent or result is measured by the ledger, never
+/// read whole.
 #[tauri::command]
 #[specta::specta]
 pub async fn job(state: State<'_, AppState>, id: String) -> Result<JobView, Error> {
-    let answer = state.engine()?.job(&state.owner, &id).await;
+    let answer = state.engine()?.job_shown(&state.owner, &id).await;
     state.checked(answer).await.map(JobView::of)
 }
 

@@ -1,8 +1,9 @@
 //! The Job screen's data: a job with its attempts and history, each of its intent, result and
 //! event details whole or, when large, only by its size and first part (SPEC §13), so a
-//! large job reaches the window as quickly as a small one.
+//! large job reaches the window as quickly as a small one. The intent and result come
+//! measured by the ledger ([`ShownJob`]); the events' details are measured here.
 
-use onejob_engine::{Actor, Attempt, Job, JobDetail, JobError, JobStatus, ShownValue, Usage};
+use onejob_engine::{Actor, Attempt, ShownJob, ShownJobDetail, ShownValue, Usage};
 use serde::Serialize;
 
 /// What the Job screen shows of one job.
@@ -16,31 +17,6 @@ pub struct JobView {
     pub usage: Option<Usage>,
 }
 
-/// A job as the engine gives it, with its intent and result as shown.
-#[derive(Debug, Clone, Serialize, specta::Type)]
-pub struct ShownJob {
-    pub id: String,
-    pub owner_id: String,
-    pub idempotency_key: String,
-    /// Hex SHA-256 of the intent's RFC 8785 canonical JSON.
-    pub fingerprint: String,
-    pub intent: ShownValue,
-    pub status: JobStatus,
-    /// Rises by one with every write that decides the outcome.
-    pub version: u32,
-    /// The attempt whose answer won, once one has.
-    pub completed_by: Option<String>,
-    pub result: Option<ShownValue>,
-    pub error: Option<JobError>,
-    /// A late answer or a contradiction that a person should look at.
-    pub flagged_for_review: bool,
-    pub created_at: String,
-    pub updated_at: String,
-    pub finished_at: Option<String>,
-    /// A queued job's backoff: no attempt starts before this time.
-    pub not_before: Option<String>,
-}
-
 /// One event of the history, with its detail as shown.
 #[derive(Debug, Clone, Serialize, specta::Type)]
 pub struct ShownEvent {
@@ -52,10 +28,11 @@ pub struct ShownEvent {
 }
 
 impl JobView {
-    /// The engine's detail of a job, every large value replaced by its size and first part.
-    pub fn of(detail: JobDetail) -> JobView {
+    /// The engine's detail of a job as shown, every large event detail replaced by its size
+    /// and first part too.
+    pub fn of(detail: ShownJobDetail) -> JobView {
         JobView {
-            job: ShownJob::of(detail.job),
+            job: detail.job,
             attempts: detail.attempts,
             events: detail
                 .events
@@ -69,28 +46,6 @@ impl JobView {
                 })
                 .collect(),
             usage: detail.usage,
-        }
-    }
-}
-
-impl ShownJob {
-    fn of(job: Job) -> ShownJob {
-        ShownJob {
-            id: job.id,
-            owner_id: job.owner_id,
-            idempotency_key: job.idempotency_key,
-            fingerprint: job.fingerprint,
-            intent: ShownValue::of(job.intent),
-            status: job.status,
-            version: job.version,
-            completed_by: job.completed_by,
-            result: job.result.map(ShownValue::of),
-            error: job.error,
-            flagged_for_review: job.flagged_for_review,
-            created_at: job.created_at,
-            updated_at: job.updated_at,
-            finished_at: job.finished_at,
-            not_before: job.not_before,
         }
     }
 }

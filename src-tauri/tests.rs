@@ -1124,10 +1124,17 @@ fn a_large_result_and_intent_reach_the_job_screen_as_their_size_and_first_part()
     let view = invoke(&app.window, "job", json!({ "id": id })).unwrap();
     let result = &view["job"]["result"];
     assert_eq!(result["shown"], json!("large"));
-    assert_eq!(result["size"], json!(pretty.len()));
+    // Its size is the length of its JSON text as the ledger holds it, measured there.
+    let stored = serde_json::to_string(&big).unwrap();
+    assert_eq!(result["size"], json!(stored.len()));
     let first = result["first_part"].as_str().unwrap();
     assert!(!first.is_empty() && first.len() <= 4096, "{}", first.len());
     assert!(pretty.starts_with(first));
+    // The same first part as indenting the whole value gives.
+    match onejob_engine::ShownValue::of(big.clone()) {
+        onejob_engine::ShownValue::Large { first_part, .. } => assert_eq!(first, first_part),
+        whole => panic!("{whole:?}"),
+    }
     assert_eq!(view["job"]["intent"]["shown"], json!("large"));
     // The whole answer stays small: nothing of the values but their first parts.
     let sent = view.to_string().len();
@@ -1151,6 +1158,25 @@ fn a_large_result_and_intent_reach_the_job_screen_as_their_size_and_first_part()
     )
     .unwrap();
     assert_eq!(intent["input"]["blob"].as_str().map(str::len), Some(70_000));
+}
+
+#[test]
+fn the_jobs_list_reads_only_what_it_shows_not_a_five_megabyte_result() {
+    let app = headless_app();
+    let id = succeeded_with(
+        &app.engine,
+        "large",
+        json!({"blob": "y".repeat(70_000)}),
+        &five_megabytes(),
+    );
+    let page = invoke(&app.window, "list_jobs", json!({})).unwrap();
+    let row = &page["jobs"][0];
+    assert_eq!(row["id"], json!(id));
+    assert_eq!(row["idempotency_key"], json!("large"));
+    assert_eq!(row["status"], json!("succeeded"));
+    assert_eq!(row["route"], json!(["sandbox"]), "the route the list shows");
+    let sent = page.to_string().len();
+    assert!(sent < 2 * 1024, "the Jobs list's page is {sent} bytes");
 }
 
 #[test]

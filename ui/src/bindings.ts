@@ -22,15 +22,17 @@ export const commands = {
 	 *  One page of jobs, newest first (oldest first with `oldest_first`), optionally of one
 	 *  status, matching `search` (the start of an idempotency key or a job id) and naming
 	 *  `provider`; pass the previous page's `next` as `after` to continue in the same direction.
+	 *  Each job comes as the list shows it: its route, never its whole intent or result.
 	 */
-	listJobs: (status: JobStatus | null, after: string | null, limit: number | null, oldestFirst: boolean | null, search: string | null, provider: string | null) => typedError<JobPage, Error>(__TAURI_INVOKE("list_jobs", { status, after, limit, oldestFirst, search, provider })),
+	listJobs: (status: JobStatus | null, after: string | null, limit: number | null, oldestFirst: boolean | null, search: string | null, provider: string | null) => typedError<JobSummaryPage, Error>(__TAURI_INVOKE("list_jobs", { status, after, limit, oldestFirst, search, provider })),
 	/**  How many jobs the same filters as `list_jobs` give: the length of the Jobs list. */
 	countJobs: (status: JobStatus | null, search: string | null, provider: string | null) => typedError<number, Error>(__TAURI_INVOKE("count_jobs", { status, search, provider })),
 	/**  How many jobs need a person: `unknown` ones and those flagged for review. */
 	needsAttention: () => typedError<number, Error>(__TAURI_INVOKE("needs_attention")),
 	/**
 	 *  One job with its attempts and event history; a large intent, result or event detail comes
-	 *  only as its size and first part.
+	 *  only as its size and first part; a large intent or result is measured by the ledger, never
+	 *  read whole.
 	 */
 	job: (id: string) => typedError<JobView, Error>(__TAURI_INVOKE("job", { id })),
 	/**
@@ -386,12 +388,6 @@ export type JobError = {
 	message: string,
 };
 
-/**  One page of jobs, newest first; `next` continues after the last one. */
-export type JobPage = {
-	jobs: Job[],
-	next: string | null,
-};
-
 /**  Which value of a job a person asks for whole. */
 export type JobPart = { part: "intent" } | { part: "result" } | 
 /**
@@ -420,6 +416,32 @@ export type JobStatus =
 "failed" | 
 /**  A person cancelled it. Terminal; no attempt may start. */
 "cancelled";
+
+/**
+ *  A job as a list of jobs shows it: everything but its intent and result, which may be
+ *  megabytes, and of the intent only its route. The window's Jobs list reads these.
+ */
+export type JobSummary = {
+	id: string,
+	owner_id: string,
+	idempotency_key: string,
+	status: JobStatus,
+	/**  Rises by one with every write that decides the outcome. */
+	version: number,
+	/**  The providers the intent's `route` names, in order. */
+	route: string[],
+	/**  A late answer or a contradiction that a person should look at. */
+	flagged_for_review: boolean,
+	created_at: string,
+	updated_at: string,
+	finished_at: string | null,
+};
+
+/**  One page of job summaries, newest first; `next` continues after the last one. */
+export type JobSummaryPage = {
+	jobs: JobSummary[],
+	next: string | null,
+};
 
 /**  What the Job screen shows of one job. */
 export type JobView = {
@@ -619,7 +641,11 @@ export type ShownEvent = {
 	detail: ShownValue,
 };
 
-/**  A job as the engine gives it, with its intent and result as shown. */
+/**
+ *  A job with its intent and result as a screen shows them (SPEC §13): each whole, or when
+ *  its JSON text in the ledger is over 64 KiB only its length and first part, measured by the
+ *  database so that a large value never leaves it just to be measured.
+ */
 export type ShownJob = {
 	id: string,
 	owner_id: string,
@@ -648,9 +674,11 @@ export type ShownValue =
 /**  A value of at most [`LARGE_BYTES`], whole. */
 { shown: "whole"; value: Value } | 
 /**
- *  A larger value: the length in bytes of its pretty JSON text (2-space indent, the text
- *  the screen shows and a saved file holds), and the start of that text, at most
- *  [`FIRST_PART_BYTES`], cut on a character boundary and, when one is near, after a line.
+ *  A larger value: the length in bytes of its JSON text (for a job's intent or result, the
+ *  text the ledger holds, measured there; for an event's detail, its pretty text), and the
+ *  start of its pretty text (2-space indent, the text the screen shows and a saved file
+ *  holds), at most [`FIRST_PART_BYTES`], cut on a character boundary and, when one is
+ *  near, after a line.
  */
 { shown: "large"; size: number; first_part: string };
 

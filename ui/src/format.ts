@@ -1,5 +1,4 @@
-// Small display helpers shared by the screens: ids, times, routes, sizes.
-import type { Value } from "./bindings";
+// Small display helpers shared by the screens: ids, times, sizes.
 
 /** The tail of a UUIDv7: its head is a timestamp, so jobs made together share it. */
 export function shortId(id: string): string {
@@ -27,14 +26,6 @@ export function timeAgo(iso: string, now: number): string {
 export function exactTime(iso: string): string {
   const at = Date.parse(iso);
   return Number.isNaN(at) ? iso : `${exact.format(at)} (${iso})`;
-}
-
-/** The providers an intent routes to, in order, or an empty list if it names none. */
-export function routeOf(intent: Value): string[] {
-  if (intent === null || typeof intent !== "object" || Array.isArray(intent)) return [];
-  const route = intent["route"];
-  if (!Array.isArray(route)) return [];
-  return route.filter((p): p is string => typeof p === "string");
 }
 
 /** "812 B", "64.0 KiB", "4.8 MiB": a length in bytes, in the units SPEC §13 speaks of. */

@@ -1,9 +1,9 @@
 import { describe, expect, it } from "vitest";
 
 import { emptyPages, missing, PAGE, rowAt, withPage } from "./pager";
-import { job } from "./test/fixtures";
+import { summary } from "./test/fixtures";
 
-const page = (from: number, n: number) => Array.from({ length: n }, (_, k) => job(`j${from + k}`));
+const page = (from: number, n: number) => Array.from({ length: n }, (_, k) => summary(`j${from + k}`));
 
 describe("the Jobs list's pages", () => {
   it("fetches only the first page for the rows at the top", () => {

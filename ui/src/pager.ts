@@ -1,7 +1,7 @@
 // The Jobs list's memory: the list is as long as the jobs' count, and keyset pages are fetched
 // from whichever end (newest or oldest) is nearer to the rows in view, so a jump to the end
 // costs one page; pages far from the view are dropped, so 100,000 jobs never sit in memory.
-import type { Job } from "./bindings";
+import type { JobSummary } from "./bindings";
 
 /** Rows per page fetched. */
 export const PAGE = 100;
@@ -26,7 +26,7 @@ export interface Pages {
   /** `ends[i]` is the `after` cursor of bottom page i (null for the last). */
   ends: (string | null)[];
   /** Rows in memory, by row number from the top. */
-  rows: Map<number, Job>;
+  rows: Map<number, JobSummary>;
   /** Rows fetched to fill pages scrolled into view, for the record (and the test that reads it). */
   fetched: number;
   /** Rows fetched again because the ledger changed. */
@@ -107,7 +107,7 @@ function rowOf(p: Pages, ref: PageRef, k: number): number {
 export function withPage(
   p: Pages,
   ref: PageRef,
-  jobs: Job[],
+  jobs: JobSummary[],
   next: string | null,
   around: number,
   refresh = false,
@@ -136,6 +136,6 @@ export function withPage(
 }
 
 /** The job at row `index`, if its page is in memory. */
-export function rowAt(p: Pages, index: number): Job | undefined {
+export function rowAt(p: Pages, index: number): JobSummary | undefined {
   return p.rows.get(index);
 }

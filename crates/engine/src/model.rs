@@ -214,6 +214,69 @@ pub struct JobPage {
     pub next: Option<String>,
 }
 
+/// A job as a list of jobs shows it: everything but its intent and result, which may be
+/// megabytes, and of the intent only its route. The window's Jobs list reads these.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Type)]
+pub struct JobSummary {
+    pub id: String,
+    pub owner_id: String,
+    pub idempotency_key: String,
+    pub status: JobStatus,
+    /// Rises by one with every write that decides the outcome.
+    pub version: u32,
+    /// The providers the intent's `route` names, in order.
+    pub route: Vec<String>,
+    /// A late answer or a contradiction that a person should look at.
+    pub flagged_for_review: bool,
+    pub created_at: String,
+    pub updated_at: String,
+    pub finished_at: Option<String>,
+}
+
+/// One page of job summaries, newest first; `next` continues after the last one.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Type)]
+pub struct JobSummaryPage {
+    pub jobs: Vec<JobSummary>,
+    pub next: Option<String>,
+}
+
+/// A job with its intent and result as a screen shows them (SPEC §13): each whole, or when
+/// its JSON text in the ledger is over 64 KiB only its length and first part, measured by the
+/// database so that a large value never leaves it just to be measured.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Type)]
+pub struct ShownJob {
+    pub id: String,
+    pub owner_id: String,
+    pub idempotency_key: String,
+    /// Hex SHA-256 of the intent's RFC 8785 canonical JSON.
+    pub fingerprint: String,
+    pub intent: crate::ShownValue,
+    pub status: JobStatus,
+    /// Rises by one with every write that decides the outcome.
+    pub version: u32,
+    /// The attempt whose answer won, once one has.
+    pub completed_by: Option<String>,
+    pub result: Option<crate::ShownValue>,
+    pub error: Option<JobError>,
+    /// A late answer or a contradiction that a person should look at.
+    pub flagged_for_review: bool,
+    pub created_at: String,
+    pub updated_at: String,
+    pub finished_at: Option<String>,
+    /// A queued job's backoff: no attempt starts before this time.
+    pub not_before: Option<String>,
+}
+
+/// A job as shown, with its attempts and event history as the engine reads them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ShownJobDetail {
+    pub job: ShownJob,
+    pub attempts: Vec<Attempt>,
+    pub events: Vec<Event>,
+    /// The tokens reported over all its attempts; `None` when no attempt reported any.
+    pub usage: Option<Usage>,
+}
+
 /// A job and the attempt an action touched or created.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Type)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]

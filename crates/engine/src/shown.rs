@@ -6,10 +6,15 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use specta::Type;
 
-/// A value whose pretty JSON text is longer than this many bytes is large.
+/// A value whose JSON text is longer than this many bytes is large: a job's intent or result
+/// by its text in the ledger ([`ShownValue::measured`]), an event's detail by its pretty text
+/// ([`ShownValue::of`]).
 pub const LARGE_BYTES: usize = 64 * 1024;
 /// At most this many bytes of a large value's pretty JSON text are its first part.
 pub const FIRST_PART_BYTES: usize = 4 * 1024;
+/// How many characters of a large value's JSON text the ledger gives to make its first part:
+/// enough for [`FIRST_PART_BYTES`] once indented, since indenting only adds.
+pub const FIRST_PART_CHARS: usize = FIRST_PART_BYTES;
 
 /// A value as a screen receives it: whole, or when large only by its size and first part.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Type)]
@@ -17,9 +22,11 @@ pub const FIRST_PART_BYTES: usize = 4 * 1024;
 pub enum ShownValue {
     /// A value of at most [`LARGE_BYTES`], whole.
     Whole { value: Value },
-    /// A larger value: the length in bytes of its pretty JSON text (2-space indent, the text
-    /// the screen shows and a saved file holds), and the start of that text, at most
-    /// [`FIRST_PART_BYTES`], cut on a character boundary and, when one is near, after a line.
+    /// A larger value: the length in bytes of its JSON text (for a job's intent or result, the
+    /// text the ledger holds, measured there; for an event's detail, its pretty text), and the
+    /// start of its pretty text (2-space indent, the text the screen shows and a saved file
+    /// holds), at most [`FIRST_PART_BYTES`], cut on a character boundary and, when one is
+    /// near, after a line.
     Large { size: u32, first_part: String },
 }
 
@@ -37,6 +44,93 @@ impl ShownValue {
             first_part: first_part(&text.kept).to_owned(),
         }
     }
+}
+
+impl ShownValue {
+    /// A value the ledger measured: `bytes`, the length of its JSON text as stored, and `text`,
+    /// that text whole when `bytes` is at most [`LARGE_BYTES`], else its first characters. A
+    /// large value's size is its stored length; its first part is the start of its pretty
+    /// text, made from those first characters without the rest ever being read.
+    pub fn measured(bytes: i64, text: &str) -> ShownValue {
+        let size = usize::try_from(bytes).unwrap_or(usize::MAX);
+        if size <= LARGE_BYTES {
+            return ShownValue::Whole {
+                value: crate::store::json_column(text),
+            };
+        }
+        let pretty = pretty_start(text, FIRST_PART_BYTES);
+        ShownValue::Large {
+            size: u32::try_from(size).unwrap_or(u32::MAX),
+            first_part: first_part(&pretty.as_bytes()[..pretty.len().min(FIRST_PART_BYTES)])
+                .to_owned(),
+        }
+    }
+}
+
+/// The start of a JSON text's pretty form (2-space indent, as `serde_json` writes it) from the
+/// start of the text alone, at most `keep` bytes and more when a character ends past it: each
+/// token copied, white space outside strings dropped, a line and indent after each `{`, `[`
+/// and `,`, one before each `}` and `]`, and `": "` between a key and its value. An empty
+/// object or array stays `{}` or `[]`.
+fn pretty_start(text: &str, keep: usize) -> String {
+    let mut out = String::with_capacity(keep.min(FIRST_PART_BYTES) + 64);
+    let mut depth = 0usize;
+    let mut in_string = false;
+    let mut escaped = false;
+    let mut chars = text.chars().peekable();
+    let newline = |out: &mut String, depth: usize| {
+        out.push('\n');
+        out.extend(std::iter::repeat_n(' ', 2 * depth));
+    };
+    while let Some(c) = chars.next() {
+        if out.len() >= keep {
+            break;
+        }
+        if in_string {
+            out.push(c);
+            if escaped {
+                escaped = false;
+            } else if c == '\\' {
+                escaped = true;
+            } else if c == '"' {
+                in_string = false;
+            }
+            continue;
+        }
+        match c {
+            '"' => {
+                in_string = true;
+                out.push(c);
+            }
+            '{' | '[' => {
+                out.push(c);
+                while chars.peek().is_some_and(|n| n.is_ascii_whitespace()) {
+                    chars.next();
+                }
+                let close = if c == '{' { '}' } else { ']' };
+                if chars.peek() == Some(&close) {
+                    chars.next();
+                    out.push(close);
+                } else {
+                    depth += 1;
+                    newline(&mut out, depth);
+                }
+            }
+            '}' | ']' => {
+                depth = depth.saturating_sub(1);
+                newline(&mut out, depth);
+                out.push(c);
+            }
+            ',' => {
+                out.push(c);
+                newline(&mut out, depth);
+            }
+            ':' => out.push_str(": "),
+            c if c.is_ascii_whitespace() => {}
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 /// Which value of a job a person asks for whole.
@@ -194,6 +288,59 @@ mod tests {
         assert_eq!(
             serde_json::to_value(JobPart::Result).unwrap(),
             json!({"part": "result"})
+        );
+    }
+
+    #[test]
+    fn the_stored_texts_start_indents_as_the_whole_value_does() {
+        let values = [
+            json!({"a": {}, "b": [], "c": [1, {"d": null}], "e": "x: [y], {z}", "f": "q\"\\\"}"}),
+            json!([[[]], {"k": [true, false, -1.5e3]}, "ünïcødé ✓", "\n\t\u{1}"]),
+            json!("plain"),
+            json!({"nested": {"deeper": {"deepest": [1, 2, 3]}}}),
+        ];
+        for value in values {
+            let compact = serde_json::to_string(&value).unwrap();
+            assert_eq!(
+                pretty_start(&compact, usize::MAX),
+                pretty(&value),
+                "{compact}"
+            );
+            // White space outside strings, as a person may have written it, changes nothing.
+            let spaced = serde_json::to_string_pretty(&value)
+                .unwrap()
+                .replace('\n', "\n \t");
+            assert_eq!(
+                pretty_start(&spaced, usize::MAX),
+                pretty(&value),
+                "{spaced}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_value_measured_by_the_ledger_is_whole_up_to_64_kib_and_its_first_part_past_it() {
+        let small = json!({"ok": true});
+        let text = serde_json::to_string(&small).unwrap();
+        assert_eq!(
+            ShownValue::measured(text.len() as i64, &text),
+            ShownValue::Whole { value: small }
+        );
+        let big = object_of(200 * 1024);
+        let stored = serde_json::to_string(&big).unwrap();
+        let head: String = stored.chars().take(FIRST_PART_CHARS).collect();
+        let ShownValue::Large {
+            first_part: whole, ..
+        } = ShownValue::of(big)
+        else {
+            panic!("200 KiB is large");
+        };
+        assert_eq!(
+            ShownValue::measured(stored.len() as i64, &head),
+            ShownValue::Large {
+                size: stored.len() as u32,
+                first_part: whole,
+            }
         );
     }
 }

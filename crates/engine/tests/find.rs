@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use common::{why, Ledger, Sql, OWNER};
 use onejob_engine::{
-    Cause, Claim, Engine, Error, Job, JobStatus, JobsQuery, OpenJobs, Resolution, Verdict,
+    Cause, Claim, Engine, Error, Job, JobPart, JobStatus, JobsQuery, OpenJobs, Resolution,
+    ShownValue, Verdict,
 };
 use serde_json::json;
 
@@ -578,4 +579,155 @@ async fn the_attention_list_holds_unknown_and_flagged_jobs_newest_change_first()
     }
     let unique: HashSet<_> = list.iter().map(|j| &j.id).collect();
     assert_eq!(unique.len(), list.len());
+}
+
+/// A value of about 5 MB, the size a provider may answer: rows of text, none repeated.
+fn five_megabytes() -> serde_json::Value {
+    let rows: Vec<serde_json::Value> = (0..50_000)
+        .map(|i| json!({"row": i, "text": "x".repeat(80)}))
+        .collect();
+    json!({ "rows": rows })
+}
+
+/// A job whose intent carries `input` and whose answer is `result`, succeeded.
+async fn succeeded_with(
+    ledger: &Ledger,
+    key: &str,
+    input: serde_json::Value,
+    result: &serde_json::Value,
+) -> Job {
+    let e = &ledger.engine;
+    let job = e
+        .submit(OWNER, key, &common::intent(input))
+        .await
+        .expect("submit")
+        .job;
+    let sent = ledger.next_in_flight(&job.id, "primary").await;
+    e.complete(&sent.attempt.id, result, Cause::Answer)
+        .await
+        .expect("answer");
+    job
+}
+
+#[tokio::test]
+async fn the_jobs_list_reads_only_what_it_shows_not_a_five_megabyte_result() {
+    let ledger = Ledger::new().await;
+    let big = succeeded_with(
+        &ledger,
+        "large",
+        json!({"blob": "y".repeat(900_000)}),
+        &five_megabytes(),
+    )
+    .await;
+    let small = ledger.submit("small").await.job;
+
+    let page = ledger
+        .engine
+        .job_summaries(OWNER, &JobsQuery::default())
+        .await
+        .expect("page");
+    let ids: Vec<&str> = page.jobs.iter().map(|j| j.id.as_str()).collect();
+    assert_eq!(ids, [small.id.as_str(), big.id.as_str()], "newest first");
+    let large = &page.jobs[1];
+    assert_eq!(large.idempotency_key, "large");
+    assert_eq!(large.status, JobStatus::Succeeded);
+    assert_eq!(
+        large.route,
+        ["primary", "fallback"],
+        "the route the list shows"
+    );
+    assert_eq!(page.jobs[0].status, JobStatus::Queued);
+    // Two jobs of 6 MB between them make a page of a few hundred bytes.
+    let bytes = serde_json::to_string(&page).expect("json").len();
+    assert!(bytes < 4 * 1024, "the list's page is {bytes} bytes");
+
+    // The same filters and cursor as the full page.
+    let full = ledger
+        .engine
+        .jobs(OWNER, &JobsQuery::default())
+        .await
+        .expect("full page");
+    assert_eq!(full.jobs.len(), 2);
+    let rest = ledger
+        .engine
+        .job_summaries(
+            OWNER,
+            &JobsQuery {
+                limit: Some(1),
+                status: Some(JobStatus::Succeeded),
+                ..JobsQuery::default()
+            },
+        )
+        .await
+        .expect("one");
+    assert_eq!(rest.jobs.len(), 1);
+    assert_eq!(rest.jobs[0].id, big.id);
+    assert_eq!(rest.next, None);
+}
+
+#[tokio::test]
+async fn a_large_value_is_measured_by_the_ledger_and_only_its_first_part_is_read() {
+    let ledger = Ledger::new().await;
+    let result = five_megabytes();
+    let job = succeeded_with(
+        &ledger,
+        "large",
+        json!({"blob": "y".repeat(70_000)}),
+        &result,
+    )
+    .await;
+    let e = &ledger.engine;
+
+    let shown = e.job_shown(OWNER, &job.id).await.expect("shown");
+    let stored = serde_json::to_string(&result).expect("json");
+    let Some(ShownValue::Large { size, first_part }) = &shown.job.result else {
+        panic!("{:?}", shown.job.result);
+    };
+    // Its size is its JSON text's length in bytes as the ledger holds it, the same on both
+    // backends; its first part is the start of its indented text, as measuring it whole gives.
+    assert_eq!(*size as usize, stored.len());
+    let ShownValue::Large {
+        first_part: whole_first,
+        ..
+    } = ShownValue::of(result.clone())
+    else {
+        panic!("a 5 MB value is large");
+    };
+    assert_eq!(first_part, &whole_first);
+    assert!(first_part.len() <= 4096 && !first_part.is_empty());
+    let intent = e.job(OWNER, &job.id).await.expect("job").job.intent;
+    let ShownValue::Large { size, first_part } = &shown.job.intent else {
+        panic!("{:?}", shown.job.intent);
+    };
+    let stored_intent = serde_json::to_string(&intent).expect("json");
+    assert_eq!(*size as usize, stored_intent.len());
+    assert!(serde_json::to_string_pretty(&intent)
+        .expect("json")
+        .starts_with(first_part.as_str()));
+    // The whole value is still one call away.
+    assert_eq!(
+        e.job_part(OWNER, &job.id, JobPart::Result)
+            .await
+            .expect("whole"),
+        result
+    );
+    // Everything else as the full read gives it.
+    let full = e.job(OWNER, &job.id).await.expect("job");
+    assert_eq!(shown.job.status, full.job.status);
+    assert_eq!(shown.job.completed_by, full.job.completed_by);
+    assert_eq!(shown.attempts, full.attempts);
+    assert_eq!(shown.events, full.events);
+
+    // A small value comes whole; another owner's job is not found.
+    let small = ledger.submit("small").await.job;
+    let shown = e.job_shown(OWNER, &small.id).await.expect("small");
+    assert_eq!(
+        shown.job.intent,
+        ShownValue::Whole {
+            value: small.intent
+        }
+    );
+    assert_eq!(shown.job.result, None);
+    let err = e.job_shown("someone-else", &small.id).await.unwrap_err();
+    assert!(matches!(err, Error::NotFound { .. }), "{err:?}");
 }

@@ -3,9 +3,9 @@ import { useState } from "react";
 import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 
 import { LedgerContext } from "../api";
-import { commands, type Job } from "../bindings";
+import { commands, type JobSummary } from "../bindings";
 import { stubResizeObserver } from "../test/dom";
-import { job } from "../test/fixtures";
+import { summary } from "../test/fixtures";
 import { JobsScreen } from "./JobsScreen";
 
 vi.mock("../bindings", () => ({
@@ -43,7 +43,7 @@ function row(id: string): HTMLElement | null {
 
 describe("the Jobs list while the ledger changes", () => {
   it("keeps its rows until the new ones are read, so a click in between opens the job it was on", async () => {
-    let jobs: Job[] = [job("a"), job("b")];
+    let jobs: JobSummary[] = [summary("a"), summary("b")];
     countJobs.mockImplementation(() => Promise.resolve({ status: "ok" as const, data: jobs.length }));
     listJobs.mockImplementation(() => Promise.resolve({ status: "ok" as const, data: { jobs, next: null } }));
     const open = vi.fn();
@@ -53,7 +53,7 @@ describe("the Jobs list while the ledger changes", () => {
     expect(a).not.toBeNull();
 
     // A new job arrives; the list's first page is slow to answer.
-    jobs = [job("c"), job("a"), job("b")];
+    jobs = [summary("c"), summary("a"), summary("b")];
     let answer: () => void = () => undefined;
     listJobs.mockImplementationOnce(
       () =>

@@ -5,7 +5,7 @@ import { commands } from "../bindings";
 import { startOpening, takeOpeningCount, takeOpeningList, takeOpeningPage } from "../opening";
 import { PAGE } from "../pager";
 import { stubResizeObserver } from "../test/dom";
-import { job } from "../test/fixtures";
+import { summary } from "../test/fixtures";
 import { JobsScreen } from "./JobsScreen";
 
 vi.mock("../bindings", () => ({
@@ -34,7 +34,7 @@ afterEach(() => {
 function ledger() {
   countJobs.mockImplementation((status) => Promise.resolve({ status: "ok" as const, data: status === null ? 2 : 1 }));
   listJobs.mockImplementation((status) =>
-    Promise.resolve({ status: "ok" as const, data: { jobs: status === null ? [job("a"), job("b")] : [job("b", "failed")], next: null } }),
+    Promise.resolve({ status: "ok" as const, data: { jobs: status === null ? [summary("a"), summary("b")] : [summary("b", "failed")], next: null } }),
   );
 }
 
@@ -49,7 +49,7 @@ describe("the Jobs screen's opening reads", () => {
     // Answers that arrive after the screen's first render: the screen waits for them.
     const later = <T,>(answer: T) => new Promise<T>((done) => setTimeout(() => done(answer), 1));
     countJobs.mockImplementationOnce(() => later({ status: "ok" as const, data: 2 }));
-    listJobs.mockImplementationOnce(() => later({ status: "ok" as const, data: { jobs: [job("a"), job("b")], next: null } }));
+    listJobs.mockImplementationOnce(() => later({ status: "ok" as const, data: { jobs: [summary("a"), summary("b")], next: null } }));
     startOpening();
     // Both are on their way before any component exists.
     expect(countJobs).toHaveBeenCalledTimes(1);
@@ -93,7 +93,7 @@ describe("the Jobs screen's opening reads", () => {
     // Once the window listens for changes, the list is read again in place: a job that
     // finished between the opening reads and the listener shows its new status.
     listJobs.mockImplementation(() =>
-      Promise.resolve({ status: "ok" as const, data: { jobs: [job("a", "succeeded"), job("b")], next: null } }),
+      Promise.resolve({ status: "ok" as const, data: { jobs: [summary("a", "succeeded"), summary("b")], next: null } }),
     );
     await act(async () => new Promise((done) => setTimeout(done, 5)));
     expect(countJobs).toHaveBeenCalledTimes(2);

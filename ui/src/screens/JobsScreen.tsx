@@ -5,14 +5,14 @@
 import { useCallback, useEffect, useRef, useState } from "react";
 
 import { call, useLedger, useRead } from "../api";
-import { commands, type Job, type JobStatus } from "../bindings";
+import { commands, type JobStatus, type JobSummary } from "../bindings";
 import { ErrorBanner } from "../components/ErrorBanner";
 import { StatusBadge } from "../components/StatusBadge";
 import { StatusFilter } from "../components/StatusFilter";
 import { FirstRun } from "../components/FirstRun";
 import { takeOpeningCount, takeOpeningList, takeOpeningPage } from "../opening";
 import type { Shown } from "../errors";
-import { exactTime, routeOf, shortId, timeAgo } from "../format";
+import { exactTime, shortId, timeAgo } from "../format";
 import {
   cursorOf,
   emptyPages,
@@ -207,7 +207,7 @@ export function JobsScreen({ now, open, go }: Props) {
   // A job's row is keyed by the job, so it keeps its element while the job moves down the
   // list: an element found (or clicked) for a job never shows another one. A job read twice
   // (two pages read at different moments) is keyed by its place the second time.
-  const shownRows: { key: string; index: number; job: Job | undefined }[] = [];
+  const shownRows: { key: string; index: number; job: JobSummary | undefined }[] = [];
   if (pages !== null) {
     const keyed = new Set<string>();
     for (let i = first; i <= Math.min(last, total - 1); i++) {
@@ -307,7 +307,7 @@ function useSettled(value: string, ms: number): string {
   return settled;
 }
 
-function JobRow({ index, job, now, open }: { index: number; job: Job | undefined; now: number; open: (id: string) => void }) {
+function JobRow({ index, job, now, open }: { index: number; job: JobSummary | undefined; now: number; open: (id: string) => void }) {
   const style = { top: index * ROW, height: ROW };
   if (job === undefined) {
     return (
@@ -316,7 +316,7 @@ function JobRow({ index, job, now, open }: { index: number; job: Job | undefined
       </div>
     );
   }
-  const route = routeOf(job.intent);
+  const route = job.route;
   return (
     <div
       className="job-row"

@@ -1,5 +1,5 @@
 // Jobs and attempts for the component tests, with only the fields a test cares about set.
-import type { Attempt, AttemptState, Job, JobStatus, Settings } from "../bindings";
+import type { Attempt, AttemptState, Job, JobStatus, JobSummary, Settings } from "../bindings";
 
 export function job(id: string, status: JobStatus = "queued"): Job {
   return {
@@ -18,6 +18,22 @@ export function job(id: string, status: JobStatus = "queued"): Job {
     updated_at: "2026-01-01T00:00:00Z",
     finished_at: null,
     not_before: null,
+  };
+}
+
+/** A job as the Jobs list receives it. */
+export function summary(id: string, status: JobStatus = "queued"): JobSummary {
+  return {
+    id,
+    owner_id: "local",
+    idempotency_key: `key-${id}`,
+    status,
+    version: 1,
+    route: ["sandbox"],
+    flagged_for_review: false,
+    created_at: "2026-01-01T00:00:00Z",
+    updated_at: "2026-01-01T00:00:00Z",
+    finished_at: null,
   };
 }
 

@@ -5,7 +5,7 @@ use serde_json::Value;
 use crate::error::{Error, NotFoundDetails, Result};
 use crate::input;
 use crate::intent::validate_owner;
-use crate::model::{Attempt, Job, JobDetail, JobPage, Usage};
+use crate::model::{Attempt, Job, JobDetail, JobPage, JobSummaryPage, ShownJobDetail, Usage};
 use crate::shown::JobPart;
 use crate::store::{attempts as attempt_rows, events, jobs as job_rows};
 use crate::{Engine, JobsQuery, DEFAULT_PAGE, MAX_PAGE, MAX_SEARCH};
@@ -26,6 +26,32 @@ impl Engine {
         let events = events::for_job(&mut conn, job_id).await?;
         let usage = Usage::total(attempts.iter().filter_map(|a| a.usage.as_ref()));
         Ok(JobDetail {
+            job,
+            attempts,
+            events,
+            usage,
+        })
+    }
+
+    /// [`Engine::job`] as a screen shows it: the intent and result each whole, or when its
+    /// JSON text is over 64 KiB only its length and first part, measured by the database so
+    /// that a large value is never read to be measured ([`crate::ShownValue::measured`]).
+    pub async fn job_shown(&self, owner: &str, job_id: &str) -> Result<ShownJobDetail> {
+        let job_id = &input::id("job_id", "job", job_id)?;
+        validate_owner(owner)?;
+        let mut conn = self.read().await?;
+        let job = job_rows::shown(&mut conn, owner, job_id)
+            .await?
+            .ok_or_else(|| Error::not_found("job", job_id))?
+            .into_shown()?;
+        let attempts = attempt_rows::for_job(&mut conn, job_id)
+            .await?
+            .into_iter()
+            .map(|a| a.into_attempt())
+            .collect::<Result<Vec<_>>>()?;
+        let events = events::for_job(&mut conn, job_id).await?;
+        let usage = Usage::total(attempts.iter().filter_map(|a| a.usage.as_ref()));
+        Ok(ShownJobDetail {
             job,
             attempts,
             events,
@@ -103,6 +129,39 @@ impl Engine {
             None
         };
         Ok(JobPage { jobs, next })
+    }
+
+    /// [`Engine::jobs`] as a list shows them: summaries, with the intent only as its route
+    /// and no result, so a page costs the same however large its jobs' values are.
+    pub async fn job_summaries(&self, owner: &str, query: &JobsQuery) -> Result<JobSummaryPage> {
+        validate_owner(owner)?;
+        let limit = query.limit.unwrap_or(DEFAULT_PAGE);
+        check_limit(limit)?;
+        let after = query.after.as_deref().map(cursor).transpose()?;
+        let filter = filter(query)?;
+        let mut conn = self.read().await?;
+        // One row more than asked tells whether another page follows.
+        let mut rows = job_rows::summaries(
+            &mut conn,
+            owner,
+            &filter,
+            after.as_deref(),
+            limit + 1,
+            query.oldest_first,
+        )
+        .await?;
+        let more = rows.len() > limit as usize;
+        rows.truncate(limit as usize);
+        let jobs = rows
+            .into_iter()
+            .map(|r| r.into_summary())
+            .collect::<Result<Vec<_>>>()?;
+        let next = if more {
+            jobs.last().map(|j| j.id.clone())
+        } else {
+            None
+        };
+        Ok(JobSummaryPage { jobs, next })
     }
 
     /// How many of the owner's jobs pass the query's filters (status, search, provider);

@@ -8,7 +8,8 @@ use sqlx::{FromRow, QueryBuilder};
 use super::{json_column, millis, on_backend, Conn, Handle};
 use crate::error::{Error, Result};
 use crate::job::JobStatus;
-use crate::model::{Job, JobError};
+use crate::model::{Job, JobError, JobSummary, ShownJob};
+use crate::shown::ShownValue;
 
 #[derive(FromRow, serde::Deserialize)]
 pub struct JobRow {
@@ -81,6 +82,114 @@ impl JobRow {
             not_before: self.not_before,
         })
     }
+}
+
+/// A job's row as a list shows it: no intent or result, only the intent's route.
+#[derive(FromRow)]
+pub struct SummaryRow {
+    id: String,
+    owner_id: String,
+    idempotency_key: String,
+    status: String,
+    version: i64,
+    /// The intent's `route` as JSON text.
+    route: Option<String>,
+    flagged_for_review: bool,
+    created_at: String,
+    updated_at: String,
+    finished_at: Option<String>,
+}
+
+impl SummaryRow {
+    /// The row as a list's item.
+    pub fn into_summary(self) -> Result<JobSummary> {
+        let status = parse_status(&self.id, &self.status)?;
+        let route = match self.route.as_deref().map(json_column) {
+            Some(serde_json::Value::Array(names)) => names
+                .into_iter()
+                .filter_map(|n| match n {
+                    serde_json::Value::String(name) => Some(name),
+                    _ => None,
+                })
+                .collect(),
+            _ => Vec::new(),
+        };
+        Ok(JobSummary {
+            id: self.id,
+            owner_id: self.owner_id,
+            idempotency_key: self.idempotency_key,
+            status,
+            version: u32::try_from(self.version).unwrap_or(u32::MAX),
+            route,
+            flagged_for_review: self.flagged_for_review,
+            created_at: self.created_at,
+            updated_at: self.updated_at,
+            finished_at: self.finished_at,
+        })
+    }
+}
+
+/// A job's row with its intent and result measured by the database (`jobs/shown`): each one's
+/// length in bytes, and its text whole when that is at most `LARGE_BYTES`, else its first
+/// characters only.
+#[derive(FromRow)]
+pub struct ShownRow {
+    id: String,
+    owner_id: String,
+    idempotency_key: String,
+    fingerprint: String,
+    intent_bytes: i64,
+    intent_text: String,
+    status: String,
+    version: i64,
+    completed_by: Option<String>,
+    result_bytes: Option<i64>,
+    result_text: Option<String>,
+    error: Option<String>,
+    flagged_for_review: bool,
+    created_at: String,
+    updated_at: String,
+    finished_at: Option<String>,
+    not_before: Option<String>,
+}
+
+impl ShownRow {
+    /// The row as a screen shows the job.
+    pub fn into_shown(self) -> Result<ShownJob> {
+        let status = parse_status(&self.id, &self.status)?;
+        let error = self
+            .error
+            .as_deref()
+            .and_then(|e| serde_json::from_str::<JobError>(e).ok());
+        let result = match (self.result_bytes, self.result_text) {
+            (Some(bytes), Some(text)) => Some(ShownValue::measured(bytes, &text)),
+            _ => None,
+        };
+        Ok(ShownJob {
+            id: self.id,
+            owner_id: self.owner_id,
+            idempotency_key: self.idempotency_key,
+            fingerprint: self.fingerprint,
+            intent: ShownValue::measured(self.intent_bytes, &self.intent_text),
+            status,
+            version: u32::try_from(self.version).unwrap_or(u32::MAX),
+            completed_by: self.completed_by,
+            result,
+            error,
+            flagged_for_review: self.flagged_for_review,
+            created_at: self.created_at,
+            updated_at: self.updated_at,
+            finished_at: self.finished_at,
+            not_before: self.not_before,
+        })
+    }
+}
+
+/// A row's status, or `internal` naming the job when the ledger holds an unknown one.
+fn parse_status(id: &str, status: &str) -> Result<JobStatus> {
+    status
+        .parse::<JobStatus>()
+        .map_err(|_| Error::internal(format!("job {id} has unknown status {status}")))
 }
 
 /// A job to insert.
@@ -309,6 +418,19 @@ pub async fn owned(h: &mut impl Handle, owner: &str, id: &str) -> sqlx::Result<O
     })
 }
 
+/// The owner's job by id with its intent and result measured (see [`ShownRow`]).
+pub async fn shown(h: &mut impl Handle, owner: &str, id: &str) -> sqlx::Result<Option<ShownRow>> {
+    on_backend!(h, "jobs/shown", |conn, sql| {
+        sqlx::query_as(sql)
+            .bind(id)
+            .bind(owner)
+            .bind(crate::shown::LARGE_BYTES as i64)
+            .bind(crate::shown::FIRST_PART_CHARS as i64)
+            .fetch_optional(conn)
+            .await
+    })
+}
+
 /// Which of an owner's jobs a page or a count covers.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Filter<'a> {
@@ -467,6 +589,43 @@ pub async fn page(
         }
         Conn::Postgres(conn, watch) => {
             let mut q = QueryBuilder::new(PAGE_COLUMNS_POSTGRES);
+            build(&mut q, true, owner, filter, page);
+            watch.guard(q.build_query_as().fetch_all(conn)).await
+        }
+    }
+}
+
+/// The columns of a page of summaries, as `SummaryRow` reads them: the intent only as its
+/// route, the result not at all.
+const SUMMARY_COLUMNS_SQLITE: &str = "SELECT j.id, j.owner_id, j.idempotency_key, j.status, \
+    j.version, json_extract(j.intent, '$.route') AS route, j.flagged_for_review, \
+    j.created_at, j.updated_at, j.finished_at";
+const SUMMARY_COLUMNS_POSTGRES: &str = "SELECT j.id::text AS id, j.owner_id, \
+    j.idempotency_key, j.status, j.version, (j.intent -> 'route')::text AS route, \
+    j.flagged_for_review, onejob_time(j.created_at) AS created_at, \
+    onejob_time(j.updated_at) AS updated_at, onejob_time(j.finished_at) AS finished_at";
+
+/// [`page`] as a list shows it: summaries, with neither intent nor result read.
+pub async fn summaries(
+    h: &mut impl Handle,
+    owner: &str,
+    filter: &Filter<'_>,
+    cursor: Option<&str>,
+    limit: u32,
+    oldest_first: bool,
+) -> sqlx::Result<Vec<SummaryRow>> {
+    let page = Some((cursor, limit, oldest_first));
+    match h.conn() {
+        Conn::Sqlite(conn, at) => {
+            let mut q = QueryBuilder::new(SUMMARY_COLUMNS_SQLITE);
+            build(&mut q, false, owner, filter, page);
+            q.build_query_as()
+                .fetch_all(conn)
+                .await
+                .map_err(|e| super::sqlite::named(at, e))
+        }
+        Conn::Postgres(conn, watch) => {
+            let mut q = QueryBuilder::new(SUMMARY_COLUMNS_POSTGRES);
             build(&mut q, true, owner, filter, page);
             watch.guard(q.build_query_as().fetch_all(conn)).await
         }
