@@ -116,6 +116,8 @@ impl Executor {
     /// `invalid_input` says why.
     pub async fn replay(&self, attempt: &Attempt) -> Result<Replayed> {
         let engine = &self.inner.engine;
+        // As it is now: a person may have resolved or abandoned it since it was read.
+        let attempt = &engine.attempt_by_id(&attempt.id).await?;
         if attempt.state != AttemptState::Unknown {
             return Err(Error::invalid_transition(
                 "attempt",
