@@ -1187,3 +1187,50 @@ async fn the_sandboxs_slow_work_dial_leaves_a_job_unknown_that_settles_by_replay
     assert!(outcomes.contains(&"in_progress".to_owned()), "{outcomes:?}");
     assert_eq!(outcomes.last().map(String::as_str), Some("replayed"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_in_process_sandbox_is_replayed_to_only_by_the_executor_that_runs_it() {
+    let ledger = Ledger::new().await;
+    let e = &ledger.engine;
+    let config = json!({
+        "name": "sbx", "kind": "sandbox",
+        "soft_timeout_ms": 200, "hard_timeout_ms": 500,
+        "honours_idempotency_key": true, "key_retention_s": 86_400,
+        "dials": { "latency_ms": 5, "jitter_ms": 0, "slow_work": 1.0, "slow_work_ms": 2500 },
+    });
+    e.add_provider(&config.to_string()).await.expect("provider");
+    let job = pay_at(e, "sbx", "in-process").await;
+    // One executor sends it to the sandbox it runs, and returns once the job is unknown.
+    let sender = Executor::new(e.clone(), options()).expect("executor");
+    let unknown = sender.run_job(&job, None).await.expect("sent");
+    assert_eq!(unknown.status, JobStatus::Unknown);
+    // Another never replays it: a sandbox of its own would not know the key, and would pay again.
+    let (other, stop, task) = start_with(e, options());
+    tokio::time::sleep(Duration::from_millis(3500)).await;
+    let detail = e.job(OWNER, &job).await.expect("job");
+    assert_eq!(detail.job.status, JobStatus::Unknown, "{detail:#?}");
+    assert!(replays(&detail).is_empty(), "{detail:#?}");
+    let asked = other.replay(&detail.attempts[0]).await;
+    assert_eq!(asked.expect_err("not its sandbox").code(), "invalid_input");
+    let _ = stop.send(());
+    task.await.expect("executor");
+    // The sender's own loop replays it to its sandbox, which did the work, and it settles.
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let running = sender.clone();
+    let task = tokio::spawn(async move {
+        running
+            .run(async {
+                let _ = stopped.await;
+            })
+            .await
+    });
+    let done = until(e, &job, |d| d.job.status.is_terminal()).await;
+    let _ = stop.send(());
+    task.await.expect("executor");
+    assert_eq!(done.job.status, JobStatus::Succeeded, "{done:#?}");
+    assert_eq!(done.attempts.len(), 1);
+    assert_eq!(
+        replays(&done).last().map(|r| &r["outcome"]),
+        Some(&json!("settled"))
+    );
+}

@@ -97,6 +97,11 @@ impl Executor {
                     Ok(_) => {
                         lock(&this.inner.replay_at).remove(&attempt.id);
                     }
+                    // Not replayable by this executor (another process's sandbox), or moved on
+                    // meanwhile: asked again after the backoff, quietly.
+                    Err(Error::InvalidInput { .. } | Error::InvalidTransition { .. }) => {
+                        this.next_replay_wait(&attempt.id, None);
+                    }
                     Err(e) => {
                         eprintln!("onejob executor: replay {}: {e}", attempt.id);
                         this.next_replay_wait(&attempt.id, None);
@@ -112,8 +117,8 @@ impl Executor {
     /// came back as a `replayed` event, with the change it causes. Nothing is sent before the
     /// attempt's hard deadline has passed since it was sent ([`Replayed::TooEarly`]); an attempt
     /// at a provider that does not honour keys or states no `key_retention_s`, one past that
-    /// retention less the margin, or one flagged for review is never sent again:
-    /// `invalid_input` says why.
+    /// retention less the margin, one flagged for review, or one at an in-process sandbox that
+    /// another process runs is never sent again: `invalid_input` says why.
     pub async fn replay(&self, attempt: &Attempt) -> Result<Replayed> {
         let engine = &self.inner.engine;
         // As it is now: a person may have resolved or abandoned it since it was read.
@@ -158,6 +163,8 @@ impl Executor {
                 config.key_retention_s.unwrap_or_default()
             ));
         };
+        // An in-process sandbox that another process runs is never asked: nothing to record.
+        self.lookup_base(&provider).await?;
         let job = engine.job_by_id(&attempt.job_id).await?;
         let client = self.client()?;
         let prepared = self
