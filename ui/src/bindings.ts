@@ -300,6 +300,18 @@ export type Dials = {
 	missing_required_key?: number | null,
 	/**  Chat mode: the content's first property has a value of the wrong type. */
 	wrong_type?: number | null,
+	/**
+	 *  The request is processed, but the work takes `slow_work_ms` longer before it is
+	 *  answered: set past the provider's hard deadline, the attempt becomes `unknown` while the
+	 *  work goes on. Meanwhile a request with its key gets 409, and afterwards the stored answer,
+	 *  so a provider with `key_retention_s` settles it by a keyed replay.
+	 */
+	slow_work?: number | null,
+	/**
+	 *  How much longer a `slow_work` request takes, in milliseconds (default 15000: past the
+	 *  built-in sandbox's hard deadline of 10 s).
+	 */
+	slow_work_ms?: number,
 	/**  Whether a repeated `Idempotency-Key` gets the first answer (default true). */
 	honour_idempotency_key?: boolean,
 };

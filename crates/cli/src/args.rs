@@ -186,7 +186,8 @@ pub struct SandboxArgs {
     pub listen: SocketAddr,
     /// The fault dials as JSON, or @FILE (@- reads stdin): {"latency_ms", "jitter_ms",
     /// "never_answer", "drop_after_processing", "server_error", "throttle", "retry_after_s",
-    /// "malformed_json", "extra_key", "honour_idempotency_key"}; omitted dials keep their defaults
+    /// "malformed_json", "extra_key", "slow_work", "slow_work_ms", "honour_idempotency_key"};
+    /// omitted dials keep their defaults
     #[arg(long, value_name = "JSON|@FILE")]
     pub dials: Option<String>,
 }
@@ -299,8 +300,10 @@ pub enum ProviderCommand {
     /// Add a provider, or replace the one of the same name
     Add {
         /// The provider as JSON, or @FILE (@- reads stdin): {"name", "kind", "base_url",
-        /// "soft_timeout_ms", "hard_timeout_ms", "honours_idempotency_key", …}; API keys are
-        /// named by "api_key_env", never given
+        /// "soft_timeout_ms", "hard_timeout_ms", "honours_idempotency_key", "key_retention_s"?,
+        /// …}; "key_retention_s" is how long a provider that honours keys remembers one (Stripe:
+        /// 86400), and lets the executor replay its unknown attempts under their key; API keys
+        /// are named by "api_key_env", never given
         #[arg(long, value_name = "JSON|@FILE")]
         json: String,
     },

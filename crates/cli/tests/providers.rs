@@ -199,3 +199,29 @@ fn removing_a_provider_says_which_open_jobs_named_it() {
         "three queued and one running here, one queued of another owner; the cancelled one is closed"
     );
 }
+
+#[test]
+fn a_key_retention_is_listed_and_refused_by_name_without_honoured_keys() {
+    let ledger = Ledger::empty();
+    let keyed = PRIMARY.replace(
+        "\"honours_idempotency_key\":false",
+        "\"honours_idempotency_key\":true,\"key_retention_s\":86400",
+    );
+    assert_ne!(keyed, PRIMARY);
+    let added = ledger.run(&["provider", "add", "--json", &keyed]).ok();
+    assert_eq!(added["provider"]["key_retention_s"], 86400);
+    let list = ledger.run(&["provider", "list"]).ok();
+    let sandbox = list["providers"]
+        .as_array()
+        .and_then(|all| all.iter().find(|p| p["name"] == "sandbox"))
+        .expect("the built-in sandbox");
+    assert_eq!(sandbox["key_retention_s"], 86400);
+
+    let unkeyed = PRIMARY.replace(
+        "\"honours_idempotency_key\":false",
+        "\"honours_idempotency_key\":false,\"key_retention_s\":86400",
+    );
+    let error = ledger.run(&["provider", "add", "--json", &unkeyed]).err(2);
+    assert_eq!(error["code"], "invalid_input");
+    assert_eq!(error["details"]["field"], "provider.key_retention_s");
+}

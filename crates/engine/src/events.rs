@@ -39,6 +39,12 @@ pub enum EventKind {
     /// The executor waits before the job's next attempt (a backoff or the provider's
     /// `Retry-After`).
     BackoffSet,
+    /// The executor sent an `unknown` attempt's request again under its key (SPEC §16); the
+    /// detail says what came back and whether it settled, retries later, or was flagged.
+    Replayed,
+    /// The executor asked the provider's status URL about an `unknown` attempt; the detail
+    /// says what it answered.
+    LookedUp,
 }
 
 impl EventKind {
@@ -60,6 +66,8 @@ impl EventKind {
             EventKind::ResolvedByPerson => "resolved_by_person",
             EventKind::RecoveredUnknown => "recovered_unknown",
             EventKind::BackoffSet => "backoff_set",
+            EventKind::Replayed => "replayed",
+            EventKind::LookedUp => "looked_up",
         }
     }
 }

@@ -35,7 +35,10 @@ pub use events::EventKind;
 pub use failure::{FailureKind, RetryHere};
 pub use intent::Intent;
 pub use job::JobStatus;
-pub use ledger::{AddedContract, Claim, LAST_USED_EVERY, MAX_TOKEN_NAME, TOKEN_PREFIX};
+pub use ledger::{
+    AddedContract, Claim, ReplayWindow, LAST_USED_EVERY, MAX_TOKEN_NAME, REPLAY_MARGIN_FLOOR,
+    REPLAY_MARGIN_FRACTION, TOKEN_PREFIX,
+};
 pub use model::*;
 pub use providers::keys::KeyStatus;
 pub use providers::{Provider, ProviderConfig, ProviderKind};

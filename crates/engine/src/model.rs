@@ -165,8 +165,18 @@ pub struct Event {
     pub job_id: String,
     pub attempt_id: Option<String>,
     pub at: String,
+    /// What happened (SPEC §10): `submitted`, `attempt_created`, `attempt_sent`,
+    /// `attempt_succeeded`, `attempt_failed`, `attempt_unknown`, `attempt_abandoned`,
+    /// `race_lost`, `late_answer_flagged`, `job_cancelled`, `job_failed`, `job_retried`,
+    /// `resolved_by_person`, `recovered_unknown`, `backoff_set`; and for an `unknown` attempt
+    /// (SPEC §16) `replayed` — its request sent again under its key — and `looked_up` — its
+    /// provider's status URL asked.
     pub kind: String,
     pub actor: Actor,
+    /// The kind's particulars. `replayed`: `{"outcome": "settled" | "retries_later" |
+    /// "flagged", "http_status", "error_kind", "message", "retry_in_ms", "window_left_ms"}`
+    /// (what did not come back is null). `looked_up`: `{"outcome": "settled" |
+    /// "still_unknown", "http_status", "state", "answer"}`.
     pub detail: Value,
 }
 

@@ -484,6 +484,16 @@ async fn reconcile_resolves_unknown_attempts_from_the_status_url() {
     assert_eq!(done.job.status, JobStatus::Succeeded);
     assert_eq!(done.job.completed_by.as_ref(), Some(&done.attempts[0].id));
     assert_eq!(done.job.version, 1);
+    // The lookup is recorded with its answer, with the change it made.
+    let looked = done.events.iter().position(|ev| ev.kind == "looked_up");
+    let won = done
+        .events
+        .iter()
+        .position(|ev| ev.kind == "attempt_succeeded");
+    assert!(looked.is_some() && looked < won, "{:#?}", done.events);
+    let looked = &done.events[looked.unwrap_or_default()];
+    assert_eq!(looked.detail["state"], "succeeded");
+    assert_eq!(looked.detail["outcome"], "settled");
 
     let did_not = submit(e, "did-not-happen", &["failing"], 1).await;
     let unknown = until(e, &did_not, |d| d.job.status == JobStatus::Unknown).await;
@@ -495,6 +505,13 @@ async fn reconcile_resolves_unknown_attempts_from_the_status_url() {
     assert_eq!(
         failed.attempts[0].error.as_ref().map(|x| x.kind.as_str()),
         Some("reconciled_failed")
+    );
+    let kinds: Vec<&str> = failed.events.iter().map(|ev| ev.kind.as_str()).collect();
+    assert!(
+        kinds
+            .windows(2)
+            .any(|w| w == ["looked_up", "attempt_failed"]),
+        "{kinds:?}"
     );
 }
 

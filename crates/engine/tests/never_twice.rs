@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::{intent, kinds, sandbox, start_with, until, why, Ledger, Raw, Sql, OWNER};
-use onejob_engine::executor::{Executor, ExecutorOptions};
+use onejob_engine::executor::{Executor, ExecutorOptions, Replayed};
 use onejob_engine::sandbox::Dials;
 use onejob_engine::{
     AfterFailure, AttemptState, Cause, Engine, FailureKind, JobStatus, OpenOptions, Outcome,
@@ -253,6 +253,21 @@ async fn a_bare_404_from_a_status_lookup_leaves_the_attempt_unknown() {
     let detail = e.job(OWNER, &job).await.expect("job");
     assert_eq!(detail.job.status, JobStatus::Unknown, "{detail:#?}");
     assert_eq!(detail.attempts.len(), 1, "nothing was sent again");
+    // Every lookup is in the history, with its answer.
+    let looked: Vec<_> = detail
+        .events
+        .iter()
+        .filter(|ev| ev.kind == "looked_up")
+        .collect();
+    assert!(looked.len() >= 3, "{:#?}", detail.events);
+    for ev in looked {
+        assert_eq!(
+            ev.attempt_id.as_deref(),
+            Some(detail.attempts[0].id.as_str())
+        );
+        assert_eq!(ev.detail["http_status"], 404);
+        assert_eq!(ev.detail["outcome"], "still_unknown");
+    }
     let posts = server
         .log()
         .into_iter()
@@ -805,4 +820,417 @@ async fn a_status_lookup_never_runs_while_the_request_may_still_be_answered() {
         "looked up while the request could still be answered, after the unknown: {early:?}"
     );
     assert_eq!(paid.load(Ordering::SeqCst), 1, "the payment was sent once");
+}
+
+// 5. Keyed replay (SPEC §16): the same request under the same key, only where the provider
+//    keeps the key, never before the hard deadline.
+
+/// How a key-keeping test provider answers a request whose key it has seen.
+#[derive(Clone, Copy)]
+enum Repeat {
+    /// As Stripe does: 409 while the first request with the key is still at work, then the
+    /// stored answer.
+    Stored,
+    /// With this status, whatever the state of the work: a provider that does not know its
+    /// own key.
+    Refused(u16),
+}
+
+/// What a test payment provider saw: each request's key, body and arrival, and the work it
+/// did per key.
+#[derive(Default)]
+struct Payments {
+    requests: Vec<(String, Vec<u8>, std::time::Instant)>,
+    effects: std::collections::HashMap<String, usize>,
+    answers: std::collections::HashMap<String, String>,
+}
+
+type Seen = Arc<std::sync::Mutex<Payments>>;
+
+/// A payment provider on loopback that deduplicates by `Idempotency-Key`: the first request
+/// with a key does the work (counted per key), which takes `work`, and answers 200; a repeat is
+/// answered as `repeat` says.
+async fn keyed_provider(work: Duration, repeat: Repeat) -> (String, Seen) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let url = format!("http://{}/pay", listener.local_addr().expect("addr"));
+    let seen: Seen = Arc::default();
+    let state = seen.clone();
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            let state = state.clone();
+            tokio::spawn(async move {
+                let Some((key, body)) = read_request(&mut stream).await else {
+                    return;
+                };
+                let first = {
+                    let mut s = state.lock().expect("state");
+                    s.requests
+                        .push((key.clone(), body.clone(), std::time::Instant::now()));
+                    let first = !s.effects.contains_key(&key);
+                    if first {
+                        *s.effects.entry(key.clone()).or_default() += 1;
+                    }
+                    first
+                };
+                let (status, answer) = if first {
+                    tokio::time::sleep(work).await;
+                    let answer = json!({ "paid": true, "key": key }).to_string();
+                    state
+                        .lock()
+                        .expect("state")
+                        .answers
+                        .insert(key.clone(), answer.clone());
+                    ("200 OK".to_owned(), answer)
+                } else {
+                    let stored = state.lock().expect("state").answers.get(&key).cloned();
+                    match (repeat, stored) {
+                        (Repeat::Stored, Some(answer)) => ("200 OK".to_owned(), answer),
+                        (Repeat::Stored, None) => (
+                            "409 Conflict".to_owned(),
+                            r#"{"error":"a request with this key is in progress"}"#.to_owned(),
+                        ),
+                        (Repeat::Refused(code), _) => (
+                            format!("{code} Refused"),
+                            r#"{"error":"no such idempotency key"}"#.to_owned(),
+                        ),
+                    }
+                };
+                let reply = format!(
+                    "HTTP/1.1 {status}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{answer}",
+                    answer.len()
+                );
+                let _ = stream.write_all(reply.as_bytes()).await;
+                let _ = stream.shutdown().await;
+            });
+        }
+    });
+    (url, seen)
+}
+
+/// Reads one request: its `Idempotency-Key` and its body.
+async fn read_request(stream: &mut tokio::net::TcpStream) -> Option<(String, Vec<u8>)> {
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 4096];
+    let end = loop {
+        let n = stream.read(&mut chunk).await.ok()?;
+        if n == 0 {
+            return None;
+        }
+        buf.extend_from_slice(&chunk[..n]);
+        if let Some(at) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            break at + 4;
+        }
+    };
+    let head = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
+    let header = |name: &str| {
+        head.lines()
+            .find_map(|l| l.strip_prefix(name).map(|v| v.trim().to_owned()))
+    };
+    let length: usize = header("content-length:")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    let key = header("idempotency-key:").unwrap_or_default();
+    while buf.len() < end + length {
+        let n = stream.read(&mut chunk).await.ok()?;
+        if n == 0 {
+            return None;
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    }
+    Some((key, buf[end..end + length].to_vec()))
+}
+
+/// A payment provider that honours keys, keeping them `retention_s` when given.
+async fn keyed_payments(
+    engine: &Engine,
+    name: &str,
+    base_url: &str,
+    hard_ms: u64,
+    honours: bool,
+    retention_s: Option<i64>,
+) {
+    let mut config = json!({
+        "name": name, "kind": "http", "base_url": base_url,
+        "soft_timeout_ms": 200, "hard_timeout_ms": hard_ms,
+        "honours_idempotency_key": honours,
+    });
+    if let Some(retention) = retention_s {
+        config["key_retention_s"] = json!(retention);
+    }
+    engine
+        .add_provider(&config.to_string())
+        .await
+        .expect("provider");
+}
+
+async fn pay_at(engine: &Engine, provider: &str, key: &str) -> String {
+    let intent = json!({ "route": [provider], "input": { "amount": 100, "to": key } });
+    engine
+        .submit(OWNER, key, &intent.to_string())
+        .await
+        .expect("submit")
+        .job
+        .id
+}
+
+fn replays(detail: &onejob_engine::JobDetail) -> Vec<&serde_json::Value> {
+    detail
+        .events
+        .iter()
+        .filter(|e| e.kind == "replayed")
+        .map(|e| &e.detail)
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unknown_attempt_at_a_provider_that_keeps_keys_is_settled_by_replay_with_one_effect() {
+    let ledger = Ledger::new().await;
+    let e = &ledger.engine;
+    // The work outlives the soft timeout (200 ms) and the hard deadline (600 ms).
+    let (url, seen) = keyed_provider(Duration::from_millis(2500), Repeat::Stored).await;
+    keyed_payments(e, "payments", &url, 600, true, Some(600)).await;
+    let job = pay_at(e, "payments", "order-45").await;
+    let (_executor, stop, task) = start_with(e, options());
+    let unknown = until(e, &job, |d| d.job.status == JobStatus::Unknown).await;
+    assert_eq!(unknown.attempts[0].state, AttemptState::Unknown);
+    let done = until(e, &job, |d| d.job.status.is_terminal()).await;
+    let _ = stop.send(());
+    task.await.expect("executor");
+
+    assert_eq!(done.job.status, JobStatus::Succeeded, "{done:#?}");
+    assert_eq!(done.attempts.len(), 1, "settled under the same attempt");
+    assert_eq!(done.attempts[0].state, AttemptState::Succeeded);
+    assert_eq!(done.job.result, Some(json!({ "paid": true, "key": job })));
+    let seen = seen.lock().expect("seen");
+    assert_eq!(
+        seen.effects.values().copied().collect::<Vec<_>>(),
+        vec![1],
+        "the provider did the work once"
+    );
+    assert!(
+        seen.requests.len() >= 3,
+        "a 409 while at work, then the stored answer"
+    );
+    let (first_key, first_body, _) = &seen.requests[0];
+    assert_eq!(first_key, &job.to_lowercase(), "the key is the job id");
+    for (key, body, _) in &seen.requests {
+        assert_eq!(
+            (key, body),
+            (first_key, first_body),
+            "the same key and body"
+        );
+    }
+    let replayed = replays(&done);
+    assert!(
+        replayed
+            .iter()
+            .any(|r| r["outcome"] == "retries_later" && r["http_status"] == 409),
+        "{replayed:#?}"
+    );
+    let last = replayed.last().expect("replays");
+    assert_eq!(last["outcome"], "settled", "{replayed:#?}");
+    assert_eq!(last["http_status"], 200);
+    let won = done
+        .events
+        .iter()
+        .find(|ev| ev.kind == "attempt_succeeded")
+        .expect("won");
+    assert_eq!(won.detail["via"], "replay");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_replay_without_retention_past_it_or_at_a_provider_that_does_not_keep_keys() {
+    let ledger = Ledger::new().await;
+    let e = &ledger.engine;
+    let work = Duration::from_secs(30);
+    let (no_retention, seen_a) = keyed_provider(work, Repeat::Stored).await;
+    let (no_keys, seen_b) = keyed_provider(work, Repeat::Stored).await;
+    let (short, seen_c) = keyed_provider(work, Repeat::Stored).await;
+    keyed_payments(e, "no-retention", &no_retention, 800, true, None).await;
+    keyed_payments(e, "no-keys", &no_keys, 800, false, None).await;
+    // Kept 61 s, less the margin (60 s): gone before the hard deadline (1.5 s) passes.
+    keyed_payments(e, "short", &short, 1500, true, Some(61)).await;
+    let jobs = [
+        pay_at(e, "no-retention", "a").await,
+        pay_at(e, "no-keys", "b").await,
+        pay_at(e, "short", "c").await,
+    ];
+    let (executor, stop, task) = start_with(e, options());
+    for job in &jobs {
+        until(e, job, |d| d.job.status == JobStatus::Unknown).await;
+    }
+    // Past every hard deadline, many replay periods pass.
+    tokio::time::sleep(Duration::from_millis(4000)).await;
+    for job in &jobs {
+        let detail = e.job(OWNER, job).await.expect("job");
+        assert_eq!(detail.job.status, JobStatus::Unknown, "{detail:#?}");
+        assert!(replays(&detail).is_empty(), "{detail:#?}");
+        let asked = executor.replay(&detail.attempts[0]).await;
+        assert_eq!(
+            asked.expect_err("never replayed").code(),
+            "invalid_input",
+            "{job}"
+        );
+    }
+    let _ = stop.send(());
+    task.await.expect("executor");
+    for seen in [seen_a, seen_b, seen_c] {
+        assert_eq!(seen.lock().expect("seen").requests.len(), 1, "sent once");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replay_never_runs_before_the_hard_deadline() {
+    let ledger = Ledger::new().await;
+    let e = &ledger.engine;
+    let hard = Duration::from_millis(2500);
+    let (url, seen) = keyed_provider(Duration::from_millis(3500), Repeat::Stored).await;
+    keyed_payments(
+        e,
+        "payments",
+        &url,
+        hard.as_millis() as u64,
+        true,
+        Some(600),
+    )
+    .await;
+    let job = pay_at(e, "payments", "early").await;
+    let (executor, stop, task) = start_with(e, options());
+    let unknown = until(e, &job, |d| d.job.status == JobStatus::Unknown).await;
+    // Asked at once, the replay waits for the hard deadline and sends nothing.
+    match executor.replay(&unknown.attempts[0]).await {
+        Ok(Replayed::TooEarly(wait)) => assert!(wait > Duration::ZERO),
+        other => panic!("{other:?}"),
+    }
+    let done = until(e, &job, |d| d.job.status.is_terminal()).await;
+    let _ = stop.send(());
+    task.await.expect("executor");
+    assert_eq!(done.job.status, JobStatus::Succeeded, "{done:#?}");
+    let seen = seen.lock().expect("seen");
+    assert!(seen.requests.len() >= 2, "replayed");
+    let first = seen.requests[0].2;
+    let soonest = seen.requests[1..]
+        .iter()
+        .map(|r| r.2.saturating_duration_since(first))
+        .min()
+        .expect("a replay");
+    // The attempt was sent (by the ledger's clock) a moment before its request arrived here.
+    assert!(
+        soonest + Duration::from_millis(150) >= hard,
+        "replayed {soonest:?} after the first send, before its hard deadline {hard:?}"
+    );
+    assert_eq!(seen.effects.values().sum::<usize>(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replay_answered_with_another_4xx_flags_the_attempt_for_review_and_leaves_it_unknown() {
+    let ledger = Ledger::new().await;
+    let e = &ledger.engine;
+    let (url, seen) = keyed_provider(Duration::from_secs(30), Repeat::Refused(422)).await;
+    keyed_payments(e, "payments", &url, 600, true, Some(600)).await;
+    let job = pay_at(e, "payments", "forgotten").await;
+    let (_executor, stop, task) = start_with(e, options());
+    let flagged = until(e, &job, |d| d.attempts.iter().any(|a| a.flagged_for_review)).await;
+    // Many replay periods later, nothing more was sent.
+    tokio::time::sleep(Duration::from_millis(3000)).await;
+    let _ = stop.send(());
+    task.await.expect("executor");
+    let detail = e.job(OWNER, &job).await.expect("job");
+    assert_eq!(detail.job.status, JobStatus::Unknown, "{detail:#?}");
+    assert_eq!(detail.attempts.len(), 1);
+    assert_eq!(detail.attempts[0].state, AttemptState::Unknown);
+    assert!(detail.attempts[0].flagged_for_review);
+    let replayed = replays(&detail);
+    assert_eq!(replayed.len(), 1, "{replayed:#?}");
+    assert_eq!(replayed[0]["outcome"], "flagged");
+    assert_eq!(replayed[0]["http_status"], 422);
+    assert_eq!(
+        replays(&flagged).len(),
+        1,
+        "flagged with its replay's event"
+    );
+    assert_eq!(seen.lock().expect("seen").requests.len(), 2, "one replay");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_sandboxs_slow_work_dial_leaves_a_job_unknown_that_settles_by_replay_offline() {
+    let ledger = Ledger::new().await;
+    let e = &ledger.engine;
+    let server = sandbox(Dials {
+        slow_work: 1.0,
+        slow_work_ms: 2000,
+        ..quick()
+    })
+    .await;
+    let config = json!({
+        "name": "sbx", "kind": "sandbox", "base_url": server.url(),
+        "soft_timeout_ms": 200, "hard_timeout_ms": 500,
+        "honours_idempotency_key": true, "key_retention_s": 86_400,
+    });
+    e.add_provider(&config.to_string()).await.expect("provider");
+    let job = pay_at(e, "sbx", "slow").await;
+    let (_executor, stop, task) = start_with(e, options());
+    until(e, &job, |d| d.job.status == JobStatus::Unknown).await;
+    let done = until(e, &job, |d| d.job.status.is_terminal()).await;
+    let _ = stop.send(());
+    task.await.expect("executor");
+    assert_eq!(done.job.status, JobStatus::Succeeded, "{done:#?}");
+    assert_eq!(done.attempts.len(), 1);
+    let outcomes: Vec<String> = server.log().into_iter().map(|r| r.outcome).collect();
+    assert_eq!(
+        outcomes.iter().filter(|o| *o == "slow_work").count(),
+        1,
+        "the work was done once: {outcomes:?}"
+    );
+    assert!(outcomes.contains(&"in_progress".to_owned()), "{outcomes:?}");
+    assert_eq!(outcomes.last().map(String::as_str), Some("replayed"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_in_process_sandbox_is_replayed_to_only_by_the_executor_that_runs_it() {
+    let ledger = Ledger::new().await;
+    let e = &ledger.engine;
+    let config = json!({
+        "name": "sbx", "kind": "sandbox",
+        "soft_timeout_ms": 200, "hard_timeout_ms": 500,
+        "honours_idempotency_key": true, "key_retention_s": 86_400,
+        "dials": { "latency_ms": 5, "jitter_ms": 0, "slow_work": 1.0, "slow_work_ms": 2500 },
+    });
+    e.add_provider(&config.to_string()).await.expect("provider");
+    let job = pay_at(e, "sbx", "in-process").await;
+    // One executor sends it to the sandbox it runs, and returns once the job is unknown.
+    let sender = Executor::new(e.clone(), options()).expect("executor");
+    let unknown = sender.run_job(&job, None).await.expect("sent");
+    assert_eq!(unknown.status, JobStatus::Unknown);
+    // Another never replays it: a sandbox of its own would not know the key, and would pay again.
+    let (other, stop, task) = start_with(e, options());
+    tokio::time::sleep(Duration::from_millis(3500)).await;
+    let detail = e.job(OWNER, &job).await.expect("job");
+    assert_eq!(detail.job.status, JobStatus::Unknown, "{detail:#?}");
+    assert!(replays(&detail).is_empty(), "{detail:#?}");
+    let asked = other.replay(&detail.attempts[0]).await;
+    assert_eq!(asked.expect_err("not its sandbox").code(), "invalid_input");
+    let _ = stop.send(());
+    task.await.expect("executor");
+    // The sender's own loop replays it to its sandbox, which did the work, and it settles.
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let running = sender.clone();
+    let task = tokio::spawn(async move {
+        running
+            .run(async {
+                let _ = stopped.await;
+            })
+            .await
+    });
+    let done = until(e, &job, |d| d.job.status.is_terminal()).await;
+    let _ = stop.send(());
+    task.await.expect("executor");
+    assert_eq!(done.job.status, JobStatus::Succeeded, "{done:#?}");
+    assert_eq!(done.attempts.len(), 1);
+    assert_eq!(
+        replays(&done).last().map(|r| &r["outcome"]),
+        Some(&json!("settled"))
+    );
 }

@@ -376,3 +376,31 @@ async fn a_test_run_in_a_desktop_session_never_touches_its_keyring() {
     .expect("the test passes in a desktop session holding the person's key");
     assert_eq!(kept.as_deref(), Some(PERSONS_KEY));
 }
+
+#[tokio::test]
+async fn a_key_retention_is_refused_without_honoured_keys_and_unless_a_positive_number_of_seconds()
+{
+    let ledger = Ledger::new().await;
+    let e = &ledger.engine;
+    let mut config = http_provider("keys", "http://127.0.0.1:9/x");
+    config["key_retention_s"] = json!(86_400);
+    let message = refused(e, &config, "provider.key_retention_s").await;
+    assert!(message.contains("honours_idempotency_key"), "{message}");
+    config["honours_idempotency_key"] = json!(true);
+    for bad in [
+        json!(0),
+        json!(-5),
+        json!(1.5),
+        json!("a day"),
+        json!(10_000_000_000_i64),
+    ] {
+        config["key_retention_s"] = bad;
+        refused(e, &config, "provider.key_retention_s").await;
+    }
+    config["key_retention_s"] = json!(86_400);
+    e.add_provider(&config.to_string()).await.expect("added");
+    assert_eq!(listed(e, "keys").await["key_retention_s"], 86_400);
+    // The built-in sandbox keeps its keys a day, so its unknown attempts settle by replay.
+    let sandbox = e.provider("sandbox").await.expect("the built-in sandbox");
+    assert_eq!(sandbox.config.key_retention_s, Some(86_400));
+}

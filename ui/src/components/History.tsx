@@ -18,7 +18,7 @@ export function History({ jobId, events, attempts, now }: { jobId: string; event
       </thead>
       <tbody>
         {events.map((e, i) => (
-          <tr key={i} data-kind={e.kind} className={e.kind === "race_lost" || e.kind === "late_answer_flagged" ? "notable" : undefined}>
+          <tr key={i} data-kind={e.kind} className={notable(e) ? "notable" : undefined}>
             <td>
               <time dateTime={e.at} title={exactTime(e.at)}>{timeAgo(e.at, now)}</time>
             </td>
@@ -44,6 +44,14 @@ export function History({ jobId, events, attempts, now }: { jobId: string; event
       </tbody>
     </table>
   );
+}
+
+/** An event a person should look at: a race lost, a late answer, a replay the provider refused. */
+function notable(e: ShownEvent): boolean {
+  if (e.kind === "race_lost" || e.kind === "late_answer_flagged") return true;
+  if (e.kind !== "replayed" || e.detail.shown !== "whole") return false;
+  const detail = e.detail.value;
+  return detail !== null && typeof detail === "object" && !Array.isArray(detail) && detail["outcome"] === "flagged";
 }
 
 function detailText(detail: Value): string {

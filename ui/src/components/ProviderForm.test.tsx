@@ -96,4 +96,33 @@ describe("the provider form", () => {
     expect(input.value).toBe("");
     expect(done).toHaveBeenCalled();
   });
+
+  it("explains the key retention, refuses it without honoured keys, and saves it as seconds", async () => {
+    saveProvider.mockImplementation((json) => Promise.resolve({ status: "ok", data: view({ config: JSON.parse(json) }) }));
+    render(<ProviderForm provider={view({ kind: "http", model: null, key: { source: "not_set", required: false } })} onDone={() => undefined} />);
+    expect(document.getElementById("provider-key_retention_s-hint")?.textContent).toMatch(/how long the provider remembers a key.*Stripe: 24 h/i);
+    type("provider-key_retention_s", "86400");
+    fireEvent.click(screen.getByTestId("provider-save"));
+    expect(screen.getByTestId("provider-error-key_retention_s").textContent).toMatch(/honours Idempotency-Key/);
+    type("provider-key_retention_s", "0");
+    fireEvent.click(screen.getByTestId("provider-save"));
+    expect(screen.getByTestId("provider-error-key_retention_s").textContent).toMatch(/whole number of seconds/);
+    expect(saveProvider).not.toHaveBeenCalled();
+    fireEvent.click(screen.getByTestId("provider-honours_idempotency_key"));
+    type("provider-key_retention_s", "86400");
+    await act(async () => fireEvent.click(screen.getByTestId("provider-save")));
+    const saved = JSON.parse(saveProvider.mock.calls[0]?.[0] ?? "{}") as Record<string, unknown>;
+    expect(saved).toMatchObject({ honours_idempotency_key: true, key_retention_s: 86400 });
+  });
+
+  it("shows a stored key retention for editing and leaves an empty one out", async () => {
+    saveProvider.mockImplementation((json) => Promise.resolve({ status: "ok", data: view({ config: JSON.parse(json) }) }));
+    const keyed = view({ kind: "http", model: null, honours_idempotency_key: true, config: { key_retention_s: 3600 }, key: { source: "not_set", required: false } });
+    render(<ProviderForm provider={keyed} onDone={() => undefined} />);
+    expect((screen.getByTestId("provider-key_retention_s") as HTMLInputElement).value).toBe("3600");
+    type("provider-key_retention_s", "");
+    await act(async () => fireEvent.click(screen.getByTestId("provider-save")));
+    const saved = JSON.parse(saveProvider.mock.calls[0]?.[0] ?? "{}") as Record<string, unknown>;
+    expect(saved).not.toHaveProperty("key_retention_s");
+  });
 });

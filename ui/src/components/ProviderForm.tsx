@@ -202,7 +202,7 @@ function Field({
       );
       break;
     default: {
-      const numeric = field === "soft_timeout_ms" || field === "hard_timeout_ms" || field === "context_window";
+      const numeric = field === "soft_timeout_ms" || field === "hard_timeout_ms" || field === "context_window" || field === "key_retention_s";
       input = (
         <input
           {...common}

@@ -13,6 +13,7 @@ export type ProviderField =
   | "soft_timeout_ms"
   | "hard_timeout_ms"
   | "honours_idempotency_key"
+  | "key_retention_s"
   | "status_url"
   | "context_window"
   | "supports_json_schema"
@@ -29,6 +30,8 @@ export interface ProviderDraft {
   soft_timeout_ms: string;
   hard_timeout_ms: string;
   honours_idempotency_key: boolean;
+  /** Seconds as typed; "" leaves it unset (never replayed). */
+  key_retention_s: string;
   status_url: string;
   context_window: string;
   /** "" leaves it unset (the engine's default: on). */
@@ -41,10 +44,10 @@ export const KINDS: readonly ProviderKind[] = ["openai", "anthropic", "http", "s
 
 /** The fields each kind has, in the order the form shows them. */
 export const FIELDS: Record<ProviderKind, readonly ProviderField[]> = {
-  openai: ["name", "kind", "base_url", "model", "api_key_env", "soft_timeout_ms", "hard_timeout_ms", "honours_idempotency_key", "status_url", "context_window", "supports_json_schema", "tokenizer"],
-  anthropic: ["name", "kind", "base_url", "model", "api_key_env", "soft_timeout_ms", "hard_timeout_ms", "honours_idempotency_key", "status_url", "context_window", "tokenizer", "anthropic_version"],
-  http: ["name", "kind", "base_url", "api_key_env", "soft_timeout_ms", "hard_timeout_ms", "honours_idempotency_key", "status_url"],
-  sandbox: ["name", "kind", "base_url", "soft_timeout_ms", "hard_timeout_ms", "honours_idempotency_key", "status_url"],
+  openai: ["name", "kind", "base_url", "model", "api_key_env", "soft_timeout_ms", "hard_timeout_ms", "honours_idempotency_key", "key_retention_s", "status_url", "context_window", "supports_json_schema", "tokenizer"],
+  anthropic: ["name", "kind", "base_url", "model", "api_key_env", "soft_timeout_ms", "hard_timeout_ms", "honours_idempotency_key", "key_retention_s", "status_url", "context_window", "tokenizer", "anthropic_version"],
+  http: ["name", "kind", "base_url", "api_key_env", "soft_timeout_ms", "hard_timeout_ms", "honours_idempotency_key", "key_retention_s", "status_url"],
+  sandbox: ["name", "kind", "base_url", "soft_timeout_ms", "hard_timeout_ms", "honours_idempotency_key", "key_retention_s", "status_url"],
 };
 
 /** Whether a kind takes an API key (typed into the app, or from `api_key_env`). */
@@ -62,6 +65,7 @@ export const LABEL: Record<ProviderField, string> = {
   soft_timeout_ms: "Soft timeout (ms)",
   hard_timeout_ms: "Hard deadline (ms)",
   honours_idempotency_key: "Honours Idempotency-Key",
+  key_retention_s: "Key retention (s)",
   status_url: "Status lookup URL",
   context_window: "Context window (tokens)",
   supports_json_schema: "JSON schema in response_format",
@@ -100,6 +104,8 @@ export function explain(field: ProviderField, d: ProviderDraft): string {
       return d.honours_idempotency_key
         ? "On: the provider answers a repeat of the same Idempotency-Key with the first answer, so after a 5xx the same provider is tried again with the same key."
         : "Off: a 5xx or a timeout leaves the attempt unknown until a person decides.";
+    case "key_retention_s":
+      return "How long the provider remembers a key, in seconds; Stripe: 24 h (86400). Set, an unknown attempt is sent again with the same key after its hard deadline, until an answer settles it or this time (less a margin) has passed. Empty: never sent again. Only with Honours Idempotency-Key.";
     case "status_url":
       return "Where an unknown attempt's outcome is looked up; {base_url}, {idempotency_key}, {job_id}, {request_id} are filled in. Empty: a person resolves unknown attempts.";
     case "context_window":
@@ -140,6 +146,7 @@ export function draftOf(view: ProviderView | null): ProviderDraft {
       soft_timeout_ms: "30000",
       hard_timeout_ms: "120000",
       honours_idempotency_key: false,
+      key_retention_s: "",
       status_url: "",
       context_window: "",
       supports_json_schema: "",
@@ -159,6 +166,7 @@ export function draftOf(view: ProviderView | null): ProviderDraft {
     soft_timeout_ms: String(view.soft_timeout_ms),
     hard_timeout_ms: String(view.hard_timeout_ms),
     honours_idempotency_key: view.honours_idempotency_key,
+    key_retention_s: text(config["key_retention_s"]),
     status_url: view.status_url ?? "",
     context_window: view.context_window === null ? "" : String(view.context_window),
     supports_json_schema: flag === true ? "true" : flag === false ? "false" : "",
@@ -173,6 +181,8 @@ export function objectOf(value: Value): { [key: string]: Value } {
 }
 
 const WHOLE = /^\d+$/;
+/** The longest key retention the engine accepts: a year. */
+export const MAX_KEY_RETENTION_S = 365 * 24 * 3600;
 const SECRET_PARAM = /^(key|api_key|apikey|api-key|token|access_token|secret|password|sig|signature|auth|authorization)$/i;
 
 /** What is wrong with a URL field, or null. Mirrors the engine's rules that need no server. */
@@ -218,6 +228,13 @@ export function checkProvider(d: ProviderDraft): FieldErrors {
   } else if (errors["soft_timeout_ms"] === undefined && Number(d.hard_timeout_ms) < Number(d.soft_timeout_ms)) {
     errors["hard_timeout_ms"] = "The hard deadline comes after the soft timeout: make it at least as long.";
   }
+  if (fields.includes("key_retention_s") && d.key_retention_s !== "") {
+    if (!WHOLE.test(d.key_retention_s) || Number(d.key_retention_s) < 1 || Number(d.key_retention_s) > MAX_KEY_RETENTION_S) {
+      errors["key_retention_s"] = `A whole number of seconds from 1 to ${MAX_KEY_RETENTION_S}, or empty.`;
+    } else if (!d.honours_idempotency_key) {
+      errors["key_retention_s"] = "Only for a provider that honours Idempotency-Key: turn that on, or leave this empty.";
+    }
+  }
   if (fields.includes("context_window") && d.context_window !== "" && (!WHOLE.test(d.context_window) || Number(d.context_window) < 1)) {
     errors["context_window"] = "A whole number of tokens, or empty.";
   }
@@ -250,6 +267,7 @@ export function configOf(d: ProviderDraft, stored: Value | null): { [key: string
   put("soft_timeout_ms", Number(d.soft_timeout_ms));
   put("hard_timeout_ms", Number(d.hard_timeout_ms));
   put("honours_idempotency_key", d.honours_idempotency_key);
+  if (d.key_retention_s !== "") put("key_retention_s", Number(d.key_retention_s));
   if (d.status_url.trim() !== "") put("status_url", d.status_url.trim());
   if (d.context_window !== "") put("context_window", Number(d.context_window));
   if (d.supports_json_schema !== "") put("supports_json_schema", d.supports_json_schema === "true");

@@ -10,7 +10,7 @@ import { ErrorBanner } from "../components/ErrorBanner";
 import { ProviderForm } from "../components/ProviderForm";
 import { RemoveConfirm } from "../components/RemoveConfirm";
 import type { Shown } from "../errors";
-import { keyText, takesKey } from "../forms/providerForm";
+import { keyText, objectOf, takesKey } from "../forms/providerForm";
 
 /** Which provider the form is open for: a new one, a configured one, or none. */
 type Editing = { name: string | null } | null;
@@ -54,6 +54,7 @@ function ProviderCard({ provider, onEdit }: { provider: ProviderView; onEdit: ()
     ["API key", takesKey(provider.kind) ? keyText(provider.key) : "none"],
     ["API key variable", provider.api_key_env === null ? "none" : `$${provider.api_key_env}`],
     ["Honours Idempotency-Key", provider.honours_idempotency_key ? "yes" : "no"],
+    ["Key retention", retentionText(objectOf(provider.config)["key_retention_s"])],
     ["Status lookup", provider.status_url ?? "none: a person resolves unknown attempts"],
   ];
   return (
@@ -92,6 +93,13 @@ function ProviderCard({ provider, onEdit }: { provider: ProviderView; onEdit: ()
   );
 }
 
+/** A provider's key retention in words: how long unknown attempts are replayed under their key. */
+function retentionText(seconds: Value | undefined): string {
+  if (typeof seconds !== "number") return "none: unknown attempts are never sent again";
+  const hours = seconds / 3600;
+  return Number.isInteger(hours) ? `${seconds} s (${hours} h): unknown attempts are replayed under their key` : `${seconds} s: unknown attempts are replayed under their key`;
+}
+
 function FactRow({ label, value }: { label: string; value: string }) {
   return (
     <>
@@ -110,7 +118,8 @@ type Probability =
   | "extra_key"
   | "prose"
   | "missing_required_key"
-  | "wrong_type";
+  | "wrong_type"
+  | "slow_work";
 
 const FAULTS: { dial: Probability; label: string }[] = [
   { dial: "never_answer", label: "Never answer (the attempt times out: unknown)" },
@@ -123,6 +132,7 @@ const FAULTS: { dial: Probability; label: string }[] = [
   { dial: "prose", label: "Prose instead of JSON (jobs with a contract)" },
   { dial: "missing_required_key", label: "A required key missing (jobs with a contract)" },
   { dial: "wrong_type", label: "A value of the wrong type (jobs with a contract)" },
+  { dial: "slow_work", label: "Slow work: done, answered only after the extra time below" },
 ];
 
 /** The sandbox's dials and its timeouts, edited together and saved as one configuration. */
@@ -156,6 +166,10 @@ function DialsForm({ provider, dials }: { provider: ProviderView; dials: Dials }
     >
       <h4>Fault dials</h4>
       <p className="muted">Each request rolls one fault at most; the probabilities add up and must not exceed 1.</p>
+      <p className="muted">
+        Slow work longer than the hard deadline leaves the attempt unknown while the work goes on; with a key retention set, the executor then sends it again under
+        its key (409 while at work, the stored answer after) and the job settles by itself.
+      </p>
       <div className="dial-grid">
         <label>
           Latency (ms)
@@ -187,6 +201,10 @@ function DialsForm({ provider, dials }: { provider: ProviderView; dials: Dials }
             />
           </label>
         ))}
+        <label>
+          Slow work's extra time (ms)
+          <input type="number" min={0} value={form.slow_work_ms ?? 15000} data-dial="slow_work_ms" onChange={(e) => setForm({ ...form, slow_work_ms: number(e.currentTarget.value) })} />
+        </label>
         <label className="check">
           <input
             type="checkbox"

@@ -9,14 +9,17 @@
 //! - this file: the loop — claim, recover, schedule; no single job stops it.
 //! - `send.rs`: one attempt over HTTP, from `in_flight` to its outcome.
 //! - `reconcile.rs`: status lookups of `unknown` attempts, beside the loop.
+//! - `replay.rs`: keyed replays of `unknown` attempts, beside the loop.
 //! - `check.rs`, `tokens.rs`: contract checks, which send samples and count their tokens.
 
 mod check;
 mod reconcile;
+mod replay;
 mod send;
 mod tokens;
 
-pub use reconcile::Reconciled;
+pub use reconcile::{Reconciled, LOOKUP_EVERY_CAP};
+pub use replay::{Replayed, REPLAY_FIRST_WAIT, REPLAY_WAIT_CAP};
 
 use std::collections::{HashMap, HashSet};
 use std::future::Future;
@@ -87,7 +90,7 @@ pub struct ExecutorOptions {
     pub backoff_cap: Duration,
     /// How often an `unknown` attempt's provider status is looked up, where it has one.
     pub reconcile_every: Duration,
-    /// Status lookups running at once, beside the loop.
+    /// Status lookups running at once, beside the loop; as many keyed replays may run besides.
     pub max_lookups: usize,
     /// How long a write that failed on storage (busy, locked, I/O) is retried before it is
     /// left to recovery.
@@ -135,11 +138,17 @@ struct Inner {
     last_left: Mutex<Option<Instant>>,
     /// When `unknown` attempts were last looked over for status lookups due.
     last_lookups: Mutex<Option<Instant>>,
-    /// When each `unknown` attempt was last looked up (or first seen).
-    last_lookup: Mutex<HashMap<String, Instant>>,
+    /// When each `unknown` attempt was last looked up (or first seen), and how long until the
+    /// next lookup.
+    last_lookup: Mutex<HashMap<String, (Instant, Duration)>>,
     /// Attempts whose status lookup is running now.
     looking: Mutex<HashSet<String>>,
     lookups: Arc<Semaphore>,
+    /// When each attempt due for a keyed replay is next replayed, and the backoff that set it.
+    replay_at: Mutex<HashMap<String, (Instant, Duration)>>,
+    /// Attempts whose replay is running now.
+    replaying: Mutex<HashSet<String>>,
+    replays: Arc<Semaphore>,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -193,6 +202,7 @@ impl Executor {
                 permits: Arc::new(Semaphore::new(options.max_in_flight.max(1))),
                 max_in_flight: Mutex::new(options.max_in_flight.max(1)),
                 lookups: Arc::new(Semaphore::new(options.max_lookups.max(1))),
+                replays: Arc::new(Semaphore::new(options.max_lookups.max(1))),
                 engine,
                 client: std::sync::OnceLock::new(),
                 options,
@@ -204,6 +214,8 @@ impl Executor {
                 last_lookups: Mutex::new(None),
                 last_lookup: Mutex::new(HashMap::new()),
                 looking: Mutex::new(HashSet::new()),
+                replay_at: Mutex::new(HashMap::new()),
+                replaying: Mutex::new(HashSet::new()),
             }),
         })
     }
@@ -374,7 +386,7 @@ impl Executor {
     }
 
     /// One pass over the ledger: recover expired leases (about once a second), start status
-    /// lookups of `unknown` attempts that are due, send `pending` attempts and claim queued
+    /// lookups and keyed replays of `unknown` attempts that are due, send `pending` attempts and claim queued
     /// jobs. A job whose claim fails is logged and passed over; every other job goes on.
     /// Returns how many attempts it started.
     pub async fn tick(&self) -> Result<usize> {
@@ -392,6 +404,7 @@ impl Executor {
             .min(Duration::from_secs(1));
         if due(&self.inner.last_lookups, every) {
             self.start_lookups().await;
+            self.start_replays().await;
         }
         let mut started = 0;
         let room = self.inner.permits.available_permits() as u32;

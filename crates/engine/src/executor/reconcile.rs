@@ -4,15 +4,21 @@
 
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
+use serde_json::{json, Value};
 
 use crate::attempt::{AttemptState, Cause};
 use crate::error::{EmptyDetails, Error, Result};
+use crate::events::EventKind;
 use crate::failure::FailureKind;
-use crate::model::{AfterFailure, Attempt, Completion, JobAttempt};
+use crate::ledger::Note;
+use crate::model::{AfterFailure, Attempt, AttemptError, Completion, JobAttempt};
 use crate::providers::{decode, judge, Provider};
 
 use super::{lock, Executor};
+
+/// The longest wait between two lookups of one attempt: from `reconcile_every`, each waits
+/// twice as long as the last, up to this.
+pub const LOOKUP_EVERY_CAP: Duration = Duration::from_secs(300);
 
 /// The largest status body read; a larger one says nothing.
 const MAX_STATUS_BODY: usize = 8 * 1024 * 1024;
@@ -41,6 +47,33 @@ enum Stated {
     Nothing,
 }
 
+/// A status lookup's answer as its `looked_up` event records it.
+struct Looked {
+    stated: Stated,
+    /// The HTTP status, when one came back.
+    http_status: Option<u16>,
+    /// The body's `state`, when it had one.
+    state: Option<String>,
+    /// In words, without the URL's query.
+    described: String,
+}
+
+impl Looked {
+    /// The `looked_up` event: what the provider answered, and whether the attempt `settled`
+    /// by it or is `still_unknown`.
+    fn note(&self, outcome: &str) -> Note {
+        Note {
+            kind: EventKind::LookedUp,
+            detail: json!({
+                "http_status": self.http_status,
+                "state": self.state,
+                "answer": self.described,
+                "outcome": outcome,
+            }),
+        }
+    }
+}
+
 impl Executor {
     /// Starts the lookups that are due, each in its own task, at most `max_lookups` at once.
     /// Only attempts whose hard deadline has passed since they were sent are read; each is
@@ -49,13 +82,19 @@ impl Executor {
         let Ok(unknown) = self.inner.engine.unknown_attempts(100).await else {
             return;
         };
+        let every = self.inner.options.reconcile_every;
+        let cap = every.max(LOOKUP_EVERY_CAP);
         for attempt in unknown {
             let due = {
                 let mut last = lock(&self.inner.last_lookup);
-                let seen = *last.entry(attempt.id.clone()).or_insert_with(Instant::now);
-                let due = seen.elapsed() >= self.inner.options.reconcile_every;
+                let (seen, wait) = *last
+                    .entry(attempt.id.clone())
+                    .or_insert_with(|| (Instant::now(), every));
+                let due = seen.elapsed() >= wait;
                 if due {
-                    last.insert(attempt.id.clone(), Instant::now());
+                    // Each lookup of one attempt waits twice as long as the last, up to the cap:
+                    // a long outage is not asked about, nor recorded, every few seconds.
+                    last.insert(attempt.id.clone(), (Instant::now(), (wait * 2).min(cap)));
                 }
                 due
             };
@@ -117,8 +156,9 @@ impl Executor {
         if !wait.is_zero() {
             return Ok(Reconciled::TooEarly(wait));
         }
-        let (stated, described) = self.look_up(&url, &provider).await;
-        match stated {
+        let looked = self.look_up(&url, &provider).await;
+        let settled = looked.note("settled");
+        match looked.stated {
             Stated::Succeeded(result) => {
                 // A looked-up answer is held to the job's contract like a live one.
                 let job = engine.job_by_id(&attempt.job_id).await?;
@@ -130,57 +170,94 @@ impl Executor {
                     .and_then(|decoded| judge(decoded.output, contract.as_ref()));
                 let result = match judged {
                     Ok(result) => result,
-                    Err(why) => {
-                        let done = self
-                            .persist("lookup", || {
-                                engine.fail_attempt(
-                                    &attempt.id,
-                                    why.clone(),
-                                    None,
-                                    AfterFailure::Requeue,
-                                )
-                            })
-                            .await?;
-                        return Ok(Reconciled::Failed(Box::new(done)));
-                    }
+                    Err(why) => return self.fail_looked_up(attempt, why, settled).await,
                 };
                 let done = self
                     .persist("lookup", || {
-                        engine.complete(&attempt.id, &result, Cause::Reconciliation)
+                        engine.complete_noted(
+                            &attempt.id,
+                            &result,
+                            Cause::Reconciliation,
+                            "reconciliation",
+                            settled.clone(),
+                        )
                     })
                     .await?;
                 Ok(Reconciled::Completed(Box::new(done)))
             }
             Stated::Failed | Stated::NotFound => {
                 let why = FailureKind::ReconciledFailed.because(format!(
-                    "the provider's status lookup says it did not happen ({described})"
+                    "the provider's status lookup says it did not happen ({})",
+                    looked.described
                 ));
-                let done = self
-                    .persist("lookup", || {
-                        engine.fail_attempt(&attempt.id, why.clone(), None, AfterFailure::Requeue)
-                    })
-                    .await?;
-                Ok(Reconciled::Failed(Box::new(done)))
+                self.fail_looked_up(attempt, why, settled).await
             }
-            Stated::Nothing => Ok(Reconciled::StillUnknown),
+            Stated::Nothing => {
+                let note = looked.note("still_unknown");
+                self.persist("lookup", || engine.note(&attempt.id, note.clone()))
+                    .await?;
+                Ok(Reconciled::StillUnknown)
+            }
+        }
+    }
+
+    /// Fails an attempt by what its lookup said, with the lookup's event. One that moved
+    /// meanwhile (a person's verdict) keeps it, and the event is recorded alone.
+    async fn fail_looked_up(
+        &self,
+        attempt: &Attempt,
+        why: AttemptError,
+        note: Note,
+    ) -> Result<Reconciled> {
+        let engine = &self.inner.engine;
+        let failed = self
+            .persist("lookup", || {
+                engine.fail_attempt_noted(
+                    &attempt.id,
+                    why.clone(),
+                    None,
+                    AfterFailure::Requeue,
+                    Some(note.clone()),
+                )
+            })
+            .await;
+        match failed {
+            Ok(done) => Ok(Reconciled::Failed(Box::new(done))),
+            Err(e @ Error::InvalidTransition { .. }) => {
+                self.persist("lookup", || engine.note(&attempt.id, note.clone()))
+                    .await?;
+                Err(e)
+            }
+            Err(e) => Err(e),
         }
     }
 
     /// Asks the status URL; what it states, and a description without the URL's query.
-    async fn look_up(&self, url: &str, provider: &Provider) -> (Stated, String) {
+    async fn look_up(&self, url: &str, provider: &Provider) -> Looked {
         let timeout = Duration::from_millis(provider.config.hard_timeout_ms);
+        let nothing = |http_status: Option<u16>, described: String| Looked {
+            stated: Stated::Nothing,
+            http_status,
+            state: None,
+            described,
+        };
         let client = match self.client() {
             Ok(client) => client,
-            Err(e) => return (Stated::Nothing, e.to_string()),
+            Err(e) => return nothing(None, e.to_string()),
         };
         let response = match client.get(url).timeout(timeout).send().await {
             Ok(response) => response,
-            Err(e) => return (Stated::Nothing, format!("no answer: {}", e.without_url())),
+            Err(e) => return nothing(None, format!("no answer: {}", e.without_url())),
         };
         let status = response.status();
         let body = match read_limited(response).await {
             Some(body) => body,
-            None => return (Stated::Nothing, format!("{status}, an unreadable body")),
+            None => {
+                return nothing(
+                    Some(status.as_u16()),
+                    format!("{status}, an unreadable body"),
+                )
+            }
         };
         let state = body.get("state").and_then(Value::as_str);
         let described = format!("{status}, state {}", state.unwrap_or("absent"));
@@ -197,13 +274,18 @@ impl Executor {
             (true, _, Some("not_found")) | (_, true, Some("not_found")) => Stated::NotFound,
             _ => Stated::Nothing,
         };
-        (stated, described)
+        Looked {
+            stated,
+            http_status: Some(status.as_u16()),
+            state: state.map(str::to_owned),
+            described,
+        }
     }
 
-    /// The base URL a status lookup goes to. An in-process sandbox is only asked by the process
-    /// that runs it: another process's fresh sandbox never saw the key and would answer
-    /// "not found" for work that was done.
-    async fn lookup_base(&self, provider: &Provider) -> Result<String> {
+    /// The base URL a status lookup or a replay goes to. An in-process sandbox is only asked by
+    /// the process that runs it: another process's fresh sandbox never saw the key, and would
+    /// answer "not found" for work that was done, or do a replay's work again.
+    pub(super) async fn lookup_base(&self, provider: &Provider) -> Result<String> {
         let config = &provider.config;
         if let Some(url) = &config.base_url {
             return Ok(url.clone());
@@ -213,7 +295,7 @@ impl Executor {
             None => Err(Error::invalid_input(
                 "attempt",
                 format!(
-                    "provider {} runs inside the process that sent this attempt; only that process can look it up",
+                    "provider {} runs inside the process that sent this attempt; only that process can ask it about it",
                     config.name
                 ),
             )),

@@ -25,13 +25,23 @@ use crate::sandbox::Sandbox;
 use super::Executor;
 
 /// An attempt ready to send: its request, its provider, and the contract its answer must keep.
-struct Prepared {
-    request: reqwest::RequestBuilder,
-    target: Target,
+pub(super) struct Prepared {
+    pub(super) request: reqwest::RequestBuilder,
+    pub(super) target: Target,
+}
+
+/// Where an attempt's request goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Destination {
+    /// A first send: the configured URL, or the in-process sandbox, started if need be.
+    Send,
+    /// A keyed replay: the configured URL, or the in-process sandbox only if this process runs
+    /// it already; a fresh one never saw the key, and would do the work again.
+    Replay,
 }
 
 /// Why an attempt was not sent.
-enum NotSent {
+pub(super) enum NotSent {
     /// It cannot be sent as configured (a provider or contract removed since, a missing key):
     /// a definite outcome, `pending → failed`.
     Unsendable(AttemptError),
@@ -47,11 +57,11 @@ impl From<AttemptError> for NotSent {
 }
 
 /// What the outcome of an attempt is judged by.
-struct Target {
-    config: ProviderConfig,
-    contract: Option<Contract>,
+pub(super) struct Target {
+    pub(super) config: ProviderConfig,
+    pub(super) contract: Option<Contract>,
     /// The job's attempt budget: an `http` 5xx on the last try is `unknown`, not retried.
-    max_attempts: u32,
+    pub(super) max_attempts: u32,
 }
 
 impl Executor {
@@ -84,7 +94,10 @@ impl Executor {
         };
         // A client that cannot be built sends nothing: the attempt stays `pending`.
         let client = self.client()?;
-        let Prepared { request, target } = match self.prepare(client, &attempt, &job).await {
+        let prepared = self
+            .prepare(client, &attempt, &job, Destination::Send)
+            .await;
+        let Prepared { request, target } = match prepared {
             Ok(prepared) => prepared,
             Err(NotSent::Storage(e)) => return Err(e),
             Err(NotSent::Unsendable(why)) => {
@@ -206,11 +219,12 @@ impl Executor {
     /// Builds the attempt's request, or says why it cannot be sent. Only what the ledger says
     /// (a provider or contract not found) is a verdict; a read that fails on storage is
     /// retried with backoff, and if it still fails, nothing is decided.
-    async fn prepare(
+    pub(super) async fn prepare(
         &self,
         client: &reqwest::Client,
         attempt: &Attempt,
         job: &Job,
+        destination: Destination,
     ) -> std::result::Result<Prepared, NotSent> {
         let engine = &self.inner.engine;
         let misconfigured = |m: String| NotSent::Unsendable(FailureKind::Misconfigured.because(m));
@@ -222,10 +236,11 @@ impl Executor {
             .persist("provider", || engine.provider(&attempt.provider))
             .await
             .map_err(|e| verdict(e, format!("provider {}", attempt.provider)))?;
-        let url = self
-            .url_of(&provider)
-            .await
-            .map_err(|e| misconfigured(e.to_string()))?;
+        let url = match destination {
+            Destination::Send => self.url_of(&provider).await,
+            Destination::Replay => self.lookup_base(&provider).await,
+        }
+        .map_err(|e| misconfigured(e.to_string()))?;
         let input = job.intent.get("input").cloned().unwrap_or(Value::Null);
         let params = match job.intent.get("params") {
             Some(Value::Object(params)) => params.clone(),
@@ -269,7 +284,7 @@ impl Executor {
     /// Reads an answer out of its kind's envelope and holds it to the job's contract, before
     /// it may reach the compare-and-swap: an invalid answer becomes a failure of the attempt
     /// (`invalid_answer`, `contract_violation`), never the job's result. Token usage is kept.
-    async fn judge(
+    pub(super) async fn judge(
         &self,
         attempt: &Attempt,
         outcome: Classified,
@@ -437,7 +452,7 @@ impl Executor {
 
     /// Exponential backoff with jitter, never shorter than the provider's `Retry-After` (the
     /// ledger caps any wait at an hour).
-    fn backoff(&self, number: u32, retry_after: Option<Duration>) -> Duration {
+    pub(super) fn backoff(&self, number: u32, retry_after: Option<Duration>) -> Duration {
         let options = &self.inner.options;
         let doubled = options
             .backoff_base

@@ -18,7 +18,7 @@ use crate::Engine;
 
 use super::group::{self, Fast, Lock, Ran};
 use super::transition::{close_open, move_attempt, AttemptMove};
-use super::{attempt_row, event, job_row, reread, ResponseHead};
+use super::{attempt_row, event, job_row, reread, Note, ResponseHead};
 
 /// How an answer arrived, for the transition's cause and its events.
 pub(super) struct Via {
@@ -297,17 +297,45 @@ impl Engine {
         cause: Cause,
         head: Option<Arc<ResponseHead>>,
     ) -> Result<Completion> {
+        let via = if cause == Cause::Answer {
+            "answer"
+        } else {
+            "reconciliation"
+        };
+        self.complete_noting(job_id, attempt_id, answer, cause, head, via, None)
+            .await
+    }
+
+    /// [`Engine::complete`] for an answer a replay or a status lookup brought: `via` names
+    /// how it came (`replay`, `reconciliation`) in the events, and `note` (the `replayed` or
+    /// `looked_up` event) is recorded in the same transaction, before the outcome's event.
+    pub(crate) async fn complete_noted(
+        &self,
+        attempt_id: &str,
+        answer: &Value,
+        cause: Cause,
+        via: &'static str,
+        note: Note,
+    ) -> Result<Completion> {
+        self.complete_noting(None, attempt_id, answer, cause, None, via, Some(note))
+            .await
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    async fn complete_noting(
+        &self,
+        job_id: Option<&str>,
+        attempt_id: &str,
+        answer: &Value,
+        cause: Cause,
+        head: Option<Arc<ResponseHead>>,
+        via: &'static str,
+        note: Option<Note>,
+    ) -> Result<Completion> {
         if cause == Cause::Person {
             return Err(Error::internal("a person's verdict goes through resolve"));
         }
-        let via_detail = Map::from_iter([(
-            "via".into(),
-            json!(if cause == Cause::Answer {
-                "answer"
-            } else {
-                "reconciliation"
-            }),
-        )]);
+        let via_detail = Map::from_iter([("via".into(), json!(via))]);
         let (result, detail) = (answer.to_string(), won_detail(answer, &via_detail));
         let lock = Lock::JobOf(attempt_id.to_owned());
         let fast = job_id.map(|job_id| Fast::Answer {
@@ -324,7 +352,12 @@ impl Engine {
         let write = group::fast_write(move |tx, ran| {
             let (attempt_id, answer, head) = (attempt_id.clone(), answer.clone(), head.clone());
             let (via_detail, result, detail) = (via_detail.clone(), result.clone(), detail.clone());
+            let note = note.clone();
             Box::pin(async move {
+                if let Some(note) = &note {
+                    let row = attempt_row(tx, &attempt_id).await?;
+                    note.write(tx, &row.job_id, &attempt_id).await?;
+                }
                 // The common case in one call: an answer in time that wins; or the group's
                 // statement for a run of answers already said whether it did.
                 let won_now = match ran {

@@ -20,7 +20,7 @@ use crate::Engine;
 
 use super::group::{self, Fast, Lock, Ran, Touches};
 use super::transition::{block_job, fail_job, move_attempt, move_from, release_job, AttemptMove};
-use super::{attempt_row, blocked, commit_with, job_attempt, job_row};
+use super::{attempt_row, blocked, commit_with, job_attempt, job_row, Note};
 
 /// The longest wait before a retry, whatever a provider's `Retry-After` asks (SPEC §6).
 pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(3600);
@@ -446,12 +446,30 @@ impl Engine {
         http_status: Option<u16>,
         after: AfterFailure,
     ) -> Result<JobAttempt> {
+        self.fail_attempt_noted(attempt_id, why, http_status, after, None)
+            .await
+    }
+
+    /// [`Engine::fail_attempt`] with a replay's or a status lookup's event, recorded in the
+    /// same transaction before the failure's.
+    pub(crate) async fn fail_attempt_noted(
+        &self,
+        attempt_id: &str,
+        why: AttemptError,
+        http_status: Option<u16>,
+        after: AfterFailure,
+        note: Option<Note>,
+    ) -> Result<JobAttempt> {
         let attempt_id = attempt_id.to_owned();
         let done = self
             .group(Lock::JobOf(attempt_id.clone()), move |tx| {
                 let (attempt_id, why, after) = (attempt_id.clone(), why.clone(), after.clone());
+                let note = note.clone();
                 Box::pin(async move {
                     let row = attempt_row(tx, &attempt_id).await?;
+                    if let Some(note) = &note {
+                        note.write(tx, &row.job_id, &attempt_id).await?;
+                    }
                     fail_in(tx, &row, &why, http_status, &after).await?;
                     job_attempt(tx, &row.job_id, &attempt_id).await
                 })

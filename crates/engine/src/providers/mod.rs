@@ -68,6 +68,10 @@ pub struct ProviderConfig {
     pub hard_timeout_ms: u64,
     /// Whether the provider deduplicates requests by `Idempotency-Key`.
     pub honours_idempotency_key: bool,
+    /// How long, in seconds, the provider remembers a key (Stripe: 24 h). Set only where it
+    /// honours keys; its `unknown` attempts are then replayed under their key (SPEC §16).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key_retention_s: Option<i64>,
     /// A status lookup URL, or a template of one: `{base_url}`, `{idempotency_key}`,
     /// `{job_id}` and `{request_id}` are filled in. Held to the same rules as `base_url`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -93,8 +97,11 @@ pub struct ProviderConfig {
     pub dials: Option<Value>,
 }
 
+/// The longest key retention a provider may state: a year.
+pub const MAX_KEY_RETENTION_S: i64 = 365 * 24 * 3600;
+
 /// The fields a provider configuration may have; any other is `invalid_input`.
-pub const PROVIDER_FIELDS: [&str; 14] = [
+pub const PROVIDER_FIELDS: [&str; 15] = [
     "name",
     "kind",
     "base_url",
@@ -103,6 +110,7 @@ pub const PROVIDER_FIELDS: [&str; 14] = [
     "soft_timeout_ms",
     "hard_timeout_ms",
     "honours_idempotency_key",
+    "key_retention_s",
     "status_url",
     "context_window",
     "supports_json_schema",
@@ -384,6 +392,22 @@ impl ProviderConfig {
                 ),
             ));
         }
+        if let Some(retention) = self.key_retention_s {
+            if !self.honours_idempotency_key {
+                return Err(Error::invalid_input(
+                    "provider.key_retention_s",
+                    "is only meaningful for a provider that honours Idempotency-Key; set honours_idempotency_key to true, or leave key_retention_s out",
+                ));
+            }
+            if !(1..=MAX_KEY_RETENTION_S).contains(&retention) {
+                return Err(Error::invalid_input(
+                    "provider.key_retention_s",
+                    format!(
+                        "{retention} is not a retention onejob can use; it must be from 1 to {MAX_KEY_RETENTION_S} seconds (Stripe keeps a key 86400 s)"
+                    ),
+                ));
+            }
+        }
         if let Some(var) = &self.api_key_env {
             let ok = !var.is_empty() && var.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
             if !ok {
@@ -413,6 +437,7 @@ fn first_bad_field(fields: &Map<String, Value>) -> Option<String> {
                 .as_str()
                 .is_some_and(|k| ["openai", "anthropic", "http", "sandbox"].contains(&k)),
             "soft_timeout_ms" | "hard_timeout_ms" | "context_window" => v.is_u64(),
+            "key_retention_s" => v.is_i64(),
             "honours_idempotency_key" | "supports_json_schema" => v.is_boolean(),
             "tokenizer" => v
                 .as_str()
@@ -429,6 +454,9 @@ fn first_bad_field(fields: &Map<String, Value>) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::PROVIDER_FIELDS;
+
+    /// Provider fields added after the migrations that drop unknown fields were shipped.
+    const ADDED_SINCE: [&str; 1] = ["key_retention_s"];
 
     /// Every single-quoted text of a migration, in order, its comments left out.
     fn quoted(sql: &str) -> Vec<&str> {
@@ -450,8 +478,13 @@ mod tests {
                 include_str!("../../../../migrations/postgres/0004_provider_fields.sql"),
             ),
         ];
+        // Fields added since run on configurations that could not yet hold them.
+        let at_the_time: Vec<&str> = PROVIDER_FIELDS
+            .into_iter()
+            .filter(|f| !ADDED_SINCE.contains(f))
+            .collect();
         for (file, sql) in migrations {
-            assert_eq!(quoted(sql), PROVIDER_FIELDS, "{file} keeps other fields");
+            assert_eq!(quoted(sql), at_the_time, "{file} keeps other fields");
         }
     }
 }

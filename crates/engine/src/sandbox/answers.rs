@@ -49,6 +49,8 @@ pub(super) enum Delivery {
     Prose,
     MissingRequiredKey,
     WrongType,
+    /// Answered normally, after its slow work.
+    Slow,
 }
 
 impl Plan {
@@ -66,6 +68,7 @@ impl Plan {
             Some(Fault::Prose) => Plan::Process(Delivery::Prose),
             Some(Fault::MissingRequiredKey) => Plan::Process(Delivery::MissingRequiredKey),
             Some(Fault::WrongType) => Plan::Process(Delivery::WrongType),
+            Some(Fault::SlowWork) => Plan::Process(Delivery::Slow),
         }
     }
 
@@ -79,6 +82,7 @@ impl Plan {
             Plan::Process(Delivery::Prose) => "prose",
             Plan::Process(Delivery::MissingRequiredKey) => "missing_required_key",
             Plan::Process(Delivery::WrongType) => "wrong_type",
+            Plan::Process(Delivery::Slow) => "slow_work",
             Plan::ServerError => "server_error",
             Plan::Throttle { .. } => "throttled",
             Plan::BadRequest(..) => "bad_request",
@@ -176,9 +180,11 @@ fn chat_answer(delivery: Delivery, request: &Value, request_id: &str) -> Answer 
         Delivery::Prose => Break::Prose,
         Delivery::MissingRequiredKey => Break::MissingRequiredKey,
         Delivery::WrongType => Break::WrongType,
-        Delivery::Answer | Delivery::Withhold | Delivery::Drop | Delivery::MalformedJson => {
-            Break::None
-        }
+        Delivery::Answer
+        | Delivery::Withhold
+        | Delivery::Drop
+        | Delivery::MalformedJson
+        | Delivery::Slow => Break::None,
     };
     let completion = chat::completion(request, request_id, broken);
     let cut = if delivery == Delivery::MalformedJson {
@@ -210,6 +216,7 @@ fn processed_answer(delivery: Delivery, normal: Value) -> Answer {
         Delivery::Answer
         | Delivery::Withhold
         | Delivery::Drop
+        | Delivery::Slow
         | Delivery::Prose
         | Delivery::MissingRequiredKey
         | Delivery::WrongType => Bytes::from(normal.to_string()),

@@ -44,6 +44,14 @@ pub struct Dials {
     pub missing_required_key: f64,
     /// Chat mode: the content's first property has a value of the wrong type.
     pub wrong_type: f64,
+    /// The request is processed, but the work takes `slow_work_ms` longer before it is
+    /// answered: set past the provider's hard deadline, the attempt becomes `unknown` while the
+    /// work goes on. Meanwhile a request with its key gets 409, and afterwards the stored answer,
+    /// so a provider with `key_retention_s` settles it by a keyed replay.
+    pub slow_work: f64,
+    /// How much longer a `slow_work` request takes, in milliseconds (default 15000: past the
+    /// built-in sandbox's hard deadline of 10 s).
+    pub slow_work_ms: u32,
     /// Whether a repeated `Idempotency-Key` gets the first answer (default true).
     pub honour_idempotency_key: bool,
 }
@@ -63,6 +71,8 @@ impl Default for Dials {
             prose: 0.0,
             missing_required_key: 0.0,
             wrong_type: 0.0,
+            slow_work: 0.0,
+            slow_work_ms: 15_000,
             honour_idempotency_key: true,
         }
     }
@@ -80,6 +90,7 @@ pub(super) enum Fault {
     Prose,
     MissingRequiredKey,
     WrongType,
+    SlowWork,
 }
 
 impl Dials {
@@ -140,10 +151,20 @@ impl Dials {
                 format!("latency_ms plus jitter_ms must be at most {MAX_DELAY_MS}"),
             ));
         }
+        let slowest =
+            u64::from(self.latency_ms) + u64::from(self.jitter_ms) + u64::from(self.slow_work_ms);
+        if slowest > MAX_DELAY_MS {
+            return Err(Error::invalid_input(
+                "dials.slow_work_ms",
+                format!(
+                    "latency_ms plus jitter_ms plus slow_work_ms must be at most {MAX_DELAY_MS}"
+                ),
+            ));
+        }
         Ok(())
     }
 
-    fn probabilities(&self) -> [(&'static str, f64); 9] {
+    fn probabilities(&self) -> [(&'static str, f64); 10] {
         [
             ("never_answer", self.never_answer),
             ("drop_after_processing", self.drop_after_processing),
@@ -154,6 +175,7 @@ impl Dials {
             ("prose", self.prose),
             ("missing_required_key", self.missing_required_key),
             ("wrong_type", self.wrong_type),
+            ("slow_work", self.slow_work),
         ]
     }
 
@@ -169,6 +191,7 @@ impl Dials {
             Fault::Prose,
             Fault::MissingRequiredKey,
             Fault::WrongType,
+            Fault::SlowWork,
         ];
         let roll: f64 = rng.gen();
         let mut cumulative = 0.0;

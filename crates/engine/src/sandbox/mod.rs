@@ -89,7 +89,7 @@ pub struct LogEntry {
     pub body_sha256: String,
     /// What the sandbox did with it: `answered`, `never_answered`, `dropped`, `server_error`,
     /// `throttled`, `malformed_json`, `extra_key`, `prose`, `missing_required_key`, `wrong_type`,
-    /// `replayed`, `in_progress` or `bad_request`.
+    /// `slow_work`, `replayed`, `in_progress` or `bad_request`.
     pub outcome: String,
 }
 

@@ -20,7 +20,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
-use super::answers::{json_response, Answer, Plan, Reply, Work};
+use super::answers::{json_response, Answer, Delivery, Plan, Reply, Work};
 use super::dials::{Dials, Fault};
 use super::{lock, LogEntry, CHAT_PATH};
 use crate::store::now;
@@ -214,7 +214,7 @@ impl Shared {
             .and_then(|b| serde_json::from_slice::<Value>(b).ok());
         let dials = lock(&self.dials).clone();
         let mut rng = rand::thread_rng();
-        let delay = dials.delay(&mut rng);
+        let mut delay = dials.delay(&mut rng);
         let mut state = lock(&self.state);
         state.requests += 1;
         let request_id = format!("sbx-{}", state.requests);
@@ -243,6 +243,9 @@ impl Shared {
             );
             Plan::from_roll(fault.filter(|_| chat || !chat_only), &dials)
         };
+        if matches!(plan, Plan::Process(Delivery::Slow)) {
+            delay += Duration::from_millis(u64::from(dials.slow_work_ms));
+        }
         if let Some(key) = &key {
             match &plan {
                 Plan::Process(_) => state.keys.entry(key.clone()).or_default().processing += 1,

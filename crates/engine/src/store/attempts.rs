@@ -468,6 +468,47 @@ pub async fn lookup_wait(h: &mut impl Handle, id: &str) -> sqlx::Result<Option<D
     Ok(left.map(|ms| Duration::from_millis(u64::try_from(ms).unwrap_or(0))))
 }
 
+/// Up to `limit` `unknown` attempts a keyed replay may send again now (see
+/// `attempts/replayable.sql`): the margin is `fraction` of the provider's key retention, at
+/// least `floor`.
+pub async fn replayable(
+    h: &mut impl Handle,
+    limit: u32,
+    fraction: f64,
+    floor: Duration,
+) -> sqlx::Result<Vec<AttemptRow>> {
+    let floor_ms = floor.as_millis() as f64;
+    on_backend!(h, "attempts/replayable", |conn, sql| {
+        sqlx::query_as(sql)
+            .bind(i64::from(limit))
+            .bind(fraction)
+            .bind(floor_ms)
+            .fetch_all(conn)
+            .await
+    })
+}
+
+/// Attempt `id`'s replay window by the database's clock: milliseconds until its hard deadline
+/// has passed since it was sent (0 once it has), and until its provider's key retention less
+/// the margin runs out (negative once it has; `None` without a retention). `None` when the
+/// attempt or its provider is gone.
+pub async fn replay_window(
+    h: &mut impl Handle,
+    id: &str,
+    fraction: f64,
+    floor: Duration,
+) -> sqlx::Result<Option<(i64, Option<i64>)>> {
+    let floor_ms = floor.as_millis() as f64;
+    on_backend!(h, "attempts/replay_window", |conn, sql| {
+        sqlx::query_as(sql)
+            .bind(id)
+            .bind(fraction)
+            .bind(floor_ms)
+            .fetch_optional(conn)
+            .await
+    })
+}
+
 /// Keeps an AI provider's answer metadata: its token usage, and the answer's own id as the
 /// request id when the response headers carried none.
 pub async fn record_usage(
