@@ -204,6 +204,9 @@ pub struct JobDetail {
     pub events: Vec<Event>,
     /// The tokens reported over all its attempts; `None` when no attempt reported any.
     pub usage: Option<Usage>,
+    /// What is known of each of its `unknown` attempts (SPEC §16), by attempt number.
+    #[serde(default)]
+    pub known: Vec<crate::known::Known>,
 }
 
 /// One page of jobs, newest first; `next` continues after the last one.
