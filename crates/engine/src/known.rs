@@ -36,22 +36,22 @@ pub struct Known {
     pub provider: String,
     /// What was sent, and when and by whom; `None` when the attempt was sent before this was
     /// recorded.
-    pub sent: Option<Sent>,
+    pub sent: Option<KnownSent>,
     /// Whether the sender recorded how its exchange ended. False while it still waits, or when it
     /// stopped first (a crash, a lease that ran out): then nothing is known of what came back.
     pub watched: bool,
     /// What came back; `None` with `watched` means nothing came back at all.
-    pub received: Option<Received>,
+    pub received: Option<KnownReceived>,
     /// The rule of SPEC §6 that made the attempt `unknown`.
-    pub rule: Option<Rule>,
+    pub rule: Option<KnownRule>,
     /// Every status lookup and replay tried since, oldest first, with its answer.
-    pub tried: Vec<Tried>,
+    pub tried: Vec<KnownTry>,
 }
 
 /// The request as it left.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Type)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-pub struct Sent {
+pub struct KnownSent {
     /// When the attempt was committed as sending, by the ledger's clock.
     pub at: Option<String>,
     /// The executor that sent it (the one that held its lease).
@@ -69,7 +69,7 @@ pub struct Sent {
 /// What came back before the exchange ended.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Type)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-pub struct Received {
+pub struct KnownReceived {
     pub status: u16,
     /// The response's headers, secrets (and cookies) left out.
     pub headers: BTreeMap<String, String>,
@@ -80,7 +80,7 @@ pub struct Received {
 /// The SPEC §6 rule that made an attempt `unknown`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Type)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-pub struct Rule {
+pub struct KnownRule {
     /// A stable code, one per row of the table: `timeout_after_write`, `reset_after_write`,
     /// `cut_mid_response`, `http_5xx_without_key`, `http_5xx_last_keyed_try`,
     /// `invalid_answer_2xx`, `invalid_answer_2xx_last_keyed_try`, `answer_too_large`,
@@ -93,7 +93,7 @@ pub struct Rule {
 /// One status lookup or replay of the attempt, from its event.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Type)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-pub struct Tried {
+pub struct KnownTry {
     pub at: String,
     /// The event's kind: `looked_up` or `replayed`.
     pub kind: String,
@@ -106,7 +106,7 @@ pub struct Tried {
 /// The rule code and its words for what made an attempt `unknown`; `None` for a kind that never
 /// does. `keyed`: the provider honoured `Idempotency-Key`, so a 5xx or an unreadable 2xx made it
 /// `unknown` only because it was the job's last try.
-pub fn rule(kind: FailureKind, keyed: bool) -> Option<Rule> {
+pub fn rule(kind: FailureKind, keyed: bool) -> Option<KnownRule> {
     use FailureKind::*;
     let (code, says) = match kind {
         SoftTimeout | Timeout => (
@@ -147,14 +147,14 @@ pub fn rule(kind: FailureKind, keyed: bool) -> Option<Rule> {
         ),
         _ => return None,
     };
-    Some(Rule {
+    Some(KnownRule {
         code: code.to_owned(),
         says: says.to_owned(),
     })
 }
 
 /// The rule of a stored code, as [`rule`] gives it.
-pub fn rule_of_code(code: &str) -> Option<Rule> {
+pub fn rule_of_code(code: &str) -> Option<KnownRule> {
     FailureKind::ALL
         .iter()
         .flat_map(|k| [rule(*k, false), rule(*k, true)])
@@ -265,7 +265,7 @@ impl SentRecord {
 pub struct EndRecord {
     /// The rule's code.
     pub rule: Option<String>,
-    pub received: Option<Received>,
+    pub received: Option<KnownReceived>,
 }
 
 /// A try's answer as shown: the detail's `outcome` and `answer` fields, or the detail as text.
@@ -284,12 +284,12 @@ pub fn answer_of(detail: &Value) -> Value {
 }
 
 /// The lookups and replays of `attempt` among a job's events, oldest first.
-pub fn tried(attempt: &Attempt, events: &[Event]) -> Vec<Tried> {
+pub fn tried(attempt: &Attempt, events: &[Event]) -> Vec<KnownTry> {
     events
         .iter()
         .filter(|e| e.attempt_id.as_deref() == Some(attempt.id.as_str()))
         .filter(|e| TRIED_KINDS.contains(&e.kind.as_str()))
-        .map(|e| Tried {
+        .map(|e| KnownTry {
             at: e.at.clone(),
             kind: e.kind.clone(),
             actor: e.actor,

@@ -206,6 +206,7 @@ pub struct JobDetail {
     pub usage: Option<Usage>,
     /// What is known of each of its `unknown` attempts (SPEC §16), by attempt number.
     #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(required = true))]
     pub known: Vec<crate::known::Known>,
 }
 

@@ -15,7 +15,7 @@ use crate::contracts::Contract;
 use crate::error::{Error, Result};
 use crate::failure::{FailureKind, RetryHere};
 use crate::intent::validate_intent;
-use crate::known::{self, EndRecord, Received, SentRecord};
+use crate::known::{self, EndRecord, KnownReceived, SentRecord};
 use crate::ledger::ResponseHead;
 use crate::model::{AfterFailure, Attempt, AttemptError, Job};
 use crate::providers::http::{self, Classified, Head};
@@ -175,7 +175,7 @@ impl Executor {
         let engine = &self.inner.engine;
         let end = EndRecord {
             rule: known::rule(kind, config.honours_idempotency_key).map(|r| r.code),
-            received: came.map(|head| Received {
+            received: came.map(|head| KnownReceived {
                 status: head.status,
                 headers: known::kept_headers(&head.headers, api_key.as_deref()),
                 bytes: u32::try_from(head.received.load(Ordering::Relaxed)).unwrap_or(u32::MAX),

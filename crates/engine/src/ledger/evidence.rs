@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use crate::attempt::AttemptState;
 use crate::error::Result;
-use crate::known::{self, EndRecord, Known, Received, Sent, SentRecord};
+use crate::known::{self, EndRecord, Known, KnownReceived, KnownSent, SentRecord};
 use crate::model::{Attempt, Event};
 use crate::store::evidence::{self as evidence_rows, EvidenceRow, NewEnd, NewSent};
 use crate::store::json_column;
@@ -116,7 +116,7 @@ fn known_one(attempt: &Attempt, row: Option<&EvidenceRow>, events: &[Event]) -> 
         attempt_id: attempt.id.clone(),
         number: attempt.number,
         provider: attempt.provider.clone(),
-        sent: row.map(|r| Sent {
+        sent: row.map(|r| KnownSent {
             at: attempt.sent_at.clone(),
             executor_id: r.executor_id.clone(),
             method: r.method.clone(),
@@ -128,7 +128,7 @@ fn known_one(attempt: &Attempt, row: Option<&EvidenceRow>, events: &[Event]) -> 
         watched: row.is_some_and(|r| r.watched != 0),
         received: row.and_then(|r| {
             let status = u16::try_from(r.response_status?).ok()?;
-            Some(Received {
+            Some(KnownReceived {
                 status,
                 headers: headers_of(r.response_headers.as_deref()),
                 bytes: clip(r.response_bytes.unwrap_or(0)),
