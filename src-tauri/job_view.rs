@@ -2,6 +2,7 @@
 //! event details whole or, when large, only by its size and first part (SPEC §13), so a
 //! large job reaches the window as quickly as a small one.
 
+use onejob_engine::known::Known;
 use onejob_engine::{Actor, Attempt, Job, JobDetail, JobError, JobStatus, ShownValue, Usage};
 use serde::Serialize;
 
@@ -14,6 +15,9 @@ pub struct JobView {
     pub events: Vec<ShownEvent>,
     /// The tokens reported over all its attempts; `None` when no attempt reported any.
     pub usage: Option<Usage>,
+    /// What is known of each of its `unknown` attempts (SPEC §16), as the engine gives it; the
+    /// body sent is asked for as a job part.
+    pub known: Vec<Known>,
 }
 
 /// A job as the engine gives it, with its intent and result as shown.
@@ -69,6 +73,7 @@ impl JobView {
                 })
                 .collect(),
             usage: detail.usage,
+            known: detail.known,
         }
     }
 }

@@ -59,7 +59,8 @@ pub struct KnownSent {
     pub method: String,
     /// The URL without its query string or fragment.
     pub url: String,
-    /// The request's headers, secrets left out (see [`secret_header`]).
+    /// The request's headers, secrets left out: no header whose name speaks of a credential,
+    /// a key (other than `Idempotency-Key`) or a cookie, and none that holds the API key.
     pub headers: BTreeMap<String, String>,
     /// The body's size in bytes and the hex SHA-256 of those exact bytes.
     pub body_bytes: u32,
