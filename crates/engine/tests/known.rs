@@ -331,3 +331,75 @@ async fn an_attempt_whose_lease_ran_out_is_known_by_that_rule() {
     let other = ledger.submit("known-none").await.job;
     assert!(e.job(OWNER, &other.id).await.expect("job").known.is_empty());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_openai_and_anthropic_kinds_record_what_they_sent_without_their_keys() {
+    let ledger = Ledger::new().await;
+    let e = &ledger.engine;
+    std::env::set_var(KEY_VAR, KEY);
+    let silent = RawServer::start(|_| {
+        std::thread::sleep(Duration::from_secs(3));
+        Vec::new()
+    })
+    .expect("server");
+    for (name, kind) in [("gpt", "openai"), ("claude", "anthropic")] {
+        let config = json!({
+            "name": name, "kind": kind, "base_url": silent.url, "model": "m-1",
+            "api_key_env": KEY_VAR, "soft_timeout_ms": 300, "hard_timeout_ms": 800,
+            "honours_idempotency_key": false
+        });
+        e.add_provider(&config.to_string()).await.expect("provider");
+    }
+    let mut jobs = Vec::new();
+    for name in ["gpt", "claude"] {
+        let intent = json!({
+            "route": [name], "max_attempts": 1,
+            "input": { "messages": [{ "role": "user", "content": format!("hello {name}") }] }
+        });
+        let submitted = e
+            .submit(OWNER, &format!("ai-{name}"), &intent.to_string())
+            .await
+            .expect("submit");
+        jobs.push(submitted.job.id);
+    }
+    let (_executor, _stop) = start(e);
+    let gpt = known_and_watched(e, &jobs[0]).await;
+    let claude = known_and_watched(e, &jobs[1]).await;
+
+    let requests = silent.requests();
+    assert_eq!(requests.len(), 2);
+    for (detail, path) in [(&gpt, "/chat/completions"), (&claude, "/v1/messages")] {
+        let known = &detail.known[0];
+        let sent = known.sent.as_ref().expect("what was sent");
+        assert_eq!(sent.url, format!("{}{path}", silent.url));
+        assert_eq!(
+            known.rule.as_ref().map(|r| r.code.as_str()),
+            Some("timeout_after_write")
+        );
+        // The bytes the provider read for this job, by its idempotency key.
+        let request = requests
+            .iter()
+            .find(|r| String::from_utf8_lossy(r).contains(&detail.job.id))
+            .expect("its request");
+        let (head, body) = split(request);
+        assert!(head.contains(KEY), "the key went out: {head}");
+        assert_eq!(sent.body_sha256, hex::encode(Sha256::digest(&body)));
+        assert_eq!(sent.body_bytes as usize, body.len());
+        let shown = serde_json::to_string(known).expect("json");
+        assert!(!shown.contains(KEY), "{shown}");
+        assert!(
+            !shown.contains("x-api-key") && !shown.contains("authorization"),
+            "{shown}"
+        );
+    }
+    let claude_headers = &claude.known[0].sent.as_ref().expect("sent").headers;
+    assert!(
+        claude_headers.contains_key("anthropic-version"),
+        "{claude_headers:?}"
+    );
+    e.close().await;
+    for (name, bytes) in onejob_testkit::ledger_contents(&ledger.location) {
+        let found = bytes.windows(KEY.len()).any(|w| w == KEY.as_bytes());
+        assert!(!found, "the key is in {name}");
+    }
+}
