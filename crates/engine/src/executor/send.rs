@@ -130,8 +130,14 @@ impl Executor {
                 if sent.is_some() {
                     if let Some(kind) = soft.or_else(|| unknown_by(&outcome, &attempt, &target)) {
                         let came = came.get();
-                        self.record_end(&attempt.id, kind, &target.config, came, &api_key)
-                            .await;
+                        self.record_end(
+                            &attempt.id,
+                            kind,
+                            &target.config,
+                            came,
+                            api_key.as_deref(),
+                        )
+                        .await;
                     }
                 }
                 self.settle(&attempt, outcome, &target, head.get()).await
@@ -141,7 +147,7 @@ impl Executor {
                 if sent.is_some() {
                     let kind = soft.unwrap_or(FailureKind::SoftTimeout);
                     let came = came.get();
-                    self.record_end(&attempt.id, kind, &target.config, came, &api_key)
+                    self.record_end(&attempt.id, kind, &target.config, came, api_key.as_deref())
                         .await;
                 }
                 Ok(())
@@ -170,14 +176,14 @@ impl Executor {
         kind: FailureKind,
         config: &ProviderConfig,
         came: Option<&Head>,
-        api_key: &Option<String>,
+        api_key: Option<&str>,
     ) {
         let engine = &self.inner.engine;
         let end = EndRecord {
             rule: known::rule(kind, config.honours_idempotency_key).map(|r| r.code),
             received: came.map(|head| KnownReceived {
                 status: head.status,
-                headers: known::kept_headers(&head.headers, api_key.as_deref()),
+                headers: known::kept_headers(&head.headers, api_key),
                 bytes: u32::try_from(head.received.load(Ordering::Relaxed)).unwrap_or(u32::MAX),
             }),
         };
