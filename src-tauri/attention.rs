@@ -208,6 +208,7 @@ mod tests {
             attempts,
             events: Vec::new(),
             usage: None,
+            known: Vec::new(),
         }
     }
 

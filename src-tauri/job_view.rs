@@ -3,6 +3,7 @@
 //! large job reaches the window as quickly as a small one. The intent and result come
 //! measured by the ledger ([`ShownJob`]); the events' details are measured here.
 
+use onejob_engine::known::Known;
 use onejob_engine::{Actor, Attempt, ShownJob, ShownJobDetail, ShownValue, Usage};
 use serde::Serialize;
 
@@ -15,6 +16,9 @@ pub struct JobView {
     pub events: Vec<ShownEvent>,
     /// The tokens reported over all its attempts; `None` when no attempt reported any.
     pub usage: Option<Usage>,
+    /// What is known of each of its `unknown` attempts (SPEC §16), as the engine gives it; the
+    /// body sent is asked for as a job part.
+    pub known: Vec<Known>,
 }
 
 /// One event of the history, with its detail as shown.
@@ -46,6 +50,7 @@ impl JobView {
                 })
                 .collect(),
             usage: detail.usage,
+            known: detail.known,
         }
     }
 }

@@ -4,7 +4,7 @@
 //! guide of a fresh ledger, a provider in use removed, one job found among 100,000, the
 //! window on a PostgreSQL ledger showing another host's job as it is submitted, a ledger that
 //! cannot be opened explained in the window, and a shared ledger whose server goes away and
-//! comes back.
+//! comes back; an unknown job's "What is known" panel beside its resolve actions.
 //! The harness is in `window/`; screenshots go to `artifacts/`.
 
 // A step that fails should stop the test where it failed.
@@ -359,6 +359,59 @@ fn on_a_fresh_ledger_a_contract_is_tried_on_the_built_in_sandbox_and_a_job_by_it
         })
         .await;
         w.screenshot("first-run-contract-job").await;
+        w.close().await;
+    });
+}
+
+#[test]
+fn an_unknown_jobs_what_is_known_panel_stands_beside_the_resolve_actions_with_the_body_one_click_away(
+) {
+    run(async {
+        let w = Window::open(|e| async move {
+            // The work is done, then the answer is dropped mid-response: the attempt is unknown.
+            sandbox(
+                &e,
+                5_000,
+                json!({"latency_ms": 50, "drop_after_processing": 1.0}),
+            )
+            .await;
+        })
+        .await;
+        let intent = json!({"route": ["sandbox"], "input": {"order": 77, "amount": "12.50"}});
+        let job = w
+            .engine
+            .submit("local", "order-77", &intent.to_string())
+            .await
+            .unwrap()
+            .job;
+        let detail = wait_status(&w.engine, &job.id, JobStatus::Unknown).await;
+        let rule = detail.known[0].rule.clone().unwrap().code;
+        w.open_job(&job.id).await;
+        let panel = ".resolve-beside [data-testid=what-is-known]";
+        w.wait_for(panel).await;
+        w.wait_for(".resolve-beside [data-testid=resolve-failed]")
+            .await;
+        let said = w
+            .wait_text("[data-testid=known-rule]", |t| t.contains(&rule))
+            .await;
+        assert!(said.contains(&rule), "{said}");
+        let sent = w.text("[data-testid=known-sent]").await;
+        assert!(sent.contains("by executor"), "{sent}");
+        let request = w.text("[data-testid=known-request]").await;
+        assert!(request.contains("POST http://127.0.0.1:"), "{request}");
+        assert!(
+            request.contains(&format!("idempotency-key: {}", job.id)),
+            "{request}"
+        );
+        let body = w.text("[data-testid=known-body]").await;
+        let sha = &detail.known[0].sent.as_ref().unwrap().body_sha256;
+        assert!(body.contains(sha.as_str()), "{body}");
+        w.click("[data-testid=show-sent-body]").await;
+        let shown = w
+            .wait_text("[data-testid=sent-body]", |t| t.contains("12.50"))
+            .await;
+        assert!(shown.contains("\"order\": 77"), "{shown}");
+        w.screenshot("what-is-known").await;
         w.close().await;
     });
 }

@@ -9,6 +9,7 @@ const detail = (status: JobStatus, states: AttemptState[]) => ({
   attempts: states.map((s, k) => attempt(k + 1, s)),
   events: [],
   usage: null,
+  known: [],
 });
 
 describe("the actions a job offers", () => {

@@ -406,7 +406,9 @@ export type JobPart = { part: "intent" } | { part: "result" } |
  *  The detail of the job's event at `index` in its history, oldest first from 0 (the
  *  history is append-only, so an index always names the same event).
  */
-{ part: "event_detail"; index: number };
+{ part: "event_detail"; index: number } | 
+/**  The body sent for the job's attempt `number` (SPEC §16), as its executor recorded it. */
+{ part: "sent_body"; number: number };
 
 /**  Where a job stands. The ledger moves it; nothing else writes `jobs.status`. */
 export type JobStatus = 
@@ -463,6 +465,11 @@ export type JobView = {
 	events: ShownEvent[],
 	/**  The tokens reported over all its attempts; `None` when no attempt reported any. */
 	usage: Usage | null,
+	/**
+	 *  What is known of each of its `unknown` attempts (SPEC §16), as the engine gives it; the
+	 *  body sent is asked for as a job part.
+	 */
+	known: Known[],
 };
 
 /**  Where a provider's API key comes from at call time; never the key itself. */
@@ -473,6 +480,83 @@ export type KeyStatus =
 { source: "keyring" } | 
 /**  No key; `required` when the provider cannot be called without one. */
 { source: "not_set"; required: boolean };
+
+/**  Everything known of one `unknown` attempt. */
+export type Known = {
+	attempt_id: string,
+	number: number,
+	provider: string,
+	/**
+	 *  What was sent, and when and by whom; `None` when the attempt was sent before this was
+	 *  recorded.
+	 */
+	sent: KnownSent | null,
+	/**
+	 *  Whether the sender recorded how its exchange ended. False while it still waits, or when it
+	 *  stopped first (a crash, a lease that ran out): then nothing is known of what came back.
+	 */
+	watched: boolean,
+	/**  What came back; `None` with `watched` means nothing came back at all. */
+	received: KnownReceived | null,
+	/**  The rule of SPEC §6 that made the attempt `unknown`. */
+	rule: KnownRule | null,
+	/**  Every status lookup and replay tried since, oldest first, with its answer. */
+	tried: KnownTry[],
+};
+
+/**  What came back before the exchange ended. */
+export type KnownReceived = {
+	status: number,
+	/**  The response's headers, secrets (and cookies) left out. */
+	headers: { [key in string]: string },
+	/**  Body bytes received before the exchange ended. */
+	bytes: number,
+};
+
+/**  The SPEC §6 rule that made an attempt `unknown`. */
+export type KnownRule = {
+	/**
+	 *  A stable code, one per row of the table: `timeout_after_write`, `reset_after_write`,
+	 *  `cut_mid_response`, `http_5xx_without_key`, `http_5xx_last_keyed_try`,
+	 *  `invalid_answer_2xx`, `invalid_answer_2xx_last_keyed_try`, `answer_too_large`,
+	 *  `lease_expired`.
+	 */
+	code: string,
+	/**  The rule in words. */
+	says: string,
+};
+
+/**  The request as it left. */
+export type KnownSent = {
+	/**  When the attempt was committed as sending, by the ledger's clock. */
+	at: string | null,
+	/**  The executor that sent it (the one that held its lease). */
+	executor_id: string,
+	method: string,
+	/**  The URL without its query string or fragment. */
+	url: string,
+	/**
+	 *  The request's headers, secrets left out: no header whose name speaks of a credential,
+	 *  a key (other than `Idempotency-Key`) or a cookie, and none that holds the API key.
+	 */
+	headers: { [key in string]: string },
+	/**  The body's size in bytes and the hex SHA-256 of those exact bytes. */
+	body_bytes: number,
+	body_sha256: string,
+};
+
+/**  One status lookup or replay of the attempt, from its event. */
+export type KnownTry = {
+	at: string,
+	/**  The event's kind: `looked_up` or `replayed`. */
+	kind: string,
+	actor: Actor,
+	/**
+	 *  Its answer: the event's `outcome` and `answer` fields when it has them, otherwise its
+	 *  whole detail as text.
+	 */
+	answer: Value,
+};
 
 /**
  *  Sent to the window whenever the ledger changes, from this process or another one sharing

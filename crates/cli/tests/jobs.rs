@@ -1,11 +1,15 @@
-//! `jobs`: newest first, keyset pages, and the status, search and provider filters.
+//! `jobs`: newest first, keyset pages, and the status, search and provider filters; `job ID`:
+//! what is known of an `unknown` attempt.
 
 mod common;
 
 use std::collections::HashSet;
+use std::time::Duration;
 
+use common::processes::{add_http_provider, intent_for};
 use common::{id, intent, Ledger};
-use serde_json::Value;
+use onejob_testkit::RawServer;
+use serde_json::{json, Value};
 
 fn ids(page: &Value) -> Vec<String> {
     page["jobs"]
@@ -157,4 +161,71 @@ fn jobs_are_found_by_key_id_and_provider() {
         .run(&["jobs", "--provider", "other", "--search", "invoice"])
         .ok();
     assert!(ids(&none).is_empty());
+}
+
+/// The API key of the provider `job ID` shows evidence for, by environment variable.
+const KEY_VAR: &str = "ONEJOB_TEST_JOB_EVIDENCE_KEY";
+const KEY: &str = "sk-cli-evidence-7Yq2";
+
+#[test]
+fn job_shows_what_was_sent_and_what_came_back_for_an_unknown_attempt() {
+    let ledger = Ledger::new();
+    // Reads the request, then answers nothing until long after the hard deadline.
+    let silent = RawServer::start(|_| {
+        std::thread::sleep(Duration::from_secs(3));
+        Vec::new()
+    })
+    .expect("server");
+    let url = format!("{}/charges?account=42", silent.url);
+    add_http_provider(
+        &ledger,
+        "silent",
+        &url,
+        200,
+        700,
+        json!({ "api_key_env": KEY_VAR }),
+    );
+    let job =
+        id(&ledger.submit("evidence-1", &intent_for("silent", json!({ "amount": 7 })))["job"]);
+    let worker = ledger
+        .command(&["worker", "--once"])
+        .env(KEY_VAR, KEY)
+        .output()
+        .expect("worker");
+    assert!(worker.status.success(), "{worker:?}");
+
+    let run = ledger.run(&["job", &job]);
+    assert!(!run.stdout.contains(KEY), "{}", run.stdout);
+    let detail = run.ok();
+    assert_eq!(detail["attempts"][0]["state"], "unknown", "{detail}");
+    let known = &detail["known"][0];
+    assert_eq!(known["attempt_id"], detail["attempts"][0]["id"], "{known}");
+    assert_eq!(known["number"], 1);
+    assert_eq!(known["provider"], "silent");
+    let sent = &known["sent"];
+    assert_eq!(sent["at"], detail["attempts"][0]["sent_at"], "{known}");
+    assert!(
+        sent["executor_id"].as_str().is_some_and(|e| !e.is_empty()),
+        "{known}"
+    );
+    assert_eq!(sent["method"], "POST");
+    assert_eq!(sent["url"], format!("{}/charges", silent.url));
+    assert_eq!(sent["headers"]["idempotency-key"], job.as_str(), "{known}");
+    assert!(sent["headers"].get("authorization").is_none(), "{known}");
+    let body = br#"{"amount":7}"#;
+    assert_eq!(sent["body_bytes"], body.len(), "{known}");
+    let requests = silent.requests();
+    assert!(
+        requests[0].ends_with(body),
+        "the provider read the body counted"
+    );
+    assert_eq!(
+        sent["body_sha256"].as_str().map(str::len),
+        Some(64),
+        "{known}"
+    );
+    assert_eq!(known["watched"], true, "{known}");
+    assert_eq!(known["received"], Value::Null, "nothing came back: {known}");
+    assert_eq!(known["rule"]["code"], "timeout_after_write", "{known}");
+    assert_eq!(known["tried"], json!([]), "{known}");
 }

@@ -2072,3 +2072,68 @@ async fn storage_is_503_with_retry_after_and_names_the_ledger() {
     .await;
     assert_eq!(made["replayed"], false, "{made}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn what_is_known_of_an_unknown_attempt_is_the_same_over_http_as_on_the_command_line() {
+    const KEY_VAR: &str = "ONEJOB_TEST_SERVE_EVIDENCE_KEY";
+    const KEY: &str = "sk-serve-evidence-Hq93";
+    // The server's executor reads the key from its environment, inherited from this test.
+    std::env::set_var(KEY_VAR, KEY);
+    let ledger = Ledger::new();
+    let failing = onejob_testkit::RawServer::start(|_| {
+        b"HTTP/1.1 500 Internal Server Error\r\ncontent-type: text/plain\r\nx-request-id: req-500\r\n\
+set-cookie: session=cookie-5ecret\r\ncontent-length: 4\r\nconnection: close\r\n\r\nbusy"
+            .to_vec()
+    })
+    .expect("a loopback provider");
+    add_http_provider(
+        &ledger,
+        "failing",
+        &format!("{}/work?region=eu", failing.url),
+        2_000,
+        5_000,
+        json!({ "api_key_env": KEY_VAR }),
+    );
+    let server = Server::start(&ledger, &[]);
+    let api = Api::new(&server, &token(&ledger, "alice"));
+    let job = job_id(
+        &json(
+            api.submit("evidence-1", &intent_for("failing", json!({ "amount": 7 })))
+                .await,
+            StatusCode::CREATED,
+        )
+        .await,
+    );
+    let response = api.get(&format!("/v1/jobs/{job}?wait=20")).await;
+    let text = response.text().await.expect("a body");
+    assert!(!text.contains(KEY), "{text}");
+    let over_http: Value = serde_json::from_str(&text).expect("JSON");
+    assert_eq!(over_http["job"]["status"], "unknown", "{over_http}");
+    let known = &over_http["known"][0];
+    assert_eq!(known["rule"]["code"], "http_5xx_without_key", "{known}");
+    assert_eq!(
+        known["sent"]["url"],
+        format!("{}/work", failing.url),
+        "{known}"
+    );
+    assert!(
+        known["sent"]["headers"].get("authorization").is_none(),
+        "{known}"
+    );
+    assert_eq!(known["received"]["status"], 500, "{known}");
+    assert_eq!(known["received"]["bytes"], 4, "{known}");
+    assert_eq!(
+        known["received"]["headers"]["x-request-id"], "req-500",
+        "{known}"
+    );
+    assert!(
+        known["received"]["headers"].get("set-cookie").is_none(),
+        "{known}"
+    );
+
+    let run = ledger.run(&["--owner", "alice", "job", &job]);
+    assert!(!run.stdout.contains(KEY), "{}", run.stdout);
+    let on_the_command_line = run.ok();
+    assert_eq!(on_the_command_line["known"], over_http["known"]);
+    assert_eq!(failing.requests().len(), 1, "sent once, never again");
+}

@@ -13,6 +13,7 @@ pub mod failure;
 pub mod input;
 pub mod intent;
 pub mod job;
+pub mod known;
 mod ledger;
 pub mod model;
 pub mod policy;

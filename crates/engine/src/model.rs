@@ -214,6 +214,10 @@ pub struct JobDetail {
     pub events: Vec<Event>,
     /// The tokens reported over all its attempts; `None` when no attempt reported any.
     pub usage: Option<Usage>,
+    /// What is known of each of its `unknown` attempts (SPEC §16), by attempt number.
+    #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(required = true))]
+    pub known: Vec<crate::known::Known>,
 }
 
 /// One page of jobs, newest first; `next` continues after the last one.
@@ -285,6 +289,8 @@ pub struct ShownJobDetail {
     pub events: Vec<Event>,
     /// The tokens reported over all its attempts; `None` when no attempt reported any.
     pub usage: Option<Usage>,
+    /// What is known of each of its `unknown` attempts (SPEC §16), by attempt number.
+    pub known: Vec<crate::known::Known>,
 }
 
 /// A job and the attempt an action touched or created.

@@ -144,6 +144,10 @@ pub enum JobPart {
     EventDetail {
         index: u32,
     },
+    /// The body sent for the job's attempt `number` (SPEC §16), as its executor recorded it.
+    SentBody {
+        number: u32,
+    },
 }
 
 impl JobPart {
@@ -153,6 +157,7 @@ impl JobPart {
             JobPart::Intent => "intent".to_owned(),
             JobPart::Result => "result".to_owned(),
             JobPart::EventDetail { index } => format!("event-{index}"),
+            JobPart::SentBody { number } => format!("attempt-{number}-body"),
         }
     }
 }

@@ -108,7 +108,10 @@ pub struct WaitQuery {
 #[utoipa::path(
     get, path = "/v1/jobs/{id}", tag = "jobs", operation_id = "get_job",
     summary = "A job, its attempts and its history",
-    description = "With `wait`, the answer is held until the job is terminal or `unknown`, or \
+    description = "For each `unknown` attempt, `known` says what is known of it (SPEC §16): when \
+it was sent and by which executor, what was sent (method, URL without its query, headers without \
+secrets, the body's size and SHA-256), what came back, the rule that made it `unknown`, and every \
+status lookup and replay since. With `wait`, the answer is held until the job is terminal or `unknown`, or \
 that many seconds have passed, whichever comes first. One token holds at most a quarter of the \
 server's connections in waits and event streams (429 past that), and a wait ends with 401 within \
 5 s of its token's revocation.",

@@ -33,6 +33,7 @@ function view(result: ShownValue, detail: ShownValue = { shown: "whole", value: 
     attempts: [],
     events: [{ attempt_id: null, at: "2026-01-01T00:00:00Z", kind: "succeeded", actor: "executor", detail }],
     usage: null,
+    known: [],
   };
 }
 

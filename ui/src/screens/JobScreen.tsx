@@ -11,6 +11,7 @@ import { History } from "../components/History";
 import { StatusBadge } from "../components/StatusBadge";
 import { Timeline, tokens } from "../components/Timeline";
 import { ValueView } from "../components/ValueView";
+import { WhatIsKnown } from "../components/WhatIsKnown";
 import type { Shown } from "../errors";
 import { exactTime, timeAgo } from "../format";
 
@@ -166,36 +167,39 @@ function Actions({ detail }: { detail: JobView }) {
     <div className="job-actions" aria-label="Actions">
       {error !== null && <ErrorBanner error={error} />}
       {actions.resolve !== null && (
-        <div className="resolve" data-testid="resolve">
-          <p>
-            <strong>Attempt #{actions.resolve.number} is unknown.</strong> Its request may or may not
-            have reached {actions.resolve.provider}. Check with the provider, then say what happened:
-          </p>
-          <label className="field">
-            <span className="label">Result to record with &ldquo;it went through&rdquo; (optional JSON)</span>
-            <textarea
-              className="intent"
-              rows={3}
-              spellCheck={false}
-              value={result}
-              onChange={(e) => setResult(e.currentTarget.value)}
-              data-testid="pasted-result"
-            />
-          </label>
-          <div className="actions">
-            {(["succeeded", "failed", "abandoned"] as const).map((verdict) => (
-              <button
-                key={verdict}
-                type="button"
-                className="button"
-                disabled={busy}
-                data-testid={`resolve-${verdict}`}
-                onClick={() => actions.resolve !== null && setPending({ verdict, attempt: actions.resolve })}
-              >
-                {RISK[verdict].label}…
-              </button>
-            ))}
+        <div className="resolve-beside">
+          <div className="resolve" data-testid="resolve">
+            <p>
+              <strong>Attempt #{actions.resolve.number} is unknown.</strong> Its request may or may not
+              have reached {actions.resolve.provider}. Check with the provider, then say what happened:
+            </p>
+            <label className="field">
+              <span className="label">Result to record with &ldquo;it went through&rdquo; (optional JSON)</span>
+              <textarea
+                className="intent"
+                rows={3}
+                spellCheck={false}
+                value={result}
+                onChange={(e) => setResult(e.currentTarget.value)}
+                data-testid="pasted-result"
+              />
+            </label>
+            <div className="actions">
+              {(["succeeded", "failed", "abandoned"] as const).map((verdict) => (
+                <button
+                  key={verdict}
+                  type="button"
+                  className="button"
+                  disabled={busy}
+                  data-testid={`resolve-${verdict}`}
+                  onClick={() => actions.resolve !== null && setPending({ verdict, attempt: actions.resolve })}
+                >
+                  {RISK[verdict].label}…
+                </button>
+              ))}
+            </div>
           </div>
+          <WhatIsKnown jobId={job.id} known={detail.known.find((k) => k.attempt_id === actions.resolve?.id)} />
         </div>
       )}
       {pending !== null && "verdict" in pending && (

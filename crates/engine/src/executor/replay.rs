@@ -170,7 +170,9 @@ impl Executor {
         let prepared = self
             .prepare(client, attempt, &job, Destination::Replay)
             .await;
-        let Prepared { request, target } = match prepared {
+        let Prepared {
+            request, target, ..
+        } = match prepared {
             Ok(prepared) => prepared,
             Err(NotSent::Storage(e)) => return Err(e),
             // Nothing was sent (a provider or contract changed, a key missing): later.

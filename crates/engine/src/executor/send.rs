@@ -2,6 +2,7 @@
 //! then the outcome. The soft timeout makes it `unknown` but keeps the connection until the
 //! hard deadline, so a late answer still completes through the compare-and-swap.
 
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -14,6 +15,7 @@ use crate::contracts::Contract;
 use crate::error::{Error, Result};
 use crate::failure::{FailureKind, RetryHere};
 use crate::intent::validate_intent;
+use crate::known::{self, EndRecord, KnownReceived, SentRecord};
 use crate::ledger::ResponseHead;
 use crate::model::{AfterFailure, Attempt, AttemptError, Job};
 use crate::providers::http::{self, Classified, Head};
@@ -28,6 +30,11 @@ use super::Executor;
 pub(super) struct Prepared {
     pub(super) request: reqwest::RequestBuilder,
     pub(super) target: Target,
+    /// What is recorded of the request as it leaves (SPEC §16).
+    pub(super) sent: Option<SentRecord>,
+    /// The API key read for this call, only so no response header that echoes it is recorded;
+    /// dropped with the exchange.
+    pub(super) api_key: Option<String>,
 }
 
 /// Where an attempt's request goes.
@@ -97,7 +104,12 @@ impl Executor {
         let prepared = self
             .prepare(client, &attempt, &job, Destination::Send)
             .await;
-        let Prepared { request, target } = match prepared {
+        let Prepared {
+            request,
+            target,
+            sent,
+            api_key,
+        } = match prepared {
             Ok(prepared) => prepared,
             Err(NotSent::Storage(e)) => return Err(e),
             Err(NotSent::Unsendable(why)) => {
@@ -113,21 +125,86 @@ impl Executor {
         if !self.marked_sent(&attempt.job_id, &attempt.id).await {
             return Ok(());
         }
+        if let Some(sent) = &sent {
+            self.record_sent(&attempt.id, sent).await;
+        }
         let renewer = self.renew_lease(&attempt.id);
-        let head = OnceLock::new();
-        let outcome = self
-            .exchange(&attempt, request, &target.config, &head)
+        let (head, came) = (OnceLock::new(), OnceLock::new());
+        let (outcome, soft) = self
+            .exchange(&attempt, request, &target.config, &head, &came)
             .await;
         renewer.abort();
+        let soft = soft.then_some(FailureKind::SoftTimeout);
         match outcome {
             Some(outcome) => {
                 let outcome = self
                     .judge(&attempt, outcome, &target.config, target.contract.as_ref())
                     .await?;
+                if sent.is_some() {
+                    if let Some(kind) = soft.or_else(|| unknown_by(&outcome, &attempt, &target)) {
+                        let came = came.get();
+                        self.record_end(
+                            &attempt.id,
+                            kind,
+                            &target.config,
+                            came,
+                            api_key.as_deref(),
+                        )
+                        .await;
+                    }
+                }
                 self.settle(&attempt, outcome, &target, head.get()).await
             }
             // The hard deadline passed: the connection is dropped and the attempt stays unknown.
-            None => Ok(()),
+            None => {
+                if sent.is_some() {
+                    let kind = soft.unwrap_or(FailureKind::SoftTimeout);
+                    let came = came.get();
+                    self.record_end(&attempt.id, kind, &target.config, came, api_key.as_deref())
+                        .await;
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// Records what is sent for the attempt as the request leaves. A record that cannot be
+    /// written is said on stderr and the attempt is sent all the same: it is already in flight
+    /// under this executor's lease, and left unsent it would turn `unknown` for nothing.
+    async fn record_sent(&self, attempt_id: &str, sent: &SentRecord) {
+        let (engine, id) = (&self.inner.engine, &self.inner.id);
+        if let Err(e) = self
+            .persist("evidence", || engine.record_sent(attempt_id, id, sent))
+            .await
+        {
+            eprintln!("onejob executor: attempt {attempt_id}: what was sent is not recorded: {e}");
+        }
+    }
+
+    /// Records how an exchange ended without a trustworthy answer: the rule `kind` names, and
+    /// the response's status, headers (secrets left out) and the body bytes that came.
+    async fn record_end(
+        &self,
+        attempt_id: &str,
+        kind: FailureKind,
+        config: &ProviderConfig,
+        came: Option<&Head>,
+        api_key: Option<&str>,
+    ) {
+        let engine = &self.inner.engine;
+        let end = EndRecord {
+            rule: known::rule(kind, config.honours_idempotency_key).map(|r| r.code),
+            received: came.map(|head| KnownReceived {
+                status: head.status,
+                headers: known::kept_headers(&head.headers, api_key),
+                bytes: u32::try_from(head.received.load(Ordering::Relaxed)).unwrap_or(u32::MAX),
+            }),
+        };
+        if let Err(e) = self
+            .persist("evidence", || engine.record_end(attempt_id, &end))
+            .await
+        {
+            eprintln!("onejob executor: attempt {attempt_id}: what came back is not recorded: {e}");
         }
     }
 
@@ -163,20 +240,23 @@ impl Executor {
         }
     }
 
-    /// The exchange with its soft timeout and hard deadline; `None` when the hard deadline
-    /// passed with no outcome. The response head, once it arrived, is in `seen`.
+    /// The exchange with its soft timeout and hard deadline: its outcome, `None` when the hard
+    /// deadline passed with none, and whether the soft timeout passed first. The response head,
+    /// once it arrived, is in `seen` for the ledger and in `came` as it came.
     async fn exchange(
         &self,
         attempt: &Attempt,
         request: reqwest::RequestBuilder,
         config: &ProviderConfig,
         seen: &OnceLock<Arc<ResponseHead>>,
-    ) -> Option<Classified> {
+        came: &OnceLock<Head>,
+    ) -> (Option<Classified>, bool) {
         let engine = &self.inner.engine;
         let (job_id, attempt_id) = (attempt.job_id.clone(), attempt.id.clone());
         // The head is queued for the next group commit and the body read meanwhile: the
         // answer's write, queued after it, commits with it or after it.
         let exchange = http::exchange(request, config, async |head: Head| {
+            let _ = came.set(head.clone());
             let head = ResponseHead::new(head.request_id, Some(head.status));
             let _ = seen.set(head.clone());
             let queued = engine.queue_response_head(Some(&job_id), &attempt_id, head);
@@ -197,7 +277,7 @@ impl Executor {
         let soft = Duration::from_millis(config.soft_timeout_ms);
         let hard = Duration::from_millis(config.hard_timeout_ms);
         if let Ok(outcome) = tokio::time::timeout(soft, &mut exchange).await {
-            return Some(outcome);
+            return (Some(outcome), false);
         }
         let why = FailureKind::SoftTimeout.because(format!(
             "no answer within {} ms; the request may have been processed",
@@ -211,9 +291,10 @@ impl Executor {
                 eprintln!("onejob executor: attempt {}: {e}", sent.id);
             }
         });
-        tokio::time::timeout(hard.saturating_sub(soft), &mut exchange)
+        let outcome = tokio::time::timeout(hard.saturating_sub(soft), &mut exchange)
             .await
-            .ok()
+            .ok();
+        (outcome, true)
     }
 
     /// Builds the attempt's request, or says why it cannot be sent. Only what the ledger says
@@ -267,6 +348,11 @@ impl Executor {
             &params,
             api_key.as_deref(),
         )?;
+        let sent = SentRecord::capture(
+            &request,
+            api_key.as_deref(),
+            provider.config.honours_idempotency_key,
+        );
         let max_attempts = validate_intent(job.intent.clone())
             .map_err(|e| misconfigured(format!("the job's intent: {e}")))?
             .intent
@@ -278,6 +364,8 @@ impl Executor {
                 contract,
                 max_attempts,
             },
+            sent,
+            api_key,
         })
     }
 
@@ -397,7 +485,7 @@ impl Executor {
             } => {
                 let kind = error.failure();
                 let last = kind.on_last_try();
-                if last != kind && attempt.number >= target.max_attempts {
+                if last_keyed_try(kind, attempt, target) {
                     // The last try at a provider that honours the key: nobody will send it
                     // again, so what happened must be found out, not assumed.
                     let why = last.because(format!(
@@ -460,6 +548,23 @@ impl Executor {
         let capped = doubled.min(options.backoff_cap);
         let jittered = capped.mul_f64(rand::thread_rng().gen_range(0.5..=1.0));
         jittered.max(retry_after.unwrap_or_default())
+    }
+}
+
+/// Whether a failure at a provider that honours the key is the job's last try: nobody will send
+/// it again, so it is `unknown` rather than failed.
+fn last_keyed_try(kind: FailureKind, attempt: &Attempt, target: &Target) -> bool {
+    kind.on_last_try() != kind && attempt.number >= target.max_attempts
+}
+
+/// The failure kind that makes the attempt `unknown` by this outcome (SPEC §6), if it does.
+fn unknown_by(outcome: &Classified, attempt: &Attempt, target: &Target) -> Option<FailureKind> {
+    match outcome {
+        Classified::Unknown { error, .. } => Some(error.failure()),
+        Classified::Failed { error, .. } if last_keyed_try(error.failure(), attempt, target) => {
+            Some(error.failure().on_last_try())
+        }
+        _ => None,
     }
 }
 

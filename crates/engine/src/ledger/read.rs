@@ -7,7 +7,8 @@ use crate::input;
 use crate::intent::validate_owner;
 use crate::model::{Attempt, Job, JobDetail, JobPage, JobSummaryPage, ShownJobDetail, Usage};
 use crate::shown::JobPart;
-use crate::store::{attempts as attempt_rows, events, jobs as job_rows};
+use crate::store::json_column;
+use crate::store::{attempts as attempt_rows, events, evidence as evidence_rows, jobs as job_rows};
 use crate::{Engine, JobsQuery, DEFAULT_PAGE, MAX_PAGE, MAX_SEARCH};
 
 use super::{owned_attempt_row, owned_job_row};
@@ -25,11 +26,13 @@ impl Engine {
             .collect::<Result<Vec<_>>>()?;
         let events = events::for_job(&mut conn, job_id).await?;
         let usage = Usage::total(attempts.iter().filter_map(|a| a.usage.as_ref()));
+        let known = super::evidence::known_of(&mut conn, job_id, &attempts, &events).await?;
         Ok(JobDetail {
             job,
             attempts,
             events,
             usage,
+            known,
         })
     }
 
@@ -51,11 +54,13 @@ impl Engine {
             .collect::<Result<Vec<_>>>()?;
         let events = events::for_job(&mut conn, job_id).await?;
         let usage = Usage::total(attempts.iter().filter_map(|a| a.usage.as_ref()));
+        let known = super::evidence::known_of(&mut conn, job_id, &attempts, &events).await?;
         Ok(ShownJobDetail {
             job,
             attempts,
             events,
             usage,
+            known,
         })
     }
 
@@ -74,9 +79,16 @@ impl Engine {
                 .into_iter()
                 .nth(index as usize)
                 .map(|e| e.detail),
+            // The body as sent: JSON, read back as JSON (text when it is not).
+            JobPart::SentBody { number } => evidence_rows::body(&mut conn, job_id, number)
+                .await?
+                .map(|body| json_column(&body)),
         };
         let missing = match part {
             JobPart::EventDetail { index } => format!("no event at index {index}"),
+            JobPart::SentBody { number } => {
+                format!("no recorded body sent for attempt {number}")
+            }
             _ => format!("no {} yet", part.name()),
         };
         value.ok_or_else(|| Error::NotFound {

@@ -3,6 +3,8 @@
 //! The `http` kind (and the sandbox, which speaks it) POSTs the job's input as the JSON body
 //! to `base_url`, used exactly as given, and takes the JSON answer as the result.
 
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use reqwest::header::{HeaderMap, DATE, RETRY_AFTER};
@@ -15,6 +17,8 @@ use crate::providers::{ProviderConfig, ProviderKind};
 
 /// The largest answer body read (SPEC §6); a larger 2xx answer makes the attempt `unknown`.
 pub const MAX_ANSWER: usize = 8 * 1024 * 1024;
+/// How long the body of a refusal that leaves the attempt `unknown` is read, to count it.
+const ERROR_BODY_WAIT: Duration = Duration::from_millis(500);
 /// Longer than any wait onejob honours: a `Retry-After` too large to count is read as this.
 const FOREVER: Duration = Duration::from_secs(u32::MAX as u64);
 
@@ -44,10 +48,14 @@ fn error(kind: FailureKind, message: impl Into<String>) -> AttemptError {
 }
 
 /// The response head, reported as soon as it arrives (before the body is read).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct Head {
     pub status: u16,
     pub request_id: Option<String>,
+    /// Every header of the response, as it came.
+    pub headers: HeaderMap,
+    /// Body bytes read so far; it grows while the body is read.
+    pub received: Arc<AtomicU64>,
 }
 
 /// Builds the attempt's request: the job's input as JSON, `Idempotency-Key: <job id>`, and
@@ -81,19 +89,28 @@ pub async fn exchange(
     };
     let status = response.status();
     let headers = response.headers().clone();
+    let received = Arc::new(AtomicU64::new(0));
     on_head(Head {
         status: status.as_u16(),
         request_id: request_id(&headers),
+        headers: headers.clone(),
+        received: received.clone(),
     })
     .await;
     if !status.is_success() {
-        return classify_status(status, &headers, config);
+        let classified = classify_status(status, &headers, config);
+        if matches!(classified, Classified::Unknown { .. }) {
+            // Its words are part of what a person decides on: how many bytes came is read,
+            // briefly, since the verdict does not depend on them.
+            let _ = tokio::time::timeout(ERROR_BODY_WAIT, read_body(response, &received)).await;
+        }
+        return classified;
     }
     let unknown = |kind, message: String| Classified::Unknown {
         error: error(kind, message),
         http_status: Some(status.as_u16()),
     };
-    let body = match read_body(response).await {
+    let body = match read_body(response, &received).await {
         Ok(body) => body,
         Err(Body::CutOff(e)) => {
             return unknown(
@@ -154,14 +171,15 @@ enum Body {
     TooLarge,
 }
 
-/// Reads the body, at most `MAX_ANSWER` bytes of it.
-async fn read_body(mut response: reqwest::Response) -> Result<Vec<u8>, Body> {
+/// Reads the body, at most `MAX_ANSWER` bytes of it, counting every byte in `received`.
+async fn read_body(mut response: reqwest::Response, received: &AtomicU64) -> Result<Vec<u8>, Body> {
     let mut body = Vec::new();
     while let Some(chunk) = response
         .chunk()
         .await
         .map_err(|e| Body::CutOff(e.without_url()))?
     {
+        received.fetch_add(chunk.len() as u64, Ordering::Relaxed);
         if body.len() + chunk.len() > MAX_ANSWER {
             return Err(Body::TooLarge);
         }

@@ -13,6 +13,7 @@ pub mod attempts;
 pub mod checks;
 pub mod contracts;
 pub mod events;
+pub mod evidence;
 pub mod jobs;
 pub mod postgres;
 pub mod providers;

@@ -1,0 +1,7 @@
+-- How attempt ?1's exchange ended without a trustworthy answer: the rule ?2 that made it unknown
+-- (the first one recorded stays), and what came back: status ?3, headers ?4 (JSON, secrets left
+-- out) and body bytes ?5, all NULL when nothing did.
+UPDATE attempt_evidence
+SET watched = 1, rule = coalesce(rule, ?2), response_status = ?3, response_headers = ?4,
+    response_bytes = ?5
+WHERE attempt_id = ?1
