@@ -1394,7 +1394,11 @@ async fn a_bulk_operation_repeated_with_its_key_changes_nothing_twice() {
         .bulk(OWNER, "again", &retry, |_| {})
         .await
         .expect("replayed");
-    assert_eq!(ledger.count("attempts").await, attempts, "no attempt started twice");
+    assert_eq!(
+        ledger.count("attempts").await,
+        attempts,
+        "no attempt started twice"
+    );
     assert!(again.replayed);
     assert_eq!(again.operation, first.operation);
     for job_id in &jobs {
