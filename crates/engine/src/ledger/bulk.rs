@@ -25,7 +25,7 @@ use super::read::filter as list_filter;
 
 /// Jobs decided per transaction: short enough that the executor, the window and other
 /// requests wait at most a moment for the ledger, long enough not to pay a commit per job.
-const BATCH: u32 = 50;
+const BATCH: u32 = 25;
 /// Skipped jobs read per statement when an operation is shown.
 const SKIPPED_PAGE: u32 = 1000;
 /// The outcome of a job the action changed.
