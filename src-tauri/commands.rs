@@ -2,8 +2,8 @@
 //! app's owner.
 
 use onejob_engine::{
-    default_db_path, Error, Job, JobAttempt, JobPart, JobStatus, JobSummaryPage, JobsQuery,
-    OpenJobs, Resolution, Submitted, Verdict,
+    default_db_path, BulkOperation, BulkRequest, Error, Job, JobAttempt, JobPart, JobStatus,
+    JobSummaryPage, JobsQuery, OpenJobs, Resolution, Submitted, Verdict,
 };
 use serde_json::Value;
 use tauri::{AppHandle, Runtime, State};
@@ -13,7 +13,9 @@ use crate::files::{self, SavedFile};
 use crate::job_view::JobView;
 use crate::ledger::Source;
 use crate::status::{self, LedgerStatus, MovedAside};
-use crate::view::{CheckView, ContractView, ProviderView, Settings};
+use crate::view::{
+    BulkProgressed, BulkStartedView, CheckView, ContractView, ProviderView, Settings,
+};
 use crate::AppState;
 
 /// Submits an intent (JSON text) under the draft's idempotency key: the first call creates
@@ -170,6 +172,51 @@ pub async fn resolve(
 #[specta::specta]
 pub async fn cancel(state: State<'_, AppState>, job_id: String) -> Result<Job, Error> {
     let answer = state.engine()?.cancel(&state.owner, &job_id).await;
+    state.checked(answer).await
+}
+
+/// Starts a bulk operation on every job the request's filter matches now, under the key the
+/// confirmation made (SPEC §16): fixes its set and changes nothing yet; the same key again
+/// answers the same operation (`replayed`). A dry run counts and records nothing.
+#[tauri::command]
+#[specta::specta]
+pub async fn bulk_start(
+    state: State<'_, AppState>,
+    key: String,
+    request: BulkRequest,
+) -> Result<BulkStartedView, Error> {
+    let answer = state
+        .engine()?
+        .bulk_start(&state.owner, &key, &request)
+        .await
+        .map(|started| BulkStartedView {
+            operation: started.operation,
+            replayed: started.replayed,
+        });
+    state.checked(answer).await
+}
+
+/// Decides what is left of bulk operation `id`, sending `BulkProgressed` after each batch, and
+/// answers it once every job is decided, with the ones skipped and why.
+#[tauri::command]
+#[specta::specta]
+pub async fn bulk_run<R: Runtime>(
+    app: AppHandle<R>,
+    state: State<'_, AppState>,
+    id: String,
+) -> Result<BulkOperation, Error> {
+    use tauri_specta::Event;
+    let answer = state
+        .engine()?
+        .bulk_run(&state.owner, &id, |progress| {
+            // A window that went away misses a progress line, never the operation.
+            let _ = BulkProgressed {
+                id: id.clone(),
+                progress,
+            }
+            .emit(&app);
+        })
+        .await;
     state.checked(answer).await
 }
 

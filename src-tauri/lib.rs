@@ -159,6 +159,8 @@ pub fn specta_builder<R: Runtime>() -> tauri_specta::Builder<R> {
             commands::retry,
             commands::resolve,
             commands::cancel,
+            commands::bulk_start,
+            commands::bulk_run::<tauri::Wry>,
             commands::providers,
             commands::save_provider,
             commands::provider_in_use,
@@ -182,7 +184,8 @@ pub fn specta_builder<R: Runtime>() -> tauri_specta::Builder<R> {
         .events(tauri_specta::collect_events![
             LedgerChanged,
             OpenJob,
-            status::LedgerStatus
+            status::LedgerStatus,
+            view::BulkProgressed
         ])
         // The engine's own fields are u32 or strings; the only 64-bit integers are inside
         // `serde_json::Value`'s numbers, which reach JavaScript as JSON numbers anyway.

@@ -276,6 +276,44 @@ fn retry_cancel_and_resolve_reach_the_engine() {
 }
 
 #[test]
+fn bulk_start_and_bulk_run_act_on_every_matching_job_of_the_apps_owner_only() {
+    let app = headless_app();
+    let mine: Vec<String> = (0..3)
+        .map(|i| submit(&app.engine, OWNER, &format!("draft-{i}")))
+        .collect();
+    let theirs = submit(&app.engine, "bob", "draft-0");
+    let request = json!({"action": "cancel", "filter": {"status": "queued"}});
+    let started = invoke(
+        &app.window,
+        "bulk_start",
+        json!({"key": "bulk-1", "request": request}),
+    )
+    .unwrap();
+    assert_eq!(started["replayed"], json!(false));
+    assert_eq!(started["operation"]["matched"], json!(3));
+    let id = started["operation"]["id"].as_str().unwrap().to_owned();
+
+    let done = invoke(&app.window, "bulk_run", json!({"id": id})).unwrap();
+    assert_eq!(done["changed"], json!(3), "{done}");
+    assert_eq!(done["done"], json!(true));
+    for job in &mine {
+        let shown = tauri::async_runtime::block_on(app.engine.job(OWNER, job)).unwrap();
+        assert_eq!(shown.job.status.as_str(), "cancelled");
+    }
+    let untouched = tauri::async_runtime::block_on(app.engine.job("bob", &theirs)).unwrap();
+    assert_eq!(untouched.job.status.as_str(), "queued");
+
+    let again = invoke(
+        &app.window,
+        "bulk_start",
+        json!({"key": "bulk-1", "request": request}),
+    )
+    .unwrap();
+    assert_eq!(again["replayed"], json!(true));
+    assert_eq!(again["operation"]["changed"], json!(3));
+}
+
+#[test]
 fn providers_show_the_configuration_and_the_sandbox_dials_and_save_them_back() {
     let app = headless_app();
     let listed = invoke(&app.window, "providers", json!({})).unwrap();

@@ -250,3 +250,18 @@ pub struct LedgerChanged {
 pub struct OpenJob {
     pub id: String,
 }
+
+/// A bulk operation started from the Jobs list, or found under its key (SPEC §16).
+#[derive(Debug, Clone, Serialize, Deserialize, specta::Type)]
+pub struct BulkStartedView {
+    pub operation: onejob_engine::BulkOperation,
+    /// The key had already started this operation: nothing new was fixed.
+    pub replayed: bool,
+}
+
+/// Sent to the window after each batch of a bulk operation the window runs: how far it has come.
+#[derive(Debug, Clone, Serialize, Deserialize, specta::Type, tauri_specta::Event)]
+pub struct BulkProgressed {
+    pub id: String,
+    pub progress: onejob_engine::BulkProgress,
+}

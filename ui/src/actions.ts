@@ -1,5 +1,32 @@
 // Which actions a job offers in its current state (SPEC §3, §4): only the valid ones.
-import type { Attempt, JobStatus } from "./bindings";
+import type { Attempt, JobStatus, Verdict } from "./bindings";
+
+/** The words of a person's verdict on an unknown attempt: its button, what it risks, its confirmation. */
+export const RESOLVE_WORDS: Record<Verdict, { label: string; risk: string; confirm: string }> = {
+  succeeded: {
+    label: "It went through",
+    risk: "Records the result below as the job's one result; if the provider did not in fact do it, the job shows a success that never happened.",
+    confirm: "Record it as done",
+  },
+  failed: {
+    label: "It did not happen",
+    risk: "Marks this attempt failed so another may run; if it did go through, the work will be done, and paid for, twice.",
+    confirm: "Mark it failed",
+  },
+  abandoned: {
+    label: "Abandon and allow a new attempt",
+    risk: "Stops waiting for this attempt so another may run; if it went through, the work may be done twice, and its late answer will be flagged for review.",
+    confirm: "Abandon it",
+  },
+};
+
+/** What cancelling a job risks. */
+export const CANCEL_RISK =
+  "Cancels the job for good; an answer already on its way is dropped and flagged for review, and the provider may still have done the work.";
+
+/** What a person's retry risks: it starts a paid attempt now. */
+export const RETRY_RISK =
+  "Starts a new attempt now, which the provider may charge for; a job whose attempt is still open is left as it is.";
 
 export interface Actions {
   cancel: boolean;

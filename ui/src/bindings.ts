@@ -55,6 +55,17 @@ export const commands = {
 	/**  Cancels a job; an answer that arrives afterwards is dropped and flagged for review. */
 	cancel: (jobId: string) => typedError<Job, Error>(__TAURI_INVOKE("cancel", { jobId })),
 	/**
+	 *  Starts a bulk operation on every job the request's filter matches now, under the key the
+	 *  confirmation made (SPEC §16): fixes its set and changes nothing yet; the same key again
+	 *  answers the same operation (`replayed`). A dry run counts and records nothing.
+	 */
+	bulkStart: (key: string, request: BulkRequest) => typedError<BulkStartedView, Error>(__TAURI_INVOKE("bulk_start", { key, request })),
+	/**
+	 *  Decides what is left of bulk operation `id`, sending `BulkProgressed` after each batch, and
+	 *  answers it once every job is decided, with the ones skipped and why.
+	 */
+	bulkRun: (id: string) => typedError<BulkOperation, Error>(__TAURI_INVOKE("bulk_run", { id })),
+	/**
 	 *  Every configured provider, by name: its configuration (never a key) and, for the
 	 *  sandbox, its fault dials.
 	 */
@@ -140,6 +151,7 @@ export const commands = {
 
 /** Events */
 export const events = {
+	bulkProgressed: makeEvent<BulkProgressed, BulkProgressed>("bulk-progressed"),
 	ledgerChanged: makeEvent<LedgerChanged, LedgerChanged>("ledger-changed"),
 	ledgerStatus: makeEvent<LedgerStatus, LedgerStatus>("ledger-status"),
 	openJob: makeEvent<OpenJob, OpenJob>("open-job"),
@@ -214,6 +226,101 @@ export type BlockedDetails = {
 	/**  The open attempt that blocks a new one. */
 	attempt_id: string,
 	state: string,
+};
+
+/**  The person's action a bulk operation applies to each of its jobs. */
+export type BulkAction = 
+/**  Resolve the job's `unknown` attempt with the operation's verdict (`as`). */
+"resolve" | 
+/**  Cancel the job. */
+"cancel" | 
+/**  Start the job's next attempt (at the operation's `provider`, or where the last one ran). */
+"retry";
+
+/**
+ *  Which of the owner's jobs a bulk operation applies to: the Jobs list's filter. Every field
+ *  left out (or blank) is no filter.
+ */
+export type BulkFilter = {
+	/**  Only jobs in this status; a `resolve` takes only `unknown` ones (the default for it). */
+	status?: JobStatus | null,
+	/**  Only jobs whose route names this provider or that ran an attempt at it. */
+	provider?: string | null,
+	/**
+	 *  Only jobs whose open attempt has this error kind (the rule of SPEC §6 that made it
+	 *  `unknown`: `soft_timeout`, `connection_broken`, `lease_expired`, …).
+	 */
+	error_kind?: string | null,
+	/**  Only jobs created before this time (RFC 3339, or a date `YYYY-MM-DD` for its midnight UTC). */
+	created_before?: string | null,
+	/**  Only jobs created after this time (RFC 3339, or a date `YYYY-MM-DD`). */
+	created_after?: string | null,
+	/**  Only jobs whose idempotency key or id starts with this text. */
+	search?: string | null,
+};
+
+/**  A bulk operation and how far it has come. */
+export type BulkOperation = {
+	/**  The operation's id (UUIDv7); null for a dry run, which records nothing. */
+	id: string | null,
+	/**  The idempotency key it runs under; null for a dry run. */
+	key: string | null,
+	action: BulkAction,
+	/**  How many jobs the filter matched when it started: its fixed set. */
+	matched: number,
+	/**  How many of them the action changed so far. */
+	changed: number,
+	/**  The ones it did not change, with the code of each (all of them once it is done). */
+	skipped: BulkSkip[],
+	/**  Every job of the set has been decided. */
+	done: boolean,
+	dry_run: boolean,
+};
+
+/**  How far a running operation has come, for progress lines and bars. */
+export type BulkProgress = {
+	matched: number,
+	changed: number,
+	skipped: number,
+	/**  Decided so far: changed + skipped. */
+	decided: number,
+};
+
+/**  Sent to the window after each batch of a bulk operation the window runs: how far it has come. */
+export type BulkProgressed = {
+	id: string,
+	progress: BulkProgress,
+};
+
+/**  A bulk operation as asked: the action, the filter, and what the action needs. */
+export type BulkRequest = {
+	action: BulkAction,
+	filter?: BulkFilter,
+	/**  With `resolve` (and only with it): the verdict on each job's `unknown` attempt. */
+	as?: Verdict | null,
+	/**
+	 *  With `retry` (and only with it): the provider to retry each job at; left out, each job
+	 *  is retried where its last attempt ran. Not a filter: the filter's is `filter.provider`.
+	 */
+	provider?: string | null,
+	/**  Counts what would match, and changes and records nothing. */
+	dry_run?: boolean,
+};
+
+/**
+ *  A job a bulk operation did not change, and why: the code of the error the action gave
+ *  (`invalid_transition` when it had moved meanwhile, `attempt_blocked`, …).
+ */
+export type BulkSkip = {
+	job_id: string,
+	code: string,
+};
+
+/**  A bulk operation started from the Jobs list, or found under its key (SPEC §16). */
+export type BulkStartedView = {
+	operation: BulkOperation,
+	/**  The key had already started this operation: nothing new was fixed. */
+	replayed: boolean,
 };
 
 /**  One stored contract check, as the engine reports it. */

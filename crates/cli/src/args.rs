@@ -99,6 +99,8 @@ pub enum Command {
         /// The job's id
         job_id: String,
     },
+    /// Resolve, cancel or retry every job a filter matches, in one keyed operation
+    Bulk(crate::bulk::BulkArgs),
     /// Configure the providers jobs are sent to
     #[command(subcommand)]
     Provider(ProviderCommand),
@@ -351,7 +353,7 @@ The environment variable named by the provider's api_key_env, when set, still wi
 }
 
 /// The job statuses, spelled as the engine spells them.
-fn status_parser() -> impl TypedValueParser<Value = JobStatus> {
+pub fn status_parser() -> impl TypedValueParser<Value = JobStatus> {
     PossibleValuesParser::new(JobStatus::ALL.map(JobStatus::as_str))
         .try_map(|s| s.parse::<JobStatus>())
 }

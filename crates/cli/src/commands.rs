@@ -121,6 +121,12 @@ async fn run_once(db: &Path, owner: &str, command: Command) -> Result<Value> {
             })
             .await
         }
+        Command::Bulk(args) => {
+            with_engine(db, async |engine| {
+                crate::bulk::run(engine, owner, args).await
+            })
+            .await
+        }
         Command::Cancel { job_id } => {
             with_engine(db, async |engine| {
                 Ok(json!({ "job": engine.cancel(owner, &job_id).await? }))

@@ -2,6 +2,7 @@
 //! function, and prints JSON; every rule lives in the engine.
 
 mod args;
+mod bulk;
 mod commands;
 mod contract;
 mod keys;

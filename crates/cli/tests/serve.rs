@@ -2137,3 +2137,99 @@ set-cookie: session=cookie-5ecret\r\ncontent-length: 4\r\nconnection: close\r\n\
     assert_eq!(on_the_command_line["known"], over_http["known"]);
     assert_eq!(failing.requests().len(), 1, "sent once, never again");
 }
+
+/// `POST /v1/bulk` (SPEC §16): fixes the owner's matching jobs and answers 202 at once while
+/// the server decides them; `GET /v1/bulk/{id}` shows the progress; the same key again is 200
+/// with `Idempotent-Replayed: true` and changes nothing twice; another body under it is 422.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_bulk_cancel_answers_at_once_shows_its_progress_and_is_keyed() {
+    let (ledger, server, api) = quiet_server();
+    let bob = Api::new(&server, &token(&ledger, "bob"));
+    let mut mine = Vec::new();
+    for i in 0..3 {
+        let key = format!("bulk-{i}");
+        mine.push(job_id(
+            &json(api.submit(&key, &intent("{}")).await, StatusCode::CREATED).await,
+        ));
+    }
+    let bobs = job_id(
+        &json(
+            bob.submit("bulk-0", &intent("{}")).await,
+            StatusCode::CREATED,
+        )
+        .await,
+    );
+    let cancel = json!({ "action": "cancel", "filter": { "status": "queued" } });
+
+    let unkeyed = api.post("/v1/bulk", &cancel).await;
+    problem(unkeyed, StatusCode::BAD_REQUEST, "invalid_input").await;
+    let dry = json!({ "action": "cancel", "filter": { "status": "queued" }, "dry_run": true });
+    let counted = json(
+        api.post_keyed("/v1/bulk", "count", &dry).await,
+        StatusCode::OK,
+    )
+    .await;
+    assert_eq!(counted["bulk"]["matched"], 3, "{counted}");
+    assert_eq!(counted["bulk"]["id"], Value::Null);
+
+    let started = api.post_keyed("/v1/bulk", "tidy-up", &cancel).await;
+    let location = header(&started, "location").expect("Location");
+    let started = json(started, StatusCode::ACCEPTED).await;
+    let op = common::id(&started["bulk"]);
+    assert_eq!(location, format!("/v1/bulk/{op}"));
+    assert_eq!(started["bulk"]["matched"], 3, "{started}");
+    assert_eq!(started["replayed"], false);
+
+    let mut shown = Value::Null;
+    for _ in 0..100 {
+        shown = json(api.get(&location).await, StatusCode::OK).await;
+        if shown["bulk"]["done"] == true {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(shown["bulk"]["done"], true, "{shown}");
+    assert_eq!(shown["bulk"]["changed"], 3, "{shown}");
+    assert_eq!(shown["bulk"]["skipped"], json!([]));
+    for job in &mine {
+        let detail = json(api.get(&format!("/v1/jobs/{job}")).await, StatusCode::OK).await;
+        assert_eq!(detail["job"]["status"], "cancelled");
+        let named: Vec<_> = detail["events"]
+            .as_array()
+            .expect("events")
+            .iter()
+            .filter(|e| e["detail"]["bulk"] == op.as_str())
+            .map(|e| e["kind"].clone())
+            .collect();
+        assert_eq!(named, [json!("job_cancelled")], "{detail}");
+    }
+
+    let again = api.post_keyed("/v1/bulk", "tidy-up", &cancel).await;
+    assert_eq!(
+        header(&again, "idempotent-replayed").as_deref(),
+        Some("true")
+    );
+    let again = json(again, StatusCode::OK).await;
+    assert_eq!(again["bulk"], shown["bulk"]);
+    let other = json!({ "action": "cancel", "filter": { "search": "bulk-1" } });
+    let conflict = problem(
+        api.post_keyed("/v1/bulk", "tidy-up", &other).await,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "idempotency_conflict",
+    )
+    .await;
+    assert_eq!(conflict["details"]["existing_job_id"], op.as_str());
+    let no_verdict = problem(
+        api.post_keyed("/v1/bulk", "no-verdict", &json!({ "action": "resolve" }))
+            .await,
+        StatusCode::BAD_REQUEST,
+        "invalid_input",
+    )
+    .await;
+    assert_eq!(no_verdict["details"]["field"], "as");
+
+    // Another owner's operation is not found, and their job was never in the set.
+    problem(bob.get(&location).await, StatusCode::NOT_FOUND, "not_found").await;
+    let theirs = json(bob.get(&format!("/v1/jobs/{bobs}")).await, StatusCode::OK).await;
+    assert_eq!(theirs["job"]["status"], "queued");
+}

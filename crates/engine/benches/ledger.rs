@@ -3,12 +3,14 @@
 //! - 2,000 queued jobs run by one executor until none is left (what `onejob worker --once`
 //!   does) against a sandbox that answers at once, beside the raw durable INSERT rate;
 //! - with 100,000 jobs: the first page of the Jobs list, a page 90,000 deep and the first page
-//!   of a key search, beside a raw keyset `SELECT` of the same page on the same file.
+//!   of a key search, beside a raw keyset `SELECT` of the same page on the same file;
+//! - `bulk resolve` of 10,000 unknown jobs: its time, memory, and submits beside it (`bulk/`).
 //!
 //! Run: `cargo bench -p onejob-engine --bench ledger` (`ONEJOB_BENCH_JOBS` and
 //! `ONEJOB_BENCH_HISTORY` change the 2,000 and the 100,000, `ONEJOB_BENCH_CONCURRENCY` the
-//! executor's 32 attempts at once).
+//! executor's 32 attempts at once, `ONEJOB_BENCH_BULK` the 10,000).
 
+mod bulk;
 mod common;
 
 use std::time::{Duration, Instant};
@@ -30,6 +32,8 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
     println!("onejob ledger benchmark: {jobs} jobs end to end, {history} jobs of history");
     end_to_end(dir.path(), jobs).await?;
     pages(dir.path(), history).await?;
+    let bulk = common::env_number("ONEJOB_BENCH_BULK", 10_000);
+    bulk::bulk_resolve(dir.path(), bulk).await?;
     Ok(())
 }
 

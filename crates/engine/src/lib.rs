@@ -5,6 +5,7 @@
 //! executor (claiming, sending, completing) act on ids alone.
 
 pub mod attempt;
+pub mod bulk;
 pub mod contracts;
 pub mod error;
 pub mod events;
@@ -31,6 +32,9 @@ use tokio::sync::Notify;
 use store::{Db, Tx};
 
 pub use attempt::{AttemptState, Cause};
+pub use bulk::{
+    BulkAction, BulkFilter, BulkOperation, BulkProgress, BulkRequest, BulkSkip, BulkStarted,
+};
 pub use error::{Error, Result};
 pub use events::EventKind;
 pub use failure::{FailureKind, RetryHere};

@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use common::{intent, kinds, why, Ledger, Sql, OWNER};
 use onejob_engine::{
-    AfterFailure, AttemptState, Cause, Error, JobPart, JobStatus, JobsQuery, Outcome, Resolution,
-    ShownValue, Verdict,
+    AfterFailure, AttemptState, BulkAction, BulkFilter, BulkRequest, Cause, Error, JobPart,
+    JobStatus, JobsQuery, Outcome, Resolution, ShownValue, Verdict,
 };
 use serde_json::json;
 
@@ -1192,4 +1192,230 @@ async fn a_large_result_is_read_whole_only_when_asked_for_by_its_owner() {
         code(e.job_part(OWNER, &queued, JobPart::Result).await),
         "not_found"
     );
+}
+
+/// A job of `owner` routed to `provider` alone, whose one attempt there is `unknown` for the
+/// rule `kind`.
+async fn unknown_job(
+    ledger: &Ledger,
+    owner: &str,
+    key: &str,
+    provider: &str,
+    kind: &str,
+) -> String {
+    let e = &ledger.engine;
+    let body = json!({ "route": [provider], "input": key }).to_string();
+    let job = e.submit(owner, key, &body).await.expect("submit").job;
+    let claimed = ledger.next_in_flight(&job.id, provider).await;
+    e.mark_unknown(&claimed.attempt.id, why(kind))
+        .await
+        .expect("unknown");
+    job.id
+}
+
+fn resolve_all(verdict: Verdict, filter: BulkFilter) -> BulkRequest {
+    BulkRequest {
+        action: BulkAction::Resolve,
+        filter,
+        verdict: Some(verdict),
+        provider: None,
+        dry_run: false,
+    }
+}
+
+/// The events of the job that name the bulk operation `id`.
+async fn naming(ledger: &Ledger, owner: &str, job_id: &str, id: &str) -> Vec<String> {
+    let detail = ledger.engine.job(owner, job_id).await.expect("job");
+    detail
+        .events
+        .iter()
+        .filter(|e| e.detail["bulk"] == id)
+        .map(|e| e.kind.clone())
+        .collect()
+}
+
+#[tokio::test]
+async fn a_bulk_resolve_changes_exactly_the_jobs_that_matched_when_it_started() {
+    let ledger = Ledger::new().await;
+    let e = &ledger.engine;
+    let mut set = Vec::new();
+    for i in 0..5 {
+        set.push(
+            unknown_job(
+                &ledger,
+                OWNER,
+                &format!("out-{i}"),
+                "primary",
+                "soft_timeout",
+            )
+            .await,
+        );
+    }
+    // Outside the filter: another provider, another rule, another owner, a job still running.
+    let elsewhere = unknown_job(&ledger, OWNER, "elsewhere", "fallback", "soft_timeout").await;
+    let other_rule =
+        unknown_job(&ledger, OWNER, "other-rule", "primary", "connection_broken").await;
+    let bobs = unknown_job(&ledger, "bob", "out-0", "primary", "soft_timeout").await;
+    let running = ledger.in_flight("running").await.job.id;
+    let filter = BulkFilter {
+        provider: Some("primary".into()),
+        error_kind: Some("soft_timeout".into()),
+        ..Default::default()
+    };
+
+    // A dry run counts what would match and records nothing.
+    let mut dry = resolve_all(Verdict::Failed, filter.clone());
+    dry.dry_run = true;
+    let counted = e
+        .bulk_start(OWNER, "dry", &dry)
+        .await
+        .expect("dry run")
+        .operation;
+    assert_eq!((counted.matched, counted.changed, counted.id), (5, 0, None));
+    assert_eq!(ledger.count("bulk_operations").await, 0);
+
+    let started = e
+        .bulk_start(
+            OWNER,
+            "after-the-outage",
+            &resolve_all(Verdict::Failed, filter),
+        )
+        .await
+        .expect("started");
+    assert!(!started.replayed);
+    let id = started.operation.id.clone().expect("an id");
+    assert_eq!(started.operation.matched, 5);
+    assert!(!started.operation.done);
+
+    // Meanwhile: a new job matches the filter, and one of the set is settled alone.
+    let late = unknown_job(&ledger, OWNER, "late", "primary", "soft_timeout").await;
+    let moved = &set[2];
+    let moved_attempt = e.job(OWNER, moved).await.expect("job").attempts[0]
+        .id
+        .clone();
+    e.resolve(
+        OWNER,
+        &moved_attempt,
+        Verdict::Succeeded,
+        Resolution {
+            result: Some(json!({"seen": "on the provider's dashboard"})),
+            ..Default::default()
+        },
+    )
+    .await
+    .expect("settled alone");
+
+    let mut seen = Vec::new();
+    let done = e.bulk_run(OWNER, &id, |p| seen.push(p)).await.expect("run");
+    assert!(done.done);
+    assert_eq!((done.matched, done.changed), (5, 4));
+    assert_eq!(done.skipped.len(), 1, "{done:?}");
+    assert_eq!(done.skipped[0].job_id, *moved);
+    assert_eq!(done.skipped[0].code, "invalid_transition");
+    assert_eq!(seen.last().map(|p| p.decided), Some(5));
+
+    for job_id in set.iter().filter(|j| *j != moved) {
+        let detail = e.job(OWNER, job_id).await.expect("job");
+        assert_eq!(detail.job.status, JobStatus::Queued, "{job_id}");
+        assert_eq!(detail.attempts[0].state, AttemptState::Failed);
+        assert_eq!(
+            naming(&ledger, OWNER, job_id, &id).await,
+            ["resolved_by_person"]
+        );
+    }
+    // The one settled alone keeps its result; nothing of the operation is in its history.
+    let kept = e.job(OWNER, moved).await.expect("job");
+    assert_eq!(kept.job.status, JobStatus::Succeeded);
+    assert!(naming(&ledger, OWNER, moved, &id).await.is_empty());
+    for (owner, job_id) in [
+        (OWNER, &late),
+        (OWNER, &elsewhere),
+        (OWNER, &other_rule),
+        ("bob", &bobs),
+    ] {
+        let untouched = e.job(owner, job_id).await.expect("job");
+        assert_eq!(untouched.job.status, JobStatus::Unknown, "{job_id}");
+    }
+    assert_eq!(
+        e.job(OWNER, &running).await.expect("job").job.status,
+        JobStatus::Running
+    );
+    // Another owner cannot see the operation.
+    assert_eq!(code(e.bulk_operation("bob", &id).await), "not_found");
+}
+
+#[tokio::test]
+async fn a_bulk_operation_repeated_with_its_key_changes_nothing_twice() {
+    let ledger = Ledger::new().await;
+    let e = &ledger.engine;
+    let mut jobs = Vec::new();
+    for i in 0..4 {
+        jobs.push(unknown_job(&ledger, OWNER, &format!("k-{i}"), "primary", "soft_timeout").await);
+    }
+    let freed = e
+        .bulk(
+            OWNER,
+            "free",
+            &resolve_all(Verdict::Abandoned, BulkFilter::default()),
+            |_| {},
+        )
+        .await
+        .expect("resolved");
+    assert_eq!(freed.operation.changed, 4);
+
+    // A retry starts a paid attempt per job: the same key again starts none.
+    let retry = BulkRequest {
+        action: BulkAction::Retry,
+        filter: BulkFilter {
+            status: Some(JobStatus::Queued),
+            ..Default::default()
+        },
+        verdict: None,
+        provider: Some("fallback".into()),
+        dry_run: false,
+    };
+    let first = e
+        .bulk(OWNER, "again", &retry, |_| {})
+        .await
+        .expect("retried");
+    assert!(!first.replayed);
+    assert_eq!((first.operation.matched, first.operation.changed), (4, 4));
+    let id = first.operation.id.clone().expect("id");
+    let attempts = ledger.count("attempts").await;
+
+    // The jobs are queued again meanwhile: a new run would retry them; the key's does not.
+    for job_id in &jobs {
+        let open = e.job(OWNER, job_id).await.expect("job").attempts[1]
+            .id
+            .clone();
+        ledger.abandon(&open).await;
+    }
+    let again = e
+        .bulk(OWNER, "again", &retry, |_| {})
+        .await
+        .expect("replayed");
+    assert_eq!(
+        ledger.count("attempts").await,
+        attempts,
+        "no attempt started twice"
+    );
+    assert!(again.replayed);
+    assert_eq!(again.operation, first.operation);
+    for job_id in &jobs {
+        assert_eq!(
+            naming(&ledger, OWNER, job_id, &id).await,
+            ["attempt_created"],
+            "one attempt per job, named once"
+        );
+    }
+
+    // Another request under the key is a conflict naming the operation.
+    let mut other = retry.clone();
+    other.provider = Some("primary".into());
+    let conflict = e
+        .bulk(OWNER, "again", &other, |_| {})
+        .await
+        .expect_err("conflict");
+    assert_eq!(conflict.code(), "idempotency_conflict");
+    assert!(conflict.to_string().contains(&id), "{conflict}");
 }

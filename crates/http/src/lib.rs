@@ -6,6 +6,7 @@
 
 mod auth;
 mod body;
+mod bulk;
 mod conn;
 mod events;
 mod jobs;
@@ -46,6 +47,8 @@ pub struct Api {
     stopping: watch::Receiver<bool>,
     shares: Arc<long::Shares>,
     tokens: Arc<auth::Tokens>,
+    /// The bulk operations this server is deciding.
+    bulk: Arc<bulk::Running>,
 }
 
 impl Api {
@@ -60,6 +63,7 @@ impl Api {
             stopping,
             shares: Arc::new(long::Shares::new(Limits::default().max_connections)),
             tokens: Arc::default(),
+            bulk: Arc::default(),
         })
     }
 
@@ -79,6 +83,8 @@ pub fn router(api: Api) -> Router {
         .route("/v1/jobs/{id}/cancel", post(jobs::cancel))
         .route("/v1/jobs/{id}/retry", post(jobs::retry))
         .route("/v1/attempts/{id}/resolve", post(jobs::resolve))
+        .route("/v1/bulk", post(bulk::start))
+        .route("/v1/bulk/{id}", get(bulk::show))
         .route("/v1/events", get(events::stream))
         .route("/v1/openapi.json", get(openapi::serve))
         .fallback(problem::no_route)

@@ -55,6 +55,8 @@ answered 503 at once. A 2xx is sent only after the commit that holds its answer.
         crate::jobs::cancel,
         crate::jobs::retry,
         crate::jobs::resolve,
+        crate::bulk::start,
+        crate::bulk::show,
         crate::events::stream,
         serve,
     ),
@@ -80,6 +82,7 @@ answered 503 at once. A 2xx is sent only after the commit that holds its answer.
     security(("bearer" = [])),
     tags(
         (name = "jobs", description = "Jobs and their attempts (SPEC §2-§7)"),
+        (name = "bulk", description = "A person's action on every job a filter matches (SPEC §16)"),
         (name = "events", description = "Every change of the owner's jobs, as it commits (SPEC §10)"),
         (name = "meta", description = "This document"),
     ),
@@ -182,7 +185,7 @@ impl Modify for HttpLayer {
 }
 
 /// Where an answer leads (OpenAPI links): a new job to its reading, cancel and retry, an
-/// attempt to its resolution, so a client or a tool can follow the ids the API hands out.
+/// attempt to its resolution, a bulk operation to its progress, so a client or a tool can follow the ids the API hands out.
 struct Links;
 
 /// A link's name, the operation it leads to, and where the answer carries that operation's id.
@@ -193,7 +196,7 @@ impl Modify for Links {
         const JOB: &str = "$response.body#/job/id";
         const TO_JOB: Link = ("GetJob", "get_job", JOB);
         // Each POST, the statuses whose answers lead on, and where.
-        let leads: [(&str, &[&str], &[Link]); 3] = [
+        let leads: [(&str, &[&str], &[Link]); 4] = [
             (
                 "/v1/jobs",
                 &["200", "201"],
@@ -216,6 +219,11 @@ impl Modify for Links {
                 ],
             ),
             ("/v1/attempts/{id}/resolve", &["200"], &[TO_JOB]),
+            (
+                "/v1/bulk",
+                &["200", "202"],
+                &[("GetBulk", "get_bulk", "$response.body#/bulk/id")],
+            ),
         ];
         for (path, statuses, links) in leads {
             let Some(operation) = doc
@@ -714,9 +722,21 @@ mod tests {
                 "200", "400", "401", "404", "409", "413", "415", "500", "503",
             ],
         );
+        has(
+            "POST",
+            "/v1/bulk",
+            &[
+                "202", "200", "400", "401", "413", "415", "422", "500", "503",
+            ],
+        );
+        has(
+            "GET",
+            "/v1/bulk/{id}",
+            &["200", "400", "401", "404", "500", "503"],
+        );
         has("GET", "/v1/events", &["200", "401", "503"]);
         has("GET", DOCUMENT_PATH, &["200"]);
-        assert_eq!(described.len(), 8, "{described:?}");
+        assert_eq!(described.len(), 10, "{described:?}");
 
         let doc = json();
         let submit = &doc["paths"]["/v1/jobs"]["post"];

@@ -3,7 +3,7 @@
 import { useEffect, useState } from "react";
 
 import { call, useLedger, useRead } from "../api";
-import { actionsFor } from "../actions";
+import { actionsFor, CANCEL_RISK, RESOLVE_WORDS } from "../actions";
 import { commands, type Attempt, type JobView, type Value, type Verdict } from "../bindings";
 import { CopyId } from "../components/CopyId";
 import { ErrorBanner } from "../components/ErrorBanner";
@@ -114,23 +114,7 @@ function pretty(value: Value): string {
 /** A risky action waiting for its confirmation. */
 type Pending = { verdict: Verdict; attempt: Attempt } | { cancel: true } | null;
 
-const RISK: Record<Verdict, { label: string; risk: string; confirm: string }> = {
-  succeeded: {
-    label: "It went through",
-    risk: "Records the result below as the job's one result; if the provider did not in fact do it, the job shows a success that never happened.",
-    confirm: "Record it as done",
-  },
-  failed: {
-    label: "It did not happen",
-    risk: "Marks this attempt failed so another may run; if it did go through, the work will be done, and paid for, twice.",
-    confirm: "Mark it failed",
-  },
-  abandoned: {
-    label: "Abandon and allow a new attempt",
-    risk: "Stops waiting for this attempt so another may run; if it went through, the work may be done twice, and its late answer will be flagged for review.",
-    confirm: "Abandon it",
-  },
-};
+const RISK = RESOLVE_WORDS;
 
 function Actions({ detail }: { detail: JobView }) {
   const actions = actionsFor(detail);
@@ -212,7 +196,7 @@ function Actions({ detail }: { detail: JobView }) {
       )}
       {pending !== null && "cancel" in pending && (
         <Confirm
-          text="Cancels the job for good; an answer already on its way is dropped and flagged for review, and the provider may still have done the work."
+          text={CANCEL_RISK}
           confirm="Cancel the job"
           onConfirm={() => void run(() => call(() => commands.cancel(job.id)))}
           onCancel={() => setPending(null)}

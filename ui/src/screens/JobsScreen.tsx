@@ -6,6 +6,7 @@ import { useCallback, useEffect, useRef, useState } from "react";
 
 import { call, useLedger, useRead } from "../api";
 import { commands, type JobStatus, type JobSummary } from "../bindings";
+import { BulkActions } from "../components/BulkActions";
 import { ErrorBanner } from "../components/ErrorBanner";
 import { StatusBadge } from "../components/StatusBadge";
 import { StatusFilter } from "../components/StatusFilter";
@@ -259,6 +260,7 @@ export function JobsScreen({ now, open, go }: Props) {
         </span>
       </nav>
       {error !== null && <ErrorBanner error={error} />}
+      <BulkActions status={status} search={search} provider={provider} total={total} />
       {empty && !filtered && <FirstRun go={go} />}
       {empty && filtered && (
         <p className="empty" data-testid="jobs-none">

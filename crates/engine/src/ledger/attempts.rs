@@ -68,6 +68,18 @@ pub(super) async fn start_attempt(
     provider: &str,
     starter: Starter,
 ) -> Result<Started> {
+    start_attempt_in_bulk(conn, job, provider, starter, None).await
+}
+
+/// [`start_attempt`] for a person's action that a bulk operation applies: its `attempt_created`
+/// event names the operation (`"bulk": id`) when `bulk` is given.
+pub(super) async fn start_attempt_in_bulk(
+    conn: &mut impl Handle,
+    job: &Job,
+    provider: &str,
+    starter: Starter,
+    bulk: Option<&str>,
+) -> Result<Started> {
     if job.status.is_closed() {
         return Err(Error::invalid_transition(
             "job",
@@ -81,6 +93,7 @@ pub(super) async fn start_attempt(
         EventKind::AttemptCreated.as_str(),
         starter.actor.as_str(),
         starter.explicit,
+        bulk,
     );
     // `queued → running` is a move the job may always make; the statement's guard holds it to
     // a job still queued.

@@ -18,7 +18,7 @@ use crate::store::Tx;
 use crate::Engine;
 
 use super::answers::{settle, Via};
-use super::attempts::{start_attempt, Starter};
+use super::attempts::{start_attempt, start_attempt_in_bulk, Starter};
 use super::transition::{move_attempt, move_job, release_job, AttemptMove, JobMove};
 use super::{commit_with, job_row, owned_attempt_row, owned_job_row, reread};
 
@@ -43,70 +43,8 @@ impl Engine {
         let mut tx = self.begin().await?;
         job_rows::lock(&mut tx, &[], &[attempt_id.to_owned()]).await?;
         let row = owned_attempt_row(&mut tx, owner, attempt_id).await?;
-        let from = row.state()?;
-        let mut detail =
-            Map::from_iter([("as".into(), json!(verdict)), ("from".into(), json!(from))]);
-        if let Some(note) = &resolution.note {
-            detail.insert("note".into(), json!(note));
-        }
-        let mut refusal = None;
-        match verdict {
-            Verdict::Succeeded => {
-                // "It did not happen" followed by "it went through" is a change of mind, not
-                // a late answer: refuse it plainly.
-                from.check(AttemptState::Succeeded, Cause::Person, attempt_id)?;
-                let via = Via {
-                    cause: Cause::Person,
-                    actor: Actor::User,
-                    win_kind: EventKind::ResolvedByPerson,
-                    detail,
-                };
-                let answer = resolution.result.clone().unwrap_or(Value::Null);
-                if let Err(e) = settle(&mut tx, &row, &answer, via).await? {
-                    refusal = Some(e);
-                }
-            }
-            Verdict::Failed | Verdict::Abandoned => {
-                let to = if verdict == Verdict::Failed {
-                    AttemptState::Failed
-                } else {
-                    AttemptState::Abandoned
-                };
-                let why = FailureKind::ResolvedByPerson.because(
-                    resolution.note.clone().unwrap_or_else(|| match verdict {
-                        Verdict::Failed => "a person said it did not happen".to_owned(),
-                        _ => "a person stopped waiting for it".to_owned(),
-                    }),
-                );
-                let m = AttemptMove {
-                    to,
-                    cause: Cause::Person,
-                    patch: Patch {
-                        error: (verdict == Verdict::Failed).then_some(&why),
-                        finished: true,
-                        ..Default::default()
-                    },
-                    event: EventKind::ResolvedByPerson,
-                    actor: Actor::User,
-                    detail: Value::Object(detail),
-                };
-                move_attempt(&mut tx, &row, m).await?;
-                release_job(&mut tx, &row.job_id).await?;
-            }
-        }
-        let next_attempt = match &resolution.retry_on {
-            Some(provider) => {
-                let job = job_row(&mut tx, &row.job_id).await?.into_job()?;
-                let starter = Starter {
-                    actor: Actor::User,
-                    explicit: true,
-                    field: "retry_on",
-                };
-                let next = start_attempt(&mut tx, &job, provider, starter).await?;
-                Some(next.attempt.into_attempt()?)
-            }
-            None => None,
-        };
+        let resolved = resolve_in(&mut tx, &row, verdict, &resolution, None).await?;
+        let (refusal, next_attempt) = (resolved.refusal, resolved.next_attempt);
         let (job, attempt) = reread(&mut tx, &row.job_id, attempt_id).await?;
         tx.commit().await?;
         if let Some(e) = refusal {
@@ -127,37 +65,7 @@ impl Engine {
         let job_id = &input::id("job_id", "job", job_id)?;
         let mut tx = self.begin().await?;
         job_rows::lock(&mut tx, &[job_id.to_owned()], &[]).await?;
-        let job = owned_job_row(&mut tx, owner, job_id).await?.into_job()?;
-        if job.status.is_terminal() {
-            return Err(Error::invalid_transition(
-                "job",
-                job_id,
-                job.status.as_str(),
-                "cancelled",
-            ));
-        }
-        // The open attempt is closed as abandoned by the move itself; the answer of one that
-        // may be out is still seen, dropped and flagged for review.
-        let error = JobError {
-            code: "cancelled".to_owned(),
-            message: "cancelled by a person".to_owned(),
-        };
-        let m = JobMove {
-            to: JobStatus::Cancelled,
-            patch: JobPatch {
-                error: Some(&error),
-                set_error: true,
-                bump_version: true,
-                finished: true,
-                clear_not_before: true,
-            },
-            event: Some((
-                EventKind::JobCancelled,
-                Actor::User,
-                json!({ "from": job.status }),
-            )),
-        };
-        move_job(&mut tx, job_id, job.status, m).await?;
+        cancel_in(&mut tx, owner, job_id, None).await?;
         let job = job_row(&mut tx, job_id).await?.into_job()?;
         tx.commit().await?;
         Ok(job)
@@ -177,7 +85,7 @@ impl Engine {
         input::refuse_nul_in("provider", provider)?;
         let mut tx = self.begin().await?;
         job_rows::lock(&mut tx, &[job_id.to_owned()], &[]).await?;
-        let attempt_id = retry_in(&mut tx, owner, job_id, provider).await?;
+        let attempt_id = retry_in(&mut tx, owner, job_id, provider, None).await?;
         let done = commit_with(tx, job_id, &attempt_id).await?;
         self.wake_executor();
         Ok(done)
@@ -226,7 +134,7 @@ impl Engine {
                     replayed: true,
                 });
             }
-            let attempt_id = retry_in(&mut tx, owner, &job_id, provider).await?;
+            let attempt_id = retry_in(&mut tx, owner, &job_id, provider, None).await?;
             if !retry_rows::insert(&mut tx, owner, key, &fingerprint, &job_id, &attempt_id).await? {
                 continue;
             }
@@ -258,11 +166,13 @@ fn retry_conflict(key: &str, job_id: &str) -> Error {
 }
 
 /// A person's retry, on a transaction holding the job's lock: the id of the attempt it started.
-async fn retry_in(
+/// Its events name the bulk operation that applied it, when `bulk` is given.
+pub(super) async fn retry_in(
     tx: &mut Tx,
     owner: &str,
     job_id: &str,
     provider: Option<&str>,
+    bulk: Option<&str>,
 ) -> Result<String> {
     let mut job = owned_job_row(tx, owner, job_id).await?.into_job()?;
     if job.status.is_terminal() {
@@ -289,7 +199,7 @@ async fn retry_in(
             event: Some((
                 EventKind::JobRetried,
                 Actor::User,
-                json!({ "provider": provider }),
+                with_bulk(json!({ "provider": provider }), bulk),
             )),
         };
         move_job(tx, job_id, JobStatus::Failed, m).await?;
@@ -300,8 +210,146 @@ async fn retry_in(
         explicit: true,
         field: "provider",
     };
-    let row = start_attempt(tx, &job, &provider, starter).await?;
+    let row = start_attempt_in_bulk(tx, &job, &provider, starter, bulk).await?;
     Ok(row.attempt.id)
+}
+
+/// What a person's resolve did: the attempt it created with `retry_on`, and the refusal of a
+/// "it went through" that lost the compare-and-swap (its writes stand: the attempt is `lost`).
+pub(super) struct Resolved {
+    pub next_attempt: Option<crate::model::Attempt>,
+    pub refusal: Option<Error>,
+}
+
+/// A person's verdict on the attempt `row`, on a transaction holding its job's lock; its
+/// events name the bulk operation that applied it, when `bulk` is given.
+pub(super) async fn resolve_in(
+    tx: &mut Tx,
+    row: &attempt_rows::AttemptRow,
+    verdict: Verdict,
+    resolution: &Resolution,
+    bulk: Option<&str>,
+) -> Result<Resolved> {
+    let attempt_id = &row.id;
+    let from = row.state()?;
+    let mut detail = Map::from_iter([("as".into(), json!(verdict)), ("from".into(), json!(from))]);
+    if let Some(note) = &resolution.note {
+        detail.insert("note".into(), json!(note));
+    }
+    if let Some(bulk) = bulk {
+        detail.insert("bulk".into(), json!(bulk));
+    }
+    let mut refusal = None;
+    match verdict {
+        Verdict::Succeeded => {
+            // "It did not happen" followed by "it went through" is a change of mind, not
+            // a late answer: refuse it plainly.
+            from.check(AttemptState::Succeeded, Cause::Person, attempt_id)?;
+            let via = Via {
+                cause: Cause::Person,
+                actor: Actor::User,
+                win_kind: EventKind::ResolvedByPerson,
+                detail,
+            };
+            let answer = resolution.result.clone().unwrap_or(Value::Null);
+            if let Err(e) = settle(tx, row, &answer, via).await? {
+                refusal = Some(e);
+            }
+        }
+        Verdict::Failed | Verdict::Abandoned => {
+            let to = if verdict == Verdict::Failed {
+                AttemptState::Failed
+            } else {
+                AttemptState::Abandoned
+            };
+            let why = FailureKind::ResolvedByPerson.because(
+                resolution.note.clone().unwrap_or_else(|| match verdict {
+                    Verdict::Failed => "a person said it did not happen".to_owned(),
+                    _ => "a person stopped waiting for it".to_owned(),
+                }),
+            );
+            let m = AttemptMove {
+                to,
+                cause: Cause::Person,
+                patch: Patch {
+                    error: (verdict == Verdict::Failed).then_some(&why),
+                    finished: true,
+                    ..Default::default()
+                },
+                event: EventKind::ResolvedByPerson,
+                actor: Actor::User,
+                detail: Value::Object(detail),
+            };
+            move_attempt(tx, row, m).await?;
+            release_job(tx, &row.job_id).await?;
+        }
+    }
+    let next_attempt = match &resolution.retry_on {
+        Some(provider) => {
+            let job = job_row(tx, &row.job_id).await?.into_job()?;
+            let starter = Starter {
+                actor: Actor::User,
+                explicit: true,
+                field: "retry_on",
+            };
+            let next = start_attempt(tx, &job, provider, starter).await?;
+            Some(next.attempt.into_attempt()?)
+        }
+        None => None,
+    };
+    Ok(Resolved {
+        next_attempt,
+        refusal,
+    })
+}
+
+/// A person's cancel, on a transaction holding the job's lock; its event names the bulk
+/// operation that applied it, when `bulk` is given.
+pub(super) async fn cancel_in(
+    tx: &mut Tx,
+    owner: &str,
+    job_id: &str,
+    bulk: Option<&str>,
+) -> Result<()> {
+    let job = owned_job_row(tx, owner, job_id).await?.into_job()?;
+    if job.status.is_terminal() {
+        return Err(Error::invalid_transition(
+            "job",
+            job_id,
+            job.status.as_str(),
+            "cancelled",
+        ));
+    }
+    // The open attempt is closed as abandoned by the move itself; the answer of one that
+    // may be out is still seen, dropped and flagged for review.
+    let error = JobError {
+        code: "cancelled".to_owned(),
+        message: "cancelled by a person".to_owned(),
+    };
+    let m = JobMove {
+        to: JobStatus::Cancelled,
+        patch: JobPatch {
+            error: Some(&error),
+            set_error: true,
+            bump_version: true,
+            finished: true,
+            clear_not_before: true,
+        },
+        event: Some((
+            EventKind::JobCancelled,
+            Actor::User,
+            with_bulk(json!({ "from": job.status }), bulk),
+        )),
+    };
+    move_job(tx, job_id, job.status, m).await.map(|_| ())
+}
+
+/// An event's detail with `"bulk": id` added when a bulk operation applied the action.
+fn with_bulk(mut detail: Value, bulk: Option<&str>) -> Value {
+    if let (Some(bulk), Value::Object(map)) = (bulk, &mut detail) {
+        map.insert("bulk".into(), json!(bulk));
+    }
+    detail
 }
 
 async fn default_provider(conn: &mut impl crate::store::Handle, job: &Job) -> Result<String> {

@@ -210,7 +210,7 @@ impl Engine {
 }
 
 /// A page size within 1–`MAX_PAGE`, or `invalid_input` naming `limit`.
-fn check_limit(limit: u32) -> Result<()> {
+pub(super) fn check_limit(limit: u32) -> Result<()> {
     if (1..=MAX_PAGE).contains(&limit) {
         Ok(())
     } else {
@@ -236,7 +236,7 @@ fn cursor(after: &str) -> Result<String> {
 
 /// The query's filters as the store takes them: a blank search or provider is no filter; a
 /// search longer than any key is `invalid_input` (field `search`).
-fn filter(query: &JobsQuery) -> Result<job_rows::Filter<'_>> {
+pub(super) fn filter(query: &JobsQuery) -> Result<job_rows::Filter<'_>> {
     input::refuse_nul_in("search", query.search.as_deref())?;
     input::refuse_nul_in("provider", query.provider.as_deref())?;
     let search = query.search.as_deref().filter(|s| !s.trim().is_empty());
@@ -253,5 +253,6 @@ fn filter(query: &JobsQuery) -> Result<job_rows::Filter<'_>> {
         status: query.status,
         search,
         provider: query.provider.as_deref().filter(|p| !p.trim().is_empty()),
+        ..Default::default()
     })
 }

@@ -84,7 +84,8 @@ pub struct Inserted {
 }
 
 /// Inserts the job's next attempt as `pending`, with its `attempt_created` event written by the
-/// same call (`created` says who created it and whether a person chose the provider), and with
+/// same call (`created` says who created it, whether a person chose the provider, and the bulk
+/// operation that applied the person's action, which the event names), and with
 /// `move_job` the job moved from `queued` to `running`. Nothing is written while another
 /// attempt is open (the partial unique index refuses it, and that refusal is the only check) or
 /// when `provider` is not configured.
@@ -94,10 +95,10 @@ pub async fn insert_next(
     job_id: &str,
     provider: &str,
     job_version: i64,
-    created: (&str, &str, bool),
+    created: (&str, &str, bool, Option<&str>),
     move_job: bool,
 ) -> sqlx::Result<Inserted> {
-    let (kind, actor, explicit) = created;
+    let (kind, actor, explicit, bulk) = created;
     macro_rules! bound {
         ($sql:expr) => {
             sqlx::query($sql)
@@ -109,6 +110,7 @@ pub async fn insert_next(
                 .bind(actor)
                 .bind(explicit)
                 .bind(move_job)
+                .bind(bulk)
         };
     }
     let sql = queries!("attempts/insert_next");

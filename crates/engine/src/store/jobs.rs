@@ -439,6 +439,12 @@ pub struct Filter<'a> {
     pub search: Option<&'a str>,
     /// A provider the job's route names or one of its attempts ran at.
     pub provider: Option<&'a str>,
+    /// The error kind of the job's open attempt (an `unknown` one's rule of SPEC §6).
+    pub error_kind: Option<&'a str>,
+    /// Created strictly before this time, in the ledger's text form (`…T…:…:….mmmZ`).
+    pub created_before: Option<&'a str>,
+    /// Created strictly after this time, in the ledger's text form.
+    pub created_after: Option<&'a str>,
 }
 
 /// The lowest and highest ids in their canonical text (lowercase, hyphenated).
@@ -475,7 +481,7 @@ fn id_range(prefix: &str) -> Option<(String, String)> {
 /// Prefixes of ids become ranges (`id_range`) so the indexes serve them; a key prefix is a
 /// range on SQLite (`>= prefix AND < prefix + U+10FFFF`, bytewise) and `starts_with` on
 /// PostgreSQL, whose text order follows the database's collation.
-fn build<'q, DB>(
+pub(super) fn build<'q, DB>(
     q: &mut QueryBuilder<'q, DB>,
     pg: bool,
     owner: &'q str,
@@ -512,6 +518,25 @@ fn build<'q, DB>(
     if let Some(status) = filter.status {
         q.push(" AND j.status = ");
         q.push_bind(status.as_str());
+    }
+    if let Some(kind) = filter.error_kind {
+        q.push(
+            " AND EXISTS (SELECT 1 FROM attempts a WHERE a.job_id = j.id \
+             AND a.state IN ('pending', 'in_flight', 'unknown') AND a.error_kind = ",
+        );
+        q.push_bind(kind);
+        q.push(")");
+    }
+    let as_time = if pg { "::timestamptz" } else { "" };
+    if let Some(before) = filter.created_before {
+        q.push(" AND j.created_at < ");
+        q.push_bind(before);
+        q.push(as_time);
+    }
+    if let Some(after) = filter.created_after {
+        q.push(" AND j.created_at > ");
+        q.push_bind(after);
+        q.push(as_time);
     }
     if let Some(search) = filter.search {
         q.push(" AND ((j.owner_id = ");

@@ -10,6 +10,7 @@
 //! durations, never instants computed on a host.
 
 pub mod attempts;
+pub mod bulk;
 pub mod checks;
 pub mod contracts;
 pub mod events;

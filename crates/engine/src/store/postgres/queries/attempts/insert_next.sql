@@ -4,7 +4,8 @@
 -- keeps the transaction usable to read the open attempt that caused it) or when no provider $3
 -- is configured.
 -- $1 id, $2 job id, $3 provider, $4 the job's version; the event's $5 kind, $6 actor, and
--- $7 whether a person chose the provider.
+-- $7 whether a person chose the provider; $9 the bulk operation that applied a person's
+-- action, which the event names (`"bulk": id`), or NULL.
 -- Row: the attempt as inserted, beside its job as moved (JSON text with the columns of
 -- jobs/by_id.sql; NULL when the job was not moved); none when nothing was written. The job
 -- comes back in the same row, not read again by a second statement.
@@ -19,7 +20,12 @@ WITH a AS (
 ), logged AS (
     INSERT INTO job_events (job_id, attempt_id, at, kind, actor, detail)
     SELECT a.job_id, a.id, onejob_now(), $5, $6,
-           json_build_object('number', a.number, 'provider', a.provider, 'explicit', $7::boolean)
+           CASE WHEN $9::text IS NULL
+                THEN json_build_object('number', a.number, 'provider', a.provider,
+                                       'explicit', $7::boolean)
+                ELSE json_build_object('number', a.number, 'provider', a.provider,
+                                       'explicit', $7::boolean, 'bulk', $9::text)
+           END
     FROM a
 ), moved AS (
     UPDATE jobs SET status = 'running', not_before = NULL, updated_at = onejob_now()

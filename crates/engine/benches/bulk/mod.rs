@@ -1,0 +1,140 @@
+//! `bulk resolve` of many `unknown` jobs (SPEC §16): how long the operation takes, the
+//! process's resident memory while it runs beside before it, and the latency of submits made
+//! while it runs beside the same submits alone, in the same run.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use onejob_engine::{AttemptError, BulkAction, BulkFilter, BulkRequest, Engine, Verdict};
+
+use crate::common::{engine_with_provider, intent, ms, pct, sequential_submits, OWNER};
+
+/// Submits timed alone and beside the operation.
+const SUBMITS: usize = 200;
+
+/// Makes `n` unknown jobs, then times `bulk resolve --as abandoned` over all of them.
+pub async fn bulk_resolve(
+    dir: &std::path::Path,
+    n: usize,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let engine = engine_with_provider(&dir.join("bulk.db")).await?;
+    unknown_jobs(&engine, n).await?;
+    let alone = sequential_submits(&engine, 0..SUBMITS).await?;
+
+    let before = resident_kib();
+    let peak = Arc::new(AtomicU64::new(before));
+    let running = Arc::new(AtomicBool::new(true));
+    let sampler = {
+        let (peak, running) = (peak.clone(), running.clone());
+        tokio::spawn(async move {
+            while running.load(Ordering::Relaxed) {
+                peak.fetch_max(resident_kib(), Ordering::Relaxed);
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        })
+    };
+    let submitter = {
+        let engine = engine.clone();
+        let running = running.clone();
+        tokio::spawn(async move {
+            let mut times = Vec::new();
+            let mut i = SUBMITS;
+            while running.load(Ordering::Relaxed) {
+                let start = Instant::now();
+                if engine
+                    .submit(OWNER, &format!("key-{i}"), &intent(i))
+                    .await
+                    .is_ok()
+                {
+                    times.push(start.elapsed());
+                }
+                i += 1;
+            }
+            times
+        })
+    };
+    let request = BulkRequest {
+        action: BulkAction::Resolve,
+        filter: BulkFilter::default(),
+        verdict: Some(Verdict::Abandoned),
+        provider: None,
+        dry_run: false,
+    };
+    let start = Instant::now();
+    let done = engine
+        .bulk(OWNER, "after-the-outage", &request, |_| {})
+        .await?;
+    let took = start.elapsed();
+    running.store(false, Ordering::Relaxed);
+    let beside = submitter.await?;
+    sampler.await?;
+    engine.close().await;
+
+    let op = done.operation;
+    println!(
+        "bulk resolve of {n} unknown jobs: {:.0} ms ({} changed, {} skipped; aim < 10 s on SQLite)",
+        ms(took),
+        op.changed,
+        op.skipped.len()
+    );
+    println!(
+        "  resident memory: {} KiB before, {} KiB at most while it ran (+{} KiB)",
+        before,
+        peak.load(Ordering::Relaxed),
+        peak.load(Ordering::Relaxed).saturating_sub(before)
+    );
+    println!(
+        "  submit p99 alone {:.2} ms, beside the operation {:.2} ms ({} submits; aim <= 2x)",
+        ms(pct(&alone, 99.0)),
+        ms(pct(&beside, 99.0)),
+        beside.len()
+    );
+    Ok(())
+}
+
+/// `n` jobs of the owner, each with one attempt at `primary` left `unknown` by a soft timeout,
+/// made 256 at a time so the group commits share their fsyncs.
+async fn unknown_jobs(engine: &Engine, n: usize) -> Result<(), Box<dyn std::error::Error>> {
+    let mut made = 0;
+    while made < n {
+        let mut tasks = tokio::task::JoinSet::new();
+        for i in made..(made + 256).min(n) {
+            let engine = engine.clone();
+            tasks.spawn(async move {
+                let job = engine
+                    .submit(OWNER, &format!("outage-{i}"), &intent(i))
+                    .await?
+                    .job;
+                let attempt = engine.claim_attempt(&job.id, "primary").await?.attempt.id;
+                engine
+                    .mark_sent(&attempt, "bench", Duration::from_secs(600))
+                    .await?;
+                let why = AttemptError {
+                    kind: "soft_timeout".into(),
+                    message: "no answer in time".into(),
+                };
+                engine.mark_unknown(&attempt, why).await?;
+                Ok::<_, onejob_engine::Error>(())
+            });
+        }
+        while let Some(done) = tasks.join_next().await {
+            done??;
+        }
+        made = (made + 256).min(n);
+    }
+    Ok(())
+}
+
+/// This process's resident memory, in KiB (0 where /proc is not there).
+fn resident_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmRSS:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|v| v.parse().ok())
+        })
+        .unwrap_or(0)
+}

@@ -1,0 +1,521 @@
+//! Bulk operations (SPEC §16 "Many at once"): a person's action applied to every job a filter
+//! matched when the operation started. The set is fixed in one statement as the operation is
+//! recorded; each job is then decided by the same guarded writes as alone, a few dozen jobs per
+//! short transaction, and its item is decided in the same transaction, so a run killed midway
+//! and repeated under its key finishes what is left and changes nothing twice.
+
+use chrono::{DateTime, NaiveDate, SecondsFormat, Utc};
+use serde_json::Value;
+
+use crate::bulk::BulkStarted;
+use crate::bulk::{BulkAction, BulkOperation, BulkProgress, BulkRequest, BulkSkip};
+use crate::error::{ConflictDetails, Error, Result};
+use crate::input;
+use crate::intent::{canonical_sha256, validate_key, validate_owner};
+use crate::job::JobStatus;
+use crate::model::{Resolution, Verdict};
+use crate::store::bulk::{self as bulk_rows, BulkRow, NewBulk, FIRST_CURSOR};
+use crate::store::{attempts as attempt_rows, jobs as job_rows, providers as provider_rows};
+use crate::store::{Handle, Tx};
+use crate::{AttemptState, Engine, JobsQuery};
+
+use super::owned_job_row;
+use super::person::{cancel_in, resolve_in, retry_in};
+use super::read::filter as list_filter;
+
+/// Jobs decided per transaction: short enough that the executor, the window and other
+/// requests wait at most a moment for the ledger, long enough not to pay a commit per job.
+const BATCH: u32 = 25;
+/// Skipped jobs read per statement when an operation is shown.
+const SKIPPED_PAGE: u32 = 1000;
+/// The outcome of a job the action changed.
+const CHANGED: &str = "changed";
+/// The longest error kind a filter takes.
+const MAX_ERROR_KIND: usize = 64;
+
+/// A request checked and put in one form: what its fingerprint is taken of.
+struct Checked {
+    request: BulkRequest,
+    fingerprint: String,
+}
+
+impl Checked {
+    /// The store's filter over the checked request's, borrowed from it.
+    fn filter<'a>(&'a self, query: &'a JobsQuery) -> Result<job_rows::Filter<'a>> {
+        let f = &self.request.filter;
+        Ok(job_rows::Filter {
+            error_kind: f.error_kind.as_deref(),
+            created_before: f.created_before.as_deref(),
+            created_after: f.created_after.as_deref(),
+            ..list_filter(query)?
+        })
+    }
+
+    /// The Jobs list's query for the filter's status, search and provider.
+    fn query(&self) -> JobsQuery {
+        let f = &self.request.filter;
+        JobsQuery {
+            status: f.status,
+            search: f.search.clone(),
+            provider: f.provider.clone(),
+            ..Default::default()
+        }
+    }
+}
+
+impl Engine {
+    /// Starts a bulk operation under the owner's `key`: fixes its set of jobs (those that pass
+    /// the filter now) and records it, changing no job yet; [`Engine::bulk_run`] decides them.
+    /// The same key again answers the operation it started (`replayed`), as far as it has come;
+    /// another request under it is `idempotency_conflict` naming the operation. A dry run
+    /// counts what would match and records nothing.
+    pub async fn bulk_start(
+        &self,
+        owner: &str,
+        key: &str,
+        request: &BulkRequest,
+    ) -> Result<BulkStarted> {
+        validate_owner(owner)?;
+        validate_key(key)?;
+        let checked = self.check_bulk(request).await?;
+        let query = checked.query();
+        let filter = checked.filter(&query)?;
+        let action = checked.request.action;
+        if request.dry_run {
+            let mut conn = self.read().await?;
+            let matched = job_rows::count(&mut conn, owner, &filter).await?;
+            return Ok(BulkStarted {
+                operation: BulkOperation {
+                    id: None,
+                    key: None,
+                    action,
+                    matched: count(matched),
+                    changed: 0,
+                    skipped: Vec::new(),
+                    done: true,
+                    dry_run: true,
+                },
+                replayed: false,
+            });
+        }
+        let params = serde_json::to_string(&checked.request)
+            .map_err(|e| Error::internal(format!("a bulk request as JSON: {e}")))?;
+        // A key taken by an operation that committed while this one ran is read on the second turn.
+        for _ in 0..2 {
+            let mut tx = self.begin().await?;
+            if let Some(row) = bulk_rows::by_key(&mut tx, owner, key).await? {
+                if row.fingerprint != checked.fingerprint {
+                    return Err(bulk_conflict(key, &row.id));
+                }
+                let operation = operation_of(&mut tx, row).await?;
+                tx.rollback().await?;
+                return Ok(BulkStarted {
+                    operation,
+                    replayed: true,
+                });
+            }
+            let id = uuid::Uuid::now_v7().to_string();
+            let new = NewBulk {
+                id: &id,
+                owner,
+                key,
+                fingerprint: &checked.fingerprint,
+                action: action.as_str(),
+                params: &params,
+            };
+            if !bulk_rows::insert(&mut tx, &new).await? {
+                continue;
+            }
+            let matched = bulk_rows::fill(&mut tx, &id, owner, &filter).await?;
+            bulk_rows::finish(&mut tx, &id).await?;
+            tx.commit().await?;
+            return Ok(BulkStarted {
+                operation: BulkOperation {
+                    id: Some(id),
+                    key: Some(key.to_owned()),
+                    action,
+                    matched: count(matched),
+                    changed: 0,
+                    skipped: Vec::new(),
+                    done: matched == 0,
+                    dry_run: false,
+                },
+                replayed: false,
+            });
+        }
+        Err(Error::internal(format!(
+            "the bulk key {key:?} was taken and then not found"
+        )))
+    }
+
+    /// Decides every job of the owner's operation `id` not yet decided, a batch per short
+    /// transaction, calling `progress` after each; returns the operation once all are. Each
+    /// job is changed by the same guarded writes as the single action, its events naming the
+    /// operation, or skipped with the code of the error that action gave (it moved meanwhile).
+    /// Run twice at once, or again after a crash, no job is decided twice.
+    pub async fn bulk_run(
+        &self,
+        owner: &str,
+        id: &str,
+        mut progress: impl FnMut(BulkProgress) + Send,
+    ) -> Result<BulkOperation> {
+        let (id, request) = self.bulk_request(owner, id).await?;
+        let mut seen = {
+            let mut conn = self.read().await?;
+            let counts = bulk_rows::counts(&mut conn, &id).await?;
+            BulkProgress {
+                matched: count(counts.matched),
+                changed: count(counts.changed),
+                skipped: count(counts.skipped),
+                decided: count(counts.changed + counts.skipped),
+            }
+        };
+        let mut cursor = FIRST_CURSOR.to_owned();
+        loop {
+            let ids = {
+                let mut conn = self.read().await?;
+                bulk_rows::undecided(&mut conn, &id, &cursor, BATCH).await?
+            };
+            let Some(last) = ids.last().cloned() else {
+                break;
+            };
+            let (changed, skipped) = self.bulk_batch(owner, &id, &request, &ids).await?;
+            self.wake_executor();
+            seen.changed += changed;
+            seen.skipped += skipped;
+            seen.decided += changed + skipped;
+            progress(seen);
+            cursor = last;
+        }
+        let mut tx = self.begin().await?;
+        bulk_rows::finish(&mut tx, &id).await?;
+        tx.commit().await?;
+        self.bulk_operation(owner, &id).await
+    }
+
+    /// [`Engine::bulk_start`], then [`Engine::bulk_run`] to its end: what a face that waits
+    /// for the whole operation calls. A replayed key finishes what is left of its operation.
+    pub async fn bulk(
+        &self,
+        owner: &str,
+        key: &str,
+        request: &BulkRequest,
+        progress: impl FnMut(BulkProgress) + Send,
+    ) -> Result<BulkStarted> {
+        let started = self.bulk_start(owner, key, request).await?;
+        let Some(id) = started.operation.id.clone() else {
+            return Ok(started);
+        };
+        let operation = self.bulk_run(owner, &id, progress).await?;
+        Ok(BulkStarted {
+            operation,
+            replayed: started.replayed,
+        })
+    }
+
+    /// The owner's bulk operation `id` as far as it has come, with every job skipped so far;
+    /// another owner's is `not_found`.
+    pub async fn bulk_operation(&self, owner: &str, id: &str) -> Result<BulkOperation> {
+        validate_owner(owner)?;
+        let id = input::id("id", "bulk operation", id)?;
+        let mut conn = self.read().await?;
+        let row = bulk_rows::owned(&mut conn, owner, &id)
+            .await?
+            .ok_or_else(|| Error::not_found("bulk operation", &id))?;
+        operation_of(&mut conn, row).await
+    }
+
+    /// The owner's operation's id and request, or `not_found`.
+    async fn bulk_request(&self, owner: &str, id: &str) -> Result<(String, BulkRequest)> {
+        validate_owner(owner)?;
+        let id = input::id("id", "bulk operation", id)?;
+        let mut conn = self.read().await?;
+        let row = bulk_rows::owned(&mut conn, owner, &id)
+            .await?
+            .ok_or_else(|| Error::not_found("bulk operation", &id))?;
+        let request = serde_json::from_str(&row.params).map_err(|e| {
+            Error::internal(format!(
+                "bulk operation {id} holds an unreadable request: {e}"
+            ))
+        })?;
+        Ok((id, request))
+    }
+
+    /// Decides the jobs `ids` of operation `op` in one transaction, each behind a savepoint so
+    /// that one the action refuses leaves nothing of its own but its code: (changed, skipped).
+    async fn bulk_batch(
+        &self,
+        owner: &str,
+        op: &str,
+        request: &BulkRequest,
+        ids: &[String],
+    ) -> Result<(u32, u32)> {
+        let (mut changed, mut skipped) = (0, 0);
+        let mut tx = self.begin().await?;
+        tx.savepoint().await?;
+        for job_id in ids {
+            // Taking the item first makes a second run of the same operation wait here, then pass.
+            if !bulk_rows::decide(&mut tx, op, job_id, CHANGED).await? {
+                continue;
+            }
+            job_rows::lock(&mut tx, std::slice::from_ref(job_id), &[]).await?;
+            match apply(&mut tx, owner, op, request, job_id).await {
+                Ok(None) => changed += 1,
+                Ok(Some(refused)) => {
+                    bulk_rows::recode(&mut tx, op, job_id, refused).await?;
+                    skipped += 1;
+                }
+                Err(e @ Error::Storage { .. }) => return Err(e),
+                Err(e) => {
+                    tx.rollback_to_savepoint().await?;
+                    bulk_rows::decide(&mut tx, op, job_id, e.code()).await?;
+                    skipped += 1;
+                }
+            }
+            tx.next_savepoint().await?;
+        }
+        tx.release_savepoint().await?;
+        tx.commit().await?;
+        Ok((changed, skipped))
+    }
+
+    /// Checks a request and puts it in one form: a resolve's verdict, a retry's provider, the
+    /// filter's times as the ledger writes them.
+    async fn check_bulk(&self, request: &BulkRequest) -> Result<Checked> {
+        let mut request = request.clone();
+        request.dry_run = false;
+        let action = request.action;
+        match (action, request.verdict) {
+            (BulkAction::Resolve, None) => {
+                return Err(Error::invalid_input(
+                    "as",
+                    "a bulk resolve needs the verdict: succeeded, failed or abandoned",
+                ))
+            }
+            (BulkAction::Cancel | BulkAction::Retry, Some(_)) => {
+                return Err(Error::invalid_input(
+                    "as",
+                    "a verdict is given only with the resolve action",
+                ))
+            }
+            _ => {}
+        }
+        let f = &mut request.filter;
+        if action == BulkAction::Resolve {
+            match f.status {
+                None | Some(JobStatus::Unknown) => f.status = Some(JobStatus::Unknown),
+                Some(other) => {
+                    return Err(Error::invalid_input(
+                        "status",
+                        format!(
+                            "a bulk resolve settles unknown jobs only; {} jobs have no unknown \
+                             attempt to resolve",
+                            other.as_str()
+                        ),
+                    ))
+                }
+            }
+        }
+        f.search = blank_is_none(f.search.take());
+        f.provider = blank_is_none(f.provider.take());
+        f.error_kind = blank_is_none(f.error_kind.take());
+        if let Some(kind) = &f.error_kind {
+            input::refuse_nul("error_kind", kind)?;
+            if kind.chars().count() > MAX_ERROR_KIND {
+                return Err(Error::invalid_input(
+                    "error_kind",
+                    format!("is longer than any error kind ({MAX_ERROR_KIND} characters at most)"),
+                ));
+            }
+        }
+        f.created_before = ledger_time("created_before", f.created_before.take())?;
+        f.created_after = ledger_time("created_after", f.created_after.take())?;
+        request.provider = blank_is_none(request.provider.take());
+        if let Some(provider) = &request.provider {
+            input::refuse_nul("provider", provider)?;
+            if action != BulkAction::Retry {
+                return Err(Error::invalid_input(
+                    "provider",
+                    "the provider to retry at is given only with the retry action; to filter \
+                     by provider, use the filter's provider",
+                ));
+            }
+            let mut conn = self.read().await?;
+            if provider_rows::get(&mut conn, provider).await?.is_none() {
+                return Err(Error::invalid_input(
+                    "provider",
+                    format!("no provider named {provider} is configured"),
+                ));
+            }
+        }
+        // The list's own checks (search length, NUL) before anything is recorded.
+        let fingerprint = {
+            let query = JobsQuery {
+                status: request.filter.status,
+                search: request.filter.search.clone(),
+                provider: request.filter.provider.clone(),
+                ..Default::default()
+            };
+            list_filter(&query)?;
+            let mut asked = serde_json::to_value(&request)
+                .map_err(|e| Error::internal(format!("a bulk request as JSON: {e}")))?;
+            if let Value::Object(map) = &mut asked {
+                map.remove("dry_run");
+            }
+            canonical_sha256(&without_nulls(asked))
+        };
+        Ok(Checked {
+            request,
+            fingerprint,
+        })
+    }
+}
+
+/// The action on one job, on a transaction holding its lock: `None` when it changed the job,
+/// the code of a refusal whose writes stand, or the error that refused it.
+async fn apply(
+    tx: &mut Tx,
+    owner: &str,
+    op: &str,
+    request: &BulkRequest,
+    job_id: &str,
+) -> Result<Option<&'static str>> {
+    match request.action {
+        BulkAction::Cancel => cancel_in(tx, owner, job_id, Some(op)).await.map(|()| None),
+        BulkAction::Retry => retry_in(tx, owner, job_id, request.provider.as_deref(), Some(op))
+            .await
+            .map(|_| None),
+        BulkAction::Resolve => {
+            let verdict = request.verdict.unwrap_or(Verdict::Abandoned);
+            let job = owned_job_row(tx, owner, job_id).await?.into_job()?;
+            let open = attempt_rows::open_for_job(tx, job_id).await?;
+            let row = match open {
+                Some(row) if row.state()? == AttemptState::Unknown => row,
+                // It was settled meanwhile (an answer, a lookup, a person): nothing to resolve.
+                _ => {
+                    return Err(Error::invalid_transition(
+                        "job",
+                        job_id,
+                        job.status.as_str(),
+                        "resolved",
+                    ))
+                }
+            };
+            let resolved = resolve_in(tx, &row, verdict, &Resolution::default(), Some(op)).await?;
+            Ok(resolved.refusal.map(|e| e.code()))
+        }
+    }
+}
+
+/// An operation row with its counts and its skipped jobs, read on `conn`.
+async fn operation_of(conn: &mut impl Handle, row: BulkRow) -> Result<BulkOperation> {
+    let counts = bulk_rows::counts(conn, &row.id).await?;
+    let mut skipped = Vec::new();
+    let mut cursor = FIRST_CURSOR.to_owned();
+    loop {
+        let page = bulk_rows::skipped(conn, &row.id, &cursor, SKIPPED_PAGE).await?;
+        let Some((last, _)) = page.last().cloned() else {
+            break;
+        };
+        skipped.extend(
+            page.into_iter()
+                .map(|(job_id, code)| BulkSkip { job_id, code }),
+        );
+        cursor = last;
+    }
+    let action = match row.action.as_str() {
+        "resolve" => BulkAction::Resolve,
+        "cancel" => BulkAction::Cancel,
+        "retry" => BulkAction::Retry,
+        other => {
+            return Err(Error::internal(format!(
+                "bulk operation {} holds an unknown action {other:?}",
+                row.id
+            )))
+        }
+    };
+    Ok(BulkOperation {
+        id: Some(row.id),
+        key: Some(row.idempotency_key),
+        action,
+        matched: count(row.matched.max(counts.matched)),
+        changed: count(counts.changed),
+        skipped,
+        done: counts.undecided == 0,
+        dry_run: false,
+    })
+}
+
+/// `idempotency_conflict`: the key already started operation `id` with another request.
+fn bulk_conflict(key: &str, id: &str) -> Error {
+    Error::IdempotencyConflict {
+        message: format!(
+            "the bulk key {key:?} already started operation {id} with another action or \
+             filter; use a new key for a new operation"
+        ),
+        // The operation's id stands where a job's would: what the key is taken by.
+        details: ConflictDetails {
+            existing_job_id: id.to_owned(),
+        },
+    }
+}
+
+/// A count from the ledger as the faces show it.
+fn count(n: i64) -> u32 {
+    u32::try_from(n.max(0)).unwrap_or(u32::MAX)
+}
+
+fn blank_is_none(text: Option<String>) -> Option<String> {
+    text.filter(|t| !t.trim().is_empty())
+}
+
+/// A time a filter takes (RFC 3339, or a date for its midnight UTC) in the ledger's text form,
+/// or `invalid_input` naming `field`.
+fn ledger_time(field: &str, text: Option<String>) -> Result<Option<String>> {
+    let Some(text) = text else {
+        return Ok(None);
+    };
+    input::refuse_nul(field, &text)?;
+    let trimmed = text.trim();
+    let at = DateTime::parse_from_rfc3339(trimmed)
+        .map(|t| t.with_timezone(&Utc))
+        .or_else(|_| {
+            NaiveDate::parse_from_str(trimmed, "%Y-%m-%d")
+                .map(|d| d.and_hms_opt(0, 0, 0).unwrap_or_default().and_utc())
+        })
+        .map_err(|_| {
+            Error::invalid_input(
+                field,
+                format!("{text:?} is not a time: give RFC 3339 (2026-12-03T15:00:00Z) or a date"),
+            )
+        })?;
+    Ok(Some(at.to_rfc3339_opts(SecondsFormat::Millis, true)))
+}
+
+/// A JSON value with every `null` member left out, as an intent's fingerprint leaves them.
+fn without_nulls(value: Value) -> Value {
+    match value {
+        Value::Object(map) => Value::Object(
+            map.into_iter()
+                .filter(|(_, v)| !v.is_null())
+                .map(|(k, v)| (k, without_nulls(v)))
+                .collect(),
+        ),
+        other => other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_filter_time_is_read_as_rfc_3339_or_a_date_and_written_as_the_ledger_does() {
+        let at = ledger_time("t", Some("2026-12-03T16:00:00+01:00".into())).unwrap();
+        assert_eq!(at.as_deref(), Some("2026-12-03T15:00:00.000Z"));
+        let day = ledger_time("t", Some("2026-12-03".into())).unwrap();
+        assert_eq!(day.as_deref(), Some("2026-12-03T00:00:00.000Z"));
+        let bad = ledger_time("created_before", Some("yesterday".into())).unwrap_err();
+        assert_eq!(bad.code(), "invalid_input");
+    }
+}

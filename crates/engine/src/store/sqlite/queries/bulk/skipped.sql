@@ -1,0 +1,4 @@
+-- Up to ?3 of operation ?1's skipped jobs with their codes, in id order after ?2 (the keyset).
+SELECT job_id, outcome FROM bulk_items
+WHERE operation_id = ?1 AND outcome IS NOT NULL AND outcome <> 'changed' AND job_id > ?2
+ORDER BY job_id LIMIT ?3
