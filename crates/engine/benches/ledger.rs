@@ -8,7 +8,9 @@
 //!
 //! Run: `cargo bench -p onejob-engine --bench ledger` (`ONEJOB_BENCH_JOBS` and
 //! `ONEJOB_BENCH_HISTORY` change the 2,000 and the 100,000, `ONEJOB_BENCH_CONCURRENCY` the
-//! executor's 32 attempts at once, `ONEJOB_BENCH_BULK` the 10,000).
+//! executor's 32 attempts at once, `ONEJOB_BENCH_BULK` the 10,000; `ONEJOB_BENCH_PARTS` picks
+//! parts among `e2e pages bulk`, all by default). The bulk operation runs at a quarter of its
+//! count first, then at the whole, so its memory is seen beside its count.
 
 mod bulk;
 mod common;
@@ -29,11 +31,23 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
     let dir = tempfile::tempdir()?;
     let jobs = common::env_number("ONEJOB_BENCH_JOBS", 2_000);
     let history = common::env_number("ONEJOB_BENCH_HISTORY", 100_000);
-    println!("onejob ledger benchmark: {jobs} jobs end to end, {history} jobs of history");
-    end_to_end(dir.path(), jobs).await?;
-    pages(dir.path(), history).await?;
-    let bulk = common::env_number("ONEJOB_BENCH_BULK", 10_000);
-    bulk::bulk_resolve(dir.path(), bulk).await?;
+    let parts = std::env::var("ONEJOB_BENCH_PARTS").unwrap_or_else(|_| "e2e pages bulk".to_owned());
+    let part = |name: &str| parts.split([' ', ',']).any(|p| p == name);
+    println!(
+        "onejob ledger benchmark ({parts}): {jobs} jobs end to end, {history} jobs of history"
+    );
+    if part("e2e") {
+        end_to_end(dir.path(), jobs).await?;
+    }
+    if part("pages") {
+        pages(dir.path(), history).await?;
+    }
+    if part("bulk") {
+        let bulk = common::env_number("ONEJOB_BENCH_BULK", 10_000);
+        for n in [(bulk / 4).max(1), bulk] {
+            bulk::bulk_resolve(dir.path(), n).await?;
+        }
+    }
     Ok(())
 }
 

@@ -18,7 +18,7 @@ pub async fn bulk_resolve(
     dir: &std::path::Path,
     n: usize,
 ) -> Result<(), Box<dyn std::error::Error>> {
-    let engine = engine_with_provider(&dir.join("bulk.db")).await?;
+    let engine = engine_with_provider(&dir.join(format!("bulk-{n}.db"))).await?;
     unknown_jobs(&engine, n).await?;
     let alone = sequential_submits(&engine, 0..SUBMITS).await?;
 
