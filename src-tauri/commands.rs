@@ -2,7 +2,7 @@
 //! app's owner.
 
 use onejob_engine::{
-    default_db_path, BulkOperation, BulkRequest, Error, Job, JobAttempt, JobPart, JobStatus,
+    default_db_path, BulkFilter, BulkOperation, BulkRequest, Error, Job, JobAttempt, JobPart,
     JobSummaryPage, JobsQuery, OpenJobs, Resolution, Submitted, Verdict,
 };
 use serde_json::Value;
@@ -44,48 +44,37 @@ pub async fn fingerprint(intent_json: String) -> Result<String, Error> {
     Ok(onejob_engine::intent::parse_intent(&intent_json)?.fingerprint)
 }
 
-/// One page of jobs, newest first (oldest first with `oldest_first`), optionally of one
-/// status, matching `search` (the start of an idempotency key or a job id) and naming
-/// `provider`; pass the previous page's `next` as `after` to continue in the same direction.
+/// One page of the jobs `filter` matches (every job without one), newest first (oldest first
+/// with `oldest_first`): the filter a bulk operation takes, so "select all" acts on what the
+/// list shows. Pass the previous page's `next` as `after` to continue in the same direction.
 /// Each job comes as the list shows it: its route, never its whole intent or result.
 #[tauri::command]
 #[specta::specta]
 pub async fn list_jobs(
     state: State<'_, AppState>,
-    status: Option<JobStatus>,
+    filter: Option<BulkFilter>,
     after: Option<String>,
     limit: Option<u32>,
     oldest_first: Option<bool>,
-    search: Option<String>,
-    provider: Option<String>,
 ) -> Result<JobSummaryPage, Error> {
     let query = JobsQuery {
-        status,
-        search,
-        provider,
         after,
         limit,
         oldest_first: oldest_first.unwrap_or(false),
+        ..JobsQuery::matching(filter.unwrap_or_default())
     };
     let answer = state.engine()?.job_summaries(&state.owner, &query).await;
     state.checked(answer).await
 }
 
-/// How many jobs the same filters as `list_jobs` give: the length of the Jobs list.
+/// How many jobs the same filter as `list_jobs` matches: the length of the Jobs list.
 #[tauri::command]
 #[specta::specta]
 pub async fn count_jobs(
     state: State<'_, AppState>,
-    status: Option<JobStatus>,
-    search: Option<String>,
-    provider: Option<String>,
+    filter: Option<BulkFilter>,
 ) -> Result<u32, Error> {
-    let query = JobsQuery {
-        status,
-        search,
-        provider,
-        ..Default::default()
-    };
+    let query = JobsQuery::matching(filter.unwrap_or_default());
     let answer = state.engine()?.count_jobs(&state.owner, &query).await;
     state.checked(answer).await
 }
@@ -176,8 +165,8 @@ pub async fn cancel(state: State<'_, AppState>, job_id: String) -> Result<Job, E
 }
 
 /// Starts a bulk operation on every job the request's filter matches now, under the key the
-/// confirmation made (SPEC §16): fixes its set and changes nothing yet; the same key again
-/// answers the same operation (`replayed`). A dry run counts and records nothing.
+/// confirmation made as it opened (SPEC §16): fixes its set and changes nothing yet; the same
+/// key again answers the same operation (`replayed`). A dry run counts and records nothing.
 #[tauri::command]
 #[specta::specta]
 pub async fn bulk_start(
@@ -217,6 +206,15 @@ pub async fn bulk_run<R: Runtime>(
             .emit(&app);
         })
         .await;
+    state.checked(answer).await
+}
+
+/// Discards bulk operation `id` while none of its jobs is decided: the person declined the
+/// confirmation that fixed its set. One that decided a job is kept (`invalid_transition`).
+#[tauri::command]
+#[specta::specta]
+pub async fn bulk_discard(state: State<'_, AppState>, id: String) -> Result<(), Error> {
+    let answer = state.engine()?.bulk_discard(&state.owner, &id).await;
     state.checked(answer).await
 }
 

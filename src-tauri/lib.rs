@@ -161,6 +161,7 @@ pub fn specta_builder<R: Runtime>() -> tauri_specta::Builder<R> {
             commands::cancel,
             commands::bulk_start,
             commands::bulk_run::<tauri::Wry>,
+            commands::bulk_discard,
             commands::providers,
             commands::save_provider,
             commands::provider_in_use,

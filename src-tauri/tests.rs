@@ -158,7 +158,7 @@ fn list_jobs_shows_only_the_local_owners_jobs_and_pages_by_cursor() {
     let page = invoke(
         &app.window,
         "list_jobs",
-        json!({"status": "queued", "limit": 1}),
+        json!({"filter": {"status": "queued"}, "limit": 1}),
     )
     .unwrap();
     assert_eq!(page["jobs"][0]["id"], json!(second), "newest first");
@@ -187,7 +187,12 @@ fn list_jobs_shows_only_the_local_owners_jobs_and_pages_by_cursor() {
     assert_eq!(oldest["jobs"][0]["id"], json!(first), "oldest first");
     let count = invoke(&app.window, "count_jobs", json!({})).unwrap();
     assert_eq!(count, json!(2), "only the local owner's jobs are counted");
-    let none = invoke(&app.window, "count_jobs", json!({"status": "succeeded"})).unwrap();
+    let none = invoke(
+        &app.window,
+        "count_jobs",
+        json!({"filter": {"status": "succeeded"}}),
+    )
+    .unwrap();
     assert_eq!(none, json!(0));
 }
 
@@ -291,6 +296,19 @@ fn bulk_start_and_bulk_run_act_on_every_matching_job_of_the_apps_owner_only() {
     .unwrap();
     assert_eq!(started["replayed"], json!(false));
     assert_eq!(started["operation"]["matched"], json!(3));
+    let id = started["operation"]["id"].as_str().unwrap().to_owned();
+
+    // A confirmation declined: the set it fixed is discarded, and its key is free again.
+    invoke(&app.window, "bulk_discard", json!({"id": id})).unwrap();
+    let gone = invoke(&app.window, "bulk_run", json!({"id": id})).unwrap_err();
+    assert_eq!(gone["code"], json!("not_found"));
+    let started = invoke(
+        &app.window,
+        "bulk_start",
+        json!({"key": "bulk-1", "request": request}),
+    )
+    .unwrap();
+    assert_eq!(started["replayed"], json!(false));
     let id = started["operation"]["id"].as_str().unwrap().to_owned();
 
     let done = invoke(&app.window, "bulk_run", json!({"id": id})).unwrap();
@@ -684,30 +702,66 @@ fn find_feeds_the_search_and_the_provider_to_the_list_and_the_count() {
     .job
     .id;
 
-    let by_key = invoke(&app.window, "list_jobs", json!({"search": "order-45"})).unwrap();
+    let by_key = invoke(
+        &app.window,
+        "list_jobs",
+        json!({"filter": {"search": "order-45"}}),
+    )
+    .unwrap();
     assert_eq!(by_key["jobs"][0]["id"], json!(order));
     assert_eq!(by_key["jobs"].as_array().map(Vec::len), Some(1));
-    let count = invoke(&app.window, "count_jobs", json!({"search": "order-"})).unwrap();
+    let count = invoke(
+        &app.window,
+        "count_jobs",
+        json!({"filter": {"search": "order-"}}),
+    )
+    .unwrap();
     assert_eq!(count, json!(2));
 
     let by_id = invoke(
         &app.window,
         "list_jobs",
-        json!({"search": &elsewhere[..20]}),
+        json!({"filter": {"search": &elsewhere[..20]}}),
     )
     .unwrap();
     assert_eq!(by_id["jobs"][0]["id"], json!(elsewhere));
 
-    let at_other = invoke(&app.window, "list_jobs", json!({"provider": "other"})).unwrap();
+    let at_other = invoke(
+        &app.window,
+        "list_jobs",
+        json!({"filter": {"provider": "other"}}),
+    )
+    .unwrap();
     assert_eq!(at_other["jobs"].as_array().map(Vec::len), Some(1));
     assert_eq!(at_other["jobs"][0]["id"], json!(elsewhere));
     let both = invoke(
         &app.window,
         "count_jobs",
-        json!({"search": "order-", "provider": "other", "status": "queued"}),
+        json!({"filter": {"search": "order-", "provider": "other", "status": "queued"}}),
     )
     .unwrap();
     assert_eq!(both, json!(0));
+
+    // The rest of the filter a bulk operation takes: the open attempt's error kind and times.
+    let count =
+        |filter: serde_json::Value| invoke(&app.window, "count_jobs", json!({ "filter": filter }));
+    assert_eq!(
+        count(json!({"error_kind": "soft_timeout"})).unwrap(),
+        json!(0)
+    );
+    assert_eq!(
+        count(json!({"created_after": "2000-01-01"})).unwrap(),
+        json!(3)
+    );
+    let before = invoke(
+        &app.window,
+        "list_jobs",
+        json!({"filter": {"created_before": "2000-01-01T00:00:00Z"}}),
+    )
+    .unwrap();
+    assert_eq!(before["jobs"], json!([]));
+    let bad = count(json!({"created_before": "yesterday"})).unwrap_err();
+    assert_eq!(bad["details"]["field"], json!("created_before"));
 }
 
 #[test]

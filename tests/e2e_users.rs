@@ -4,7 +4,8 @@
 //! guide of a fresh ledger, a provider in use removed, one job found among 100,000, the
 //! window on a PostgreSQL ledger showing another host's job as it is submitted, a ledger that
 //! cannot be opened explained in the window, and a shared ledger whose server goes away and
-//! comes back; an unknown job's "What is known" panel beside its resolve actions.
+//! comes back; an unknown job's "What is known" panel beside its resolve actions; two hundred
+//! unknown jobs settled after an outage in one decision.
 //! The harness is in `window/`; screenshots go to `artifacts/`.
 
 // A step that fails should stop the test where it failed.
@@ -17,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use fantoccini::Locator;
 use onejob_engine::sandbox::{Dials, Sandbox, CHAT_PATH};
-use onejob_engine::{Engine, JobStatus};
+use onejob_engine::{Engine, FailureKind, JobStatus, Resolution, Verdict};
 use onejob_testkit::{MockLlm, Notifications, Postgres, SecretService};
 use serde_json::{json, Value};
 use window::{checksum, run, sandbox, seed_jobs, Options, Window};
@@ -412,6 +413,198 @@ fn an_unknown_jobs_what_is_known_panel_stands_beside_the_resolve_actions_with_th
             .await;
         assert!(shown.contains("\"order\": 77"), "{shown}");
         w.screenshot("what-is-known").await;
+        w.close().await;
+    });
+}
+
+/// A provider at a port nothing listens on, with no status lookup and no keyed replays: its
+/// `unknown` attempts stay as they are until a person decides.
+async fn silent_provider(e: &Engine, name: &str) {
+    let config = json!({"name": name, "kind": "http", "base_url": "http://127.0.0.1:9/",
+        "soft_timeout_ms": 1000, "hard_timeout_ms": 5000, "honours_idempotency_key": false});
+    e.add_provider(&config.to_string()).await.unwrap();
+}
+
+/// A job of the app's owner whose one attempt at `provider` was sent and never answered: `unknown`.
+async fn unknown_at(e: &Engine, key: &str, provider: &str) -> String {
+    let intent = json!({"route": [provider], "input": {"payment": key}});
+    let job = e
+        .submit("local", key, &intent.to_string())
+        .await
+        .unwrap()
+        .job;
+    let claimed = e.claim_attempt(&job.id, provider).await.unwrap();
+    let attempt = &claimed.attempt.id;
+    e.mark_sent(
+        attempt,
+        "executor-before-the-outage",
+        Duration::from_secs(30),
+    )
+    .await
+    .unwrap();
+    e.mark_unknown(
+        attempt,
+        FailureKind::SoftTimeout.because("no answer in time"),
+    )
+    .await
+    .unwrap();
+    job.id
+}
+
+#[test]
+fn after_an_outage_a_person_settles_two_hundred_unknown_jobs_in_one_decision() {
+    run(async {
+        let (mut outage, mut elsewhere) = (Vec::new(), Vec::new());
+        let w = {
+            let (outage, elsewhere) = (&mut outage, &mut elsewhere);
+            Window::open(|e| async move {
+                silent_provider(&e, "payments").await;
+                silent_provider(&e, "ledgerbank").await;
+                for n in 0..200 {
+                    outage.push(unknown_at(&e, &format!("pay-{n:03}"), "payments").await);
+                }
+                for n in 0..3 {
+                    elsewhere.push(unknown_at(&e, &format!("bank-{n}"), "ledgerbank").await);
+                }
+            })
+            .await
+        };
+        // The filter: unknown jobs at payments.
+        w.click("[data-screen=jobs]").await;
+        w.click(".filter-option[data-status=unknown]").await;
+        w.wait_text("[data-testid=jobs-loaded]", |t| t == "203 jobs")
+            .await;
+        pick(&w, "[data-testid=jobs-provider]", "payments").await;
+        w.wait_text("[data-testid=jobs-loaded]", |t| t == "200 jobs")
+            .await;
+        // Select all, and the one decision: it went through.
+        let select = w
+            .wait_text("[data-testid=bulk-select]", |t| t.contains("200"))
+            .await;
+        assert_eq!(select, "Select all 200 matching");
+        w.click("[data-testid=bulk-select]").await;
+        w.click("[data-testid=bulk-succeeded]").await;
+        let asked = w
+            .wait_text("[data-testid=bulk-ask]", |t| !t.is_empty())
+            .await;
+        assert!(
+            asked.contains("It went through: resolve the unknown attempt of 200 jobs at payments."),
+            "{asked}"
+        );
+        // The single job's words for what recording a success risks.
+        assert!(
+            asked.contains(
+                "if the provider did not in fact do it, the job shows a success that never happened."
+            ),
+            "{asked}"
+        );
+        let yes = w.text("[data-testid=bulk-confirm-yes]").await;
+        assert_eq!(yes, "It went through: 200 jobs");
+        w.screenshot("bulk-confirm").await;
+
+        // Meanwhile, two of them are settled one by one elsewhere (the command line, another
+        // window): the ledger moves on while the confirmation is open.
+        let moved = [outage[17].clone(), outage[150].clone()];
+        for job in &moved {
+            let attempt = w.engine.job("local", job).await.unwrap().attempts[0]
+                .id
+                .clone();
+            let seen = Resolution {
+                result: Some(json!({"seen": "on the provider's dashboard"})),
+                ..Default::default()
+            };
+            w.engine
+                .resolve("local", &attempt, Verdict::Succeeded, seen)
+                .await
+                .unwrap();
+        }
+        w.wait_text("[data-testid=jobs-loaded]", |t| t == "198 jobs")
+            .await;
+        // The confirmation still names the set it fixed as it opened.
+        assert!(w
+            .text("[data-testid=bulk-ask]")
+            .await
+            .contains("200 jobs at payments"));
+
+        // Every state of the progress line the window shows, as it shows it.
+        w.client
+            .execute(
+                "window.progressSeen = [];                  new MutationObserver(() => {                    const p = document.querySelector('[data-testid=bulk-progress]');                    if (p) window.progressSeen.push(p.textContent);                  }).observe(document.body, {subtree: true, childList: true, characterData: true});",
+                vec![],
+            )
+            .await
+            .unwrap();
+        w.click("[data-testid=bulk-confirm-yes]").await;
+        let result = w
+            .wait_text("[data-testid=bulk-result]", |t| t.contains("resolved"))
+            .await;
+        assert!(
+            result.contains("198 resolved, 2 skipped: moved meanwhile"),
+            "{result}"
+        );
+        let progress = w
+            .client
+            .execute("return window.progressSeen;", vec![])
+            .await
+            .unwrap();
+        let progress: Vec<String> = serde_json::from_value(progress).unwrap();
+        assert!(
+            progress.iter().any(|p| p.contains("of 200 decided")),
+            "{progress:?}"
+        );
+        // The skipped ones, listed.
+        let mut listed = Vec::new();
+        for li in w
+            .client
+            .find_all(Locator::Css("[data-testid=bulk-skipped] li"))
+            .await
+            .unwrap()
+        {
+            assert!(li.text().await.unwrap().contains("moved meanwhile"));
+            listed.push(li.attr("data-job-id").await.unwrap().unwrap());
+        }
+        listed.sort();
+        let mut expected = moved.to_vec();
+        expected.sort();
+        assert_eq!(listed, expected);
+
+        // The ledger: each job of the set decided once, by the operation, the others untouched.
+        let first = w.engine.job("local", &outage[0]).await.unwrap();
+        let op = first
+            .events
+            .iter()
+            .find_map(|e| e.detail["bulk"].as_str().map(str::to_owned))
+            .expect("an event names the operation");
+        let shown = w.engine.bulk_operation("local", &op).await.unwrap();
+        assert_eq!((shown.matched, shown.changed, shown.done), (200, 198, true));
+        for job in &outage {
+            let detail = w.engine.job("local", job).await.unwrap();
+            let naming: Vec<&str> = detail
+                .events
+                .iter()
+                .filter(|e| e.detail["bulk"] == op.as_str())
+                .map(|e| e.kind.as_str())
+                .collect();
+            assert_eq!(detail.job.status, JobStatus::Succeeded, "{job}");
+            assert_eq!(detail.attempts.len(), 1, "{job}");
+            if moved.contains(job) {
+                assert!(naming.is_empty(), "{job}: {naming:?}");
+                assert_eq!(
+                    detail.job.result,
+                    Some(json!({"seen": "on the provider's dashboard"}))
+                );
+            } else {
+                assert_eq!(naming, ["resolved_by_person"], "{job}");
+            }
+        }
+        for job in &elsewhere {
+            let detail = w.engine.job("local", job).await.unwrap();
+            assert_eq!(detail.job.status, JobStatus::Unknown, "{job}");
+            assert!(
+                detail.events.iter().all(|e| e.detail.get("bulk").is_none()),
+                "{job}"
+            );
+        }
         w.close().await;
     });
 }

@@ -1,11 +1,14 @@
 // Which actions a job offers in its current state (SPEC §3, §4): only the valid ones.
 import type { Attempt, JobStatus, Verdict } from "./bindings";
 
+/** What recording a success risks, whatever it records. */
+const SUCCESS_RISK = "if the provider did not in fact do it, the job shows a success that never happened.";
+
 /** The words of a person's verdict on an unknown attempt: its button, what it risks, its confirmation. */
 export const RESOLVE_WORDS: Record<Verdict, { label: string; risk: string; confirm: string }> = {
   succeeded: {
     label: "It went through",
-    risk: "Records the result below as the job's one result; if the provider did not in fact do it, the job shows a success that never happened.",
+    risk: `Records the result below as the job's one result; ${SUCCESS_RISK}`,
     confirm: "Record it as done",
   },
   failed: {
@@ -19,6 +22,9 @@ export const RESOLVE_WORDS: Record<Verdict, { label: string; risk: string; confi
     confirm: "Abandon it",
   },
 };
+
+/** What "it went through" risks for many jobs at once, which record no result. */
+export const SUCCEEDED_MANY_RISK = `Records each job as done, with no result; ${SUCCESS_RISK}`;
 
 /** What cancelling a job risks. */
 export const CANCEL_RISK =

@@ -19,14 +19,14 @@ export const commands = {
 	 */
 	fingerprint: (intentJson: string) => typedError<string, Error>(__TAURI_INVOKE("fingerprint", { intentJson })),
 	/**
-	 *  One page of jobs, newest first (oldest first with `oldest_first`), optionally of one
-	 *  status, matching `search` (the start of an idempotency key or a job id) and naming
-	 *  `provider`; pass the previous page's `next` as `after` to continue in the same direction.
+	 *  One page of the jobs `filter` matches (every job without one), newest first (oldest first
+	 *  with `oldest_first`): the filter a bulk operation takes, so "select all" acts on what the
+	 *  list shows. Pass the previous page's `next` as `after` to continue in the same direction.
 	 *  Each job comes as the list shows it: its route, never its whole intent or result.
 	 */
-	listJobs: (status: JobStatus | null, after: string | null, limit: number | null, oldestFirst: boolean | null, search: string | null, provider: string | null) => typedError<JobSummaryPage, Error>(__TAURI_INVOKE("list_jobs", { status, after, limit, oldestFirst, search, provider })),
-	/**  How many jobs the same filters as `list_jobs` give: the length of the Jobs list. */
-	countJobs: (status: JobStatus | null, search: string | null, provider: string | null) => typedError<number, Error>(__TAURI_INVOKE("count_jobs", { status, search, provider })),
+	listJobs: (filter: BulkFilter | null, after: string | null, limit: number | null, oldestFirst: boolean | null) => typedError<JobSummaryPage, Error>(__TAURI_INVOKE("list_jobs", { filter, after, limit, oldestFirst })),
+	/**  How many jobs the same filter as `list_jobs` matches: the length of the Jobs list. */
+	countJobs: (filter: BulkFilter | null) => typedError<number, Error>(__TAURI_INVOKE("count_jobs", { filter })),
 	/**  How many jobs need a person: `unknown` ones and those flagged for review. */
 	needsAttention: () => typedError<number, Error>(__TAURI_INVOKE("needs_attention")),
 	/**
@@ -56,8 +56,8 @@ export const commands = {
 	cancel: (jobId: string) => typedError<Job, Error>(__TAURI_INVOKE("cancel", { jobId })),
 	/**
 	 *  Starts a bulk operation on every job the request's filter matches now, under the key the
-	 *  confirmation made (SPEC §16): fixes its set and changes nothing yet; the same key again
-	 *  answers the same operation (`replayed`). A dry run counts and records nothing.
+	 *  confirmation made as it opened (SPEC §16): fixes its set and changes nothing yet; the same
+	 *  key again answers the same operation (`replayed`). A dry run counts and records nothing.
 	 */
 	bulkStart: (key: string, request: BulkRequest) => typedError<BulkStartedView, Error>(__TAURI_INVOKE("bulk_start", { key, request })),
 	/**
@@ -65,6 +65,11 @@ export const commands = {
 	 *  answers it once every job is decided, with the ones skipped and why.
 	 */
 	bulkRun: (id: string) => typedError<BulkOperation, Error>(__TAURI_INVOKE("bulk_run", { id })),
+	/**
+	 *  Discards bulk operation `id` while none of its jobs is decided: the person declined the
+	 *  confirmation that fixed its set. One that decided a job is kept (`invalid_transition`).
+	 */
+	bulkDiscard: (id: string) => typedError<null, Error>(__TAURI_INVOKE("bulk_discard", { id })),
 	/**
 	 *  Every configured provider, by name: its configuration (never a key) and, for the
 	 *  sandbox, its fault dials.

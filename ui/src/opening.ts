@@ -3,7 +3,8 @@
 // rendered and run its effects. When both have answered by the Jobs screen's first render, it
 // starts from them; otherwise it takes each once, when it asks for exactly that read. Every
 // later read, and any other filter, goes to the ledger as before.
-import { commands } from "./bindings";
+import { commands, type BulkFilter } from "./bindings";
+import { narrows } from "./listFilter";
 import { emptyPages, PAGE, withPage, type Pages } from "./pager";
 
 type Count = ReturnType<typeof commands.countJobs>;
@@ -17,7 +18,7 @@ let paged: Awaited<Page> | null = null;
 
 /** Asks for the unfiltered count and the newest page. main.tsx calls it before rendering. */
 export function startOpening(): void {
-  const [c, p] = [commands.countJobs(null, null, null), commands.listJobs(null, null, PAGE, false, null, null)];
+  const [c, p] = [commands.countJobs(null), commands.listJobs(null, null, PAGE, false)];
   [count, page, counted, paged] = [c, p, null, null];
   // Kept for the Jobs screen's first render; a read nobody takes (the window closed first) is
   // not reported as unhandled, and whoever takes the promise still sees its failure.
@@ -42,11 +43,11 @@ export function takeOpeningList(): Pages | null {
 }
 
 /**
- * The opening count if it has not been taken and these are its arguments, else null. Any
+ * The opening count if it has not been taken and this filter narrows nothing, else null. Any
  * other count means the list starts over, so the opening page, if still there, is dropped.
  */
-export function takeOpeningCount(status: unknown, search: unknown, provider: unknown): Count | null {
-  const taken = status === null && search === null && provider === null ? count : null;
+export function takeOpeningCount(filter: BulkFilter | null): Count | null {
+  const taken = narrows(filter) ? null : count;
   [count, counted] = [null, null];
   if (taken === null) [page, paged] = [null, null];
   return taken;
@@ -56,16 +57,8 @@ export function takeOpeningCount(status: unknown, search: unknown, provider: unk
  * The opening page if it has not been taken, the opening count was the last count asked for,
  * and these are its arguments; else null.
  */
-export function takeOpeningPage(
-  status: unknown,
-  after: unknown,
-  limit: number,
-  oldestFirst: boolean,
-  search: unknown,
-  provider: unknown,
-): Page | null {
-  const same =
-    status === null && after === null && limit === PAGE && !oldestFirst && search === null && provider === null;
+export function takeOpeningPage(filter: BulkFilter | null, after: string | null, limit: number, oldestFirst: boolean): Page | null {
+  const same = !narrows(filter) && after === null && limit === PAGE && !oldestFirst;
   if (page === null || !same) return null;
   const taken = page;
   [page, paged] = [null, null];

@@ -75,9 +75,9 @@ async fn run_once(db: &Path, owner: &str, command: Command) -> Result<Value> {
                 status: jobs.status,
                 after: jobs.after,
                 limit: jobs.limit,
-                oldest_first: false,
                 search: jobs.search,
                 provider: jobs.provider,
+                ..JobsQuery::default()
             };
             with_engine(db, async |engine| {
                 to_json(engine.jobs(owner, &query).await?)

@@ -102,11 +102,35 @@ pub struct JobsQuery {
     /// An attempt counts wherever it ran (a person's retry may run a job outside its route),
     /// and still after the provider is removed. Empty or only whitespace: no filter.
     pub provider: Option<String>,
+    /// Only jobs whose open attempt has this error kind (the rule of SPEC §6 that made it
+    /// `unknown`: `soft_timeout`, `connection_broken`, …). Empty or only whitespace: no filter.
+    pub error_kind: Option<String>,
+    /// Only jobs created before this time (RFC 3339, or a date `YYYY-MM-DD` for its midnight
+    /// UTC). Empty or only whitespace: no filter.
+    pub created_before: Option<String>,
+    /// Only jobs created after this time (RFC 3339, or a date `YYYY-MM-DD`).
+    pub created_after: Option<String>,
     /// Return jobs after this cursor (the `next` of the previous page).
     pub after: Option<String>,
     pub limit: Option<u32>,
     /// Oldest first instead of newest first: the far end of the list in one page.
     pub oldest_first: bool,
+}
+
+impl JobsQuery {
+    /// The first page of the jobs a bulk operation's filter matches: the Jobs list's filter
+    /// and a bulk operation's are one.
+    pub fn matching(filter: BulkFilter) -> JobsQuery {
+        JobsQuery {
+            status: filter.status,
+            search: filter.search,
+            provider: filter.provider,
+            error_kind: filter.error_kind,
+            created_before: filter.created_before,
+            created_after: filter.created_after,
+            ..JobsQuery::default()
+        }
+    }
 }
 
 /// How a ledger file is opened; the defaults are what the app and the CLI use.

@@ -1419,3 +1419,152 @@ async fn a_bulk_operation_repeated_with_its_key_changes_nothing_twice() {
     assert_eq!(conflict.code(), "idempotency_conflict");
     assert!(conflict.to_string().contains(&id), "{conflict}");
 }
+
+#[tokio::test]
+async fn a_bulk_operation_declined_before_it_ran_is_discarded_and_one_that_ran_is_kept() {
+    let ledger = Ledger::new().await;
+    let e = &ledger.engine;
+    let job = unknown_job(&ledger, OWNER, "out-0", "primary", "soft_timeout").await;
+    let before = e.job(OWNER, &job).await.expect("job");
+    let filter = BulkFilter {
+        provider: Some("primary".into()),
+        ..Default::default()
+    };
+    let asked = e
+        .bulk_start(
+            OWNER,
+            "asked",
+            &resolve_all(Verdict::Failed, filter.clone()),
+        )
+        .await
+        .expect("started")
+        .operation;
+    let id = asked.id.expect("an id");
+    assert_eq!(asked.matched, 1);
+    assert_eq!(code(e.bulk_discard("bob", &id).await), "not_found");
+    e.bulk_discard(OWNER, &id).await.expect("discarded");
+    assert_eq!(ledger.count("bulk_operations").await, 0);
+    assert_eq!(ledger.count("bulk_items").await, 0);
+    assert_eq!(code(e.bulk_run(OWNER, &id, |_| {}).await), "not_found");
+    let untouched = e.job(OWNER, &job).await.expect("job");
+    assert_eq!(untouched.job.status, JobStatus::Unknown);
+    assert_eq!(untouched.events.len(), before.events.len());
+
+    // The key is free again; an operation that decided its jobs stays on record.
+    let ran = e
+        .bulk(
+            OWNER,
+            "asked",
+            &resolve_all(Verdict::Abandoned, filter),
+            |_| {},
+        )
+        .await
+        .expect("ran");
+    assert!(!ran.replayed);
+    let ran = ran.operation.id.expect("an id");
+    assert_eq!(
+        code(e.bulk_discard(OWNER, &ran).await),
+        "invalid_transition"
+    );
+    assert_eq!(ledger.count("bulk_operations").await, 1);
+    assert_eq!(
+        naming(&ledger, OWNER, &job, &ran).await,
+        ["resolved_by_person"]
+    );
+}
+
+#[tokio::test]
+async fn the_jobs_list_takes_the_open_attempts_error_kind_and_creation_times_as_a_bulk_operation_does(
+) {
+    let ledger = Ledger::new().await;
+    let e = &ledger.engine;
+    let mut made = Vec::new();
+    for (key, kind) in [
+        ("first", "soft_timeout"),
+        ("second", "connection_broken"),
+        ("third", "soft_timeout"),
+    ] {
+        made.push(unknown_job(&ledger, OWNER, key, "primary", kind).await);
+        // Apart by more than the ledger's millisecond, so each time falls between two jobs.
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let created = |i: usize| {
+        let id = made[i].clone();
+        async move { e.job(OWNER, &id).await.expect("job").job.created_at }
+    };
+    let (first, third) = (created(0).await, created(2).await);
+    let listed = |query: JobsQuery| async move {
+        let page = e.job_summaries(OWNER, &query).await.expect("a page");
+        let count = e.count_jobs(OWNER, &query).await.expect("a count");
+        // What a bulk operation with the same filter would take.
+        let dry = BulkRequest {
+            action: BulkAction::Cancel,
+            filter: BulkFilter {
+                status: query.status,
+                provider: query.provider.clone(),
+                error_kind: query.error_kind.clone(),
+                created_before: query.created_before.clone(),
+                created_after: query.created_after.clone(),
+                search: query.search.clone(),
+            },
+            verdict: None,
+            provider: None,
+            dry_run: true,
+        };
+        let would = e.bulk_start(OWNER, "dry", &dry).await.expect("dry run");
+        let ids: Vec<String> = page.jobs.into_iter().map(|j| j.id).collect();
+        assert_eq!(count as usize, ids.len());
+        assert_eq!(would.operation.matched, count);
+        ids
+    };
+    let kind = |k: &str| JobsQuery {
+        error_kind: Some(k.into()),
+        ..JobsQuery::default()
+    };
+    assert_eq!(
+        listed(kind("soft_timeout")).await,
+        [made[2].clone(), made[0].clone()]
+    );
+    assert_eq!(listed(kind("connection_broken")).await, [made[1].clone()]);
+    assert_eq!(listed(kind("  ")).await.len(), 3, "blank is no filter");
+    let after_first = JobsQuery {
+        created_after: Some(first.clone()),
+        ..JobsQuery::default()
+    };
+    assert_eq!(
+        listed(after_first.clone()).await,
+        [made[2].clone(), made[1].clone()]
+    );
+    let between = JobsQuery {
+        created_before: Some(third.clone()),
+        ..after_first
+    };
+    assert_eq!(listed(between.clone()).await, [made[1].clone()]);
+    assert!(listed(JobsQuery {
+        error_kind: Some("soft_timeout".into()),
+        ..between
+    })
+    .await
+    .is_empty());
+    // A date is its midnight UTC: every job of today was created after it.
+    let today = JobsQuery {
+        created_after: Some(first[..10].to_owned()),
+        ..JobsQuery::default()
+    };
+    assert_eq!(listed(today).await.len(), 3);
+
+    let bad_time = JobsQuery {
+        created_before: Some("yesterday".into()),
+        ..JobsQuery::default()
+    };
+    let field = |result: Result<u32, Error>| match result {
+        Err(Error::InvalidInput { details, .. }) => details.field,
+        other => panic!("expected invalid_input, got {other:?}"),
+    };
+    assert_eq!(
+        field(e.count_jobs(OWNER, &bad_time).await),
+        "created_before"
+    );
+    let long_kind = kind(&"k".repeat(65));
+    assert_eq!(field(e.count_jobs(OWNER, &long_kind).await), "error_kind");
+}

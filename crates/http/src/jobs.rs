@@ -273,8 +273,7 @@ pub async fn list(
         search: query.search,
         provider: query.provider,
         after: query.after,
-        limit: None,
-        oldest_first: false,
+        ..JobsQuery::default()
     };
     let page = bounded_page(&api, &owner, query, limit).await?;
     let mut response = Response::new(axum::body::Body::from(page));

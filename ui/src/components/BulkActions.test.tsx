@@ -2,17 +2,19 @@ import { act, cleanup, fireEvent, render, screen } from "@testing-library/react"
 import { afterEach, describe, expect, it, vi } from "vitest";
 
 import type { Result } from "../api";
-import { RESOLVE_WORDS } from "../actions";
+import { RESOLVE_WORDS, SUCCEEDED_MANY_RISK } from "../actions";
 import { commands, events, type BulkOperation, type BulkProgressed, type Error as EngineError } from "../bindings";
-import { BulkActions, choicesFor, summaryOf } from "./BulkActions";
+import { EVERY_JOB } from "../listFilter";
+import { BulkActions, choicesFor, riskOf, summaryOf } from "./BulkActions";
 
 vi.mock("../bindings", () => ({
-  commands: { bulkStart: vi.fn(), bulkRun: vi.fn() },
+  commands: { bulkStart: vi.fn(), bulkRun: vi.fn(), bulkDiscard: vi.fn(() => Promise.resolve({ status: "ok", data: null })) },
   events: { bulkProgressed: { listen: vi.fn() } },
 }));
 
 const bulkStart = vi.mocked(commands.bulkStart);
 const bulkRun = vi.mocked(commands.bulkRun);
+const bulkDiscard = vi.mocked(commands.bulkDiscard);
 const listen = vi.mocked(events.bulkProgressed.listen);
 
 function operation(over: Partial<BulkOperation>): BulkOperation {
@@ -40,23 +42,27 @@ describe("select all matching", () => {
     bulkStart.mockResolvedValue({ status: "ok", data: { operation: operation({}), replayed: false } });
     let finish: (r: Result<BulkOperation, EngineError>) => void = () => undefined;
     bulkRun.mockReturnValue(new Promise((resolve) => (finish = resolve)));
-    render(<BulkActions status="unknown" search="" provider="sandbox" total={200} />);
+    const filter = { ...EVERY_JOB, status: "unknown" as const, provider: "sandbox", error_kind: "soft_timeout", created_after: "2026-12-03T14:00:00.000Z" };
+    render(<BulkActions filter={filter} total={200} />);
 
     fireEvent.click(screen.getByText("Select all 200 matching"));
-    fireEvent.click(screen.getByTestId("bulk-failed"));
+    // The confirmation fixes the set as it opens, and changes nothing yet.
+    await act(async () => fireEvent.click(screen.getByTestId("bulk-failed")));
     const confirm = screen.getByTestId("bulk-confirm");
     expect(confirm.textContent).toContain("200 jobs at sandbox");
     expect(confirm.textContent).toContain(RESOLVE_WORDS.failed.risk);
-    expect(bulkStart).not.toHaveBeenCalled();
+    expect(bulkStart).toHaveBeenCalledTimes(1);
+    expect(bulkRun).not.toHaveBeenCalled();
 
     await act(async () => fireEvent.click(screen.getByTestId("bulk-confirm-yes")));
     expect(bulkStart).toHaveBeenCalledTimes(1);
+    expect(bulkRun).toHaveBeenCalledWith("op-1");
     const [key, request] = bulkStart.mock.calls[0] ?? [];
     expect(key).toMatch(/^bulk-/);
     expect(request).toEqual({
       action: "resolve",
       as: "failed",
-      filter: { status: "unknown", search: null, provider: "sandbox" },
+      filter,
       provider: null,
       dry_run: false,
     });
@@ -72,24 +78,39 @@ describe("select all matching", () => {
     expect(screen.getByTestId("bulk-skipped").querySelectorAll("li")).toHaveLength(2);
   });
 
-  it("keeps the decision's key when the same confirmation is clicked again after a failure", async () => {
+  it("names the set it fixed, not the list's count, and runs that same operation again after a failure", async () => {
     progressListener();
-    bulkStart.mockResolvedValue({ status: "ok", data: { operation: operation({ action: "cancel" }), replayed: false } });
+    // Two of the 200 the list showed moved before the confirmation opened.
+    bulkStart.mockResolvedValue({ status: "ok", data: { operation: operation({ action: "cancel", matched: 198 }), replayed: false } });
     bulkRun.mockResolvedValueOnce({
       status: "error",
       error: { code: "storage", message: "the ledger is busy", details: { kind: "busy" } },
     } as Result<BulkOperation, EngineError>);
-    bulkRun.mockResolvedValueOnce({ status: "ok", data: operation({ action: "cancel", changed: 200, done: true }) });
-    render(<BulkActions status="queued" search="" provider={null} total={200} />);
+    bulkRun.mockResolvedValueOnce({ status: "ok", data: operation({ action: "cancel", matched: 198, changed: 198, done: true }) });
+    render(<BulkActions filter={{ ...EVERY_JOB, status: "queued" }} total={200} />);
     fireEvent.click(screen.getByText("Select all 200 matching"));
-    fireEvent.click(screen.getByTestId("bulk-cancel"));
-    expect(screen.getByTestId("bulk-confirm").textContent).toContain("200 jobs at every provider");
+    await act(async () => fireEvent.click(screen.getByTestId("bulk-cancel")));
+    expect(screen.getByTestId("bulk-confirm").textContent).toContain("Cancel 198 jobs at every provider");
 
     await act(async () => fireEvent.click(screen.getByTestId("bulk-confirm-yes")));
+    expect(bulkRun).toHaveBeenCalledTimes(1);
+    expect(screen.getByTestId("bulk-confirm-yes")).toBeTruthy();
     await act(async () => fireEvent.click(screen.getByTestId("bulk-confirm-yes")));
-    expect(bulkStart).toHaveBeenCalledTimes(2);
-    expect(bulkStart.mock.calls[1]?.[0]).toBe(bulkStart.mock.calls[0]?.[0]);
-    expect(screen.getByTestId("bulk-result").textContent).toContain("200 cancelled");
+    expect(bulkStart).toHaveBeenCalledTimes(1);
+    expect(bulkRun.mock.calls).toEqual([["op-1"], ["op-1"]]);
+    expect(bulkDiscard).not.toHaveBeenCalled();
+    expect(screen.getByTestId("bulk-result").textContent).toContain("198 cancelled");
+  });
+
+  it("discards the set it fixed when the person keeps the jobs as they are", async () => {
+    bulkStart.mockResolvedValue({ status: "ok", data: { operation: operation({}), replayed: false } });
+    render(<BulkActions filter={{ ...EVERY_JOB, status: "unknown" }} total={200} />);
+    fireEvent.click(screen.getByText("Select all 200 matching"));
+    await act(async () => fireEvent.click(screen.getByTestId("bulk-abandoned")));
+    await act(async () => fireEvent.click(screen.getByTestId("bulk-confirm-no")));
+    expect(bulkDiscard).toHaveBeenCalledWith("op-1");
+    expect(bulkRun).not.toHaveBeenCalled();
+    expect(screen.queryByTestId("bulk-confirm")).toBeNull();
   });
 
   it("offers only the actions the filter allows, and nothing on the unfiltered list", () => {
@@ -102,10 +123,24 @@ describe("select all matching", () => {
     ]);
     expect(choicesFor("queued").map((c) => c.action)).toEqual(["retry", "cancel"]);
     expect(choicesFor("succeeded")).toEqual([]);
-    render(<BulkActions status={null} search="" provider={null} total={5} />);
+    render(<BulkActions filter={EVERY_JOB} total={5} />);
     expect(screen.queryByTestId("bulk")).toBeNull();
     expect(summaryOf(operation({ action: "retry", changed: 3, skipped: [{ job_id: "j", code: "attempt_blocked" }] }))).toBe(
       "3 retried, 1 skipped: an attempt is open",
     );
+  });
+
+  it("offers select all on a list narrowed by error kind or creation time alone", () => {
+    render(<BulkActions filter={{ ...EVERY_JOB, error_kind: "lease_expired" }} total={3} />);
+    expect(screen.getByTestId("bulk-select").textContent).toBe("Select all 3 matching");
+    cleanup();
+    render(<BulkActions filter={{ ...EVERY_JOB, created_before: "2026-12-03T14:00:00.000Z" }} total={4} />);
+    expect(screen.getByTestId("bulk-select").textContent).toBe("Select all 4 matching");
+  });
+
+  it("warns in the single job's words, a success on many recording no result", () => {
+    expect(riskOf({ action: "resolve", verdict: "abandoned" })).toBe(RESOLVE_WORDS.abandoned.risk);
+    expect(riskOf({ action: "resolve", verdict: "succeeded" })).toBe(SUCCEEDED_MANY_RISK);
+    expect(SUCCEEDED_MANY_RISK.endsWith(RESOLVE_WORDS.succeeded.risk.split("; ")[1] ?? "?")).toBe(true);
   });
 });

@@ -1,20 +1,21 @@
 // "Select all N matching" on the Jobs list (SPEC §16): a person's action on every job the
 // list's filter matches, after one confirmation that names the count, the provider and what the
 // action risks (the single-job actions' own words), with progress while it runs and the result,
-// the skipped jobs listed with why.
+// the skipped jobs listed with why. The confirmation fixes the set as it opens, so the count it
+// names is the set a "yes" acts on; declined, the set is discarded.
 import { useEffect, useRef, useState } from "react";
 
-import { CANCEL_RISK, RESOLVE_WORDS, RETRY_RISK } from "../actions";
+import { CANCEL_RISK, RESOLVE_WORDS, RETRY_RISK, SUCCEEDED_MANY_RISK } from "../actions";
 import { call, useLedger } from "../api";
-import { commands, events, type BulkOperation, type BulkRequest, type JobStatus, type Verdict } from "../bindings";
+import { commands, events, type BulkFilter, type BulkOperation, type BulkRequest, type JobStatus, type Verdict } from "../bindings";
 import type { Shown } from "../errors";
 import { shortId } from "../format";
+import { narrows } from "../listFilter";
 import { ErrorBanner } from "./ErrorBanner";
 
 interface Props {
-  status: JobStatus | null;
-  search: string;
-  provider: string | null;
+  /** The Jobs list's filter, whole: the operation takes exactly the jobs the list shows. */
+  filter: BulkFilter;
   /** How many jobs the list's filter matches now. */
   total: number;
 }
@@ -33,9 +34,8 @@ const SKIPPED_WHY: Record<string, string> = {
 export function riskOf(choice: Choice): string {
   if (choice.action === "cancel") return CANCEL_RISK;
   if (choice.action === "retry") return RETRY_RISK;
-  if (choice.verdict === "succeeded") {
-    return "Records each job as done, with no result; if the provider did not in fact do it, the job shows a success that never happened.";
-  }
+  // The single job's "it went through" records the result a person gives; many record none.
+  if (choice.verdict === "succeeded") return SUCCEEDED_MANY_RISK;
   return RESOLVE_WORDS[choice.verdict].risk;
 }
 
@@ -81,59 +81,80 @@ function labelOf(choice: Choice): string {
   return choice.action === "cancel" ? "Cancel all" : "Retry all";
 }
 
-export function BulkActions({ status, search, provider, total }: Props) {
+export function BulkActions({ filter, total }: Props) {
+  const status = filter.status ?? null;
+  const provider = filter.provider ?? null;
   const { changed } = useLedger();
   const [selected, setSelected] = useState(false);
   const [pending, setPending] = useState<Choice | null>(null);
-  // One key per decision: made when the confirmation opens, kept for every click on it, so a
-  // second click (or one after a lost answer) finishes the same operation.
-  const key = useRef<string | null>(null);
+  // The operation the confirmation fixed as it opened: the jobs it names are exactly the ones
+  // a "yes" acts on, and one that moves before its turn is skipped, never overwritten.
+  const [fixed, setFixed] = useState<BulkOperation | null>(null);
+  // A fixed operation not yet run, to discard when the person declines or leaves.
+  const unrun = useRef<string | null>(null);
   const running = useRef<string | null>(null);
   const [progress, setProgress] = useState<{ decided: number; matched: number } | null>(null);
   const [result, setResult] = useState<BulkOperation | null>(null);
   const [error, setError] = useState<Shown | null>(null);
   const [busy, setBusy] = useState(false);
 
-  // Another filter is another selection.
+  const discard = () => {
+    const id = unrun.current;
+    unrun.current = null;
+    if (id !== null) void call(() => commands.bulkDiscard(id));
+  };
+
+  // Another filter is another selection; a set fixed for the old one is discarded.
   useEffect(() => {
     setSelected(false);
     setPending(null);
+    setFixed(null);
     setResult(null);
     setError(null);
-  }, [status, search, provider]);
+    return discard;
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, [filter]);
 
-  const choose = (choice: Choice) => {
-    key.current = `bulk-${crypto.randomUUID()}`;
+  const choose = async (choice: Choice) => {
+    discard();
     setPending(choice);
+    setFixed(null);
     setResult(null);
     setError(null);
-  };
-
-  const run = async (choice: Choice) => {
     const request: BulkRequest = {
       action: choice.action,
-      filter: { status, search: search === "" ? null : search, provider },
+      filter,
       as: choice.action === "resolve" ? choice.verdict : null,
       provider: null,
       dry_run: false,
     };
     setBusy(true);
-    const k = key.current ?? `bulk-${crypto.randomUUID()}`;
-    key.current = k;
-    const started = await call(() => commands.bulkStart(k, request));
+    // One key per decision, made as the confirmation opens.
+    const started = await call(() => commands.bulkStart(`bulk-${crypto.randomUUID()}`, request));
+    setBusy(false);
     if (started.status === "error") {
-      setBusy(false);
+      setPending(null);
       setError(started.error);
       return;
     }
     const op = started.data.operation;
-    if (op.id === null) {
-      setBusy(false);
-      return;
-    }
-    running.current = op.id;
+    unrun.current = op.id;
+    setFixed(op);
+  };
+
+  const decline = () => {
+    discard();
+    setPending(null);
+    setFixed(null);
+  };
+
+  const run = async (op: BulkOperation, id: string) => {
+    unrun.current = null;
+    running.current = id;
+    setBusy(true);
+    setError(null);
+    // From where the operation stands as it starts; then the backend's count after each batch.
     setProgress({ decided: op.changed + op.skipped.length, matched: op.matched });
-    const id = op.id;
     // The backend's progress events, heard while this operation runs.
     const stop = await events.bulkProgressed
       .listen((e) => {
@@ -147,18 +168,19 @@ export function BulkActions({ status, search, provider, total }: Props) {
     running.current = null;
     changed();
     if (done.status === "error") {
+      // The same confirmation runs the same operation again: it finishes what is left.
       setError(done.error);
       return;
     }
-    key.current = null;
     setPending(null);
+    setFixed(null);
     setSelected(false);
     setResult(done.data);
   };
 
   const choices = choicesFor(status);
-  const filtered = status !== null || search !== "" || provider !== null;
-  if (!filtered && result === null) return null;
+  if (!narrows(filter) && result === null) return null;
+  const count = fixed?.matched ?? total;
   return (
     <div className="bulk" aria-label="Every matching job" data-testid="bulk">
       {error !== null && <ErrorBanner error={error} />}
@@ -175,7 +197,7 @@ export function BulkActions({ status, search, provider, total }: Props) {
               key={labelOf(choice)}
               type="button"
               className={choice.action === "cancel" ? "button danger" : "button"}
-              onClick={() => choose(choice)}
+              onClick={() => void choose(choice)}
               data-testid={`bulk-${choice.action === "resolve" ? choice.verdict : choice.action}`}
             >
               {labelOf(choice)}…
@@ -187,11 +209,17 @@ export function BulkActions({ status, search, provider, total }: Props) {
         </div>
       )}
       {pending !== null && (
-        <div className="confirm" role="alertdialog" aria-label="Confirm" data-testid="bulk-confirm">
-          <p>
-            <strong>{askOf(pending, total, provider)}</strong> For each job: {riskOf(pending)} A job that moved meanwhile
-            is skipped, never overwritten.
-          </p>
+        <div className="confirm" role="alertdialog" aria-label="Confirm" aria-busy={fixed === null} data-testid="bulk-confirm">
+          {fixed === null ? (
+            <p className="muted">Fixing the set of matching jobs…</p>
+          ) : count === 0 ? (
+            <p data-testid="bulk-none">No job matches any more: there is nothing to do.</p>
+          ) : (
+            <p data-testid="bulk-ask">
+              <strong>{askOf(pending, count, provider)}</strong> For each job: {riskOf(pending)} A job that moves
+              before its turn is skipped, never overwritten.
+            </p>
+          )}
           {progress !== null && (
             <p data-testid="bulk-progress">
               <progress max={progress.matched} value={progress.decided} /> {progress.decided} of {progress.matched}{" "}
@@ -199,10 +227,19 @@ export function BulkActions({ status, search, provider, total }: Props) {
             </p>
           )}
           <div className="actions">
-            <button type="button" className="button danger" disabled={busy} onClick={() => void run(pending)} data-testid="bulk-confirm-yes" autoFocus>
-              {labelOf(pending)}: {total} {total === 1 ? "job" : "jobs"}
-            </button>
-            <button type="button" className="button" disabled={busy} onClick={() => setPending(null)}>
+            {fixed?.id != null && count > 0 && (
+              <button
+                type="button"
+                className="button danger"
+                disabled={busy}
+                onClick={() => void run(fixed, fixed.id ?? "")}
+                data-testid="bulk-confirm-yes"
+                autoFocus
+              >
+                {labelOf(pending)}: {count} {count === 1 ? "job" : "jobs"}
+              </button>
+            )}
+            <button type="button" className="button" disabled={busy} onClick={decline} data-testid="bulk-confirm-no">
               Keep them as they are
             </button>
           </div>
@@ -219,7 +256,7 @@ export function BulkActions({ status, search, provider, total }: Props) {
           {result.skipped.length > 0 && (
             <ul className="skipped" data-testid="bulk-skipped">
               {result.skipped.map((s) => (
-                <li key={s.job_id}>
+                <li key={s.job_id} data-job-id={s.job_id}>
                   <code className="id" title={s.job_id}>
                     {shortId(s.job_id)}
                   </code>{" "}

@@ -23,6 +23,7 @@ export function StatusFilter({ value, onChange }: Props) {
           aria-pressed={value === status}
           title={title}
           onClick={() => onChange(status)}
+          data-status={label}
         >
           {status !== null && <span className={`status-dot status-${status}`} aria-hidden="true" />}
           {label}

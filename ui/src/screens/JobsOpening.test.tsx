@@ -2,6 +2,7 @@ import { act, cleanup, fireEvent, render, screen } from "@testing-library/react"
 import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 
 import { commands } from "../bindings";
+import { EVERY_JOB } from "../listFilter";
 import { startOpening, takeOpeningCount, takeOpeningList, takeOpeningPage } from "../opening";
 import { PAGE } from "../pager";
 import { stubResizeObserver } from "../test/dom";
@@ -23,7 +24,7 @@ beforeAll(() => {
 afterEach(() => {
   cleanup();
   // Whatever a test left untaken is dropped, so the next one starts without opening reads.
-  takeOpeningCount("dropped", null, null);
+  takeOpeningCount({ ...EVERY_JOB, status: "failed" });
   expect(takeOpeningList()).toBeNull();
   listJobs.mockReset();
   countJobs.mockReset();
@@ -32,9 +33,12 @@ afterEach(() => {
 
 /** The ledger as the mocks answer it: two jobs, or one when a status is asked for. */
 function ledger() {
-  countJobs.mockImplementation((status) => Promise.resolve({ status: "ok" as const, data: status === null ? 2 : 1 }));
-  listJobs.mockImplementation((status) =>
-    Promise.resolve({ status: "ok" as const, data: { jobs: status === null ? [summary("a"), summary("b")] : [summary("b", "failed")], next: null } }),
+  countJobs.mockImplementation((filter) => Promise.resolve({ status: "ok" as const, data: (filter?.status ?? null) === null ? 2 : 1 }));
+  listJobs.mockImplementation((filter) =>
+    Promise.resolve({
+      status: "ok" as const,
+      data: { jobs: (filter?.status ?? null) === null ? [summary("a"), summary("b")] : [summary("b", "failed")], next: null },
+    }),
   );
 }
 
@@ -54,7 +58,7 @@ describe("the Jobs screen's opening reads", () => {
     // Both are on their way before any component exists.
     expect(countJobs).toHaveBeenCalledTimes(1);
     expect(listJobs).toHaveBeenCalledTimes(1);
-    expect(listJobs).toHaveBeenLastCalledWith(null, null, PAGE, false, null, null);
+    expect(listJobs).toHaveBeenLastCalledWith(null, null, PAGE, false);
 
     await act(async () => {
       render(<JobsScreen now={Date.now()} open={() => undefined} go={() => undefined} />);
@@ -70,7 +74,7 @@ describe("the Jobs screen's opening reads", () => {
     fireEvent.click(screen.getByRole("button", { name: /^failed$/ }));
     await act(async () => vi.runOnlyPendingTimersAsync());
     expect(countJobs).toHaveBeenCalledTimes(2);
-    expect(countJobs).toHaveBeenLastCalledWith("failed", null, null);
+    expect(countJobs).toHaveBeenLastCalledWith({ ...EVERY_JOB, status: "failed" });
     expect(listJobs).toHaveBeenCalledTimes(2);
     expect(rows()).toEqual(["b"]);
   });
@@ -97,7 +101,7 @@ describe("the Jobs screen's opening reads", () => {
     );
     await act(async () => new Promise((done) => setTimeout(done, 5)));
     expect(countJobs).toHaveBeenCalledTimes(2);
-    expect(countJobs).toHaveBeenLastCalledWith(null, null, null);
+    expect(countJobs).toHaveBeenLastCalledWith(EVERY_JOB);
     expect(listJobs).toHaveBeenCalledTimes(2);
     expect(rows()).toEqual(["a", "b"]);
     expect(document.querySelector('.job-row[data-job-id="a"]')?.textContent).toContain("succeeded");
@@ -108,7 +112,7 @@ describe("the Jobs screen's opening reads", () => {
     fireEvent.click(screen.getByRole("button", { name: /^all$/ }));
     await act(async () => Promise.resolve());
     expect(countJobs).toHaveBeenCalledTimes(4);
-    expect(countJobs).toHaveBeenLastCalledWith(null, null, null);
+    expect(countJobs).toHaveBeenLastCalledWith(EVERY_JOB);
     expect(rows()).toEqual(["a", "b"]);
   });
 
@@ -142,28 +146,29 @@ describe("the Jobs screen's opening reads", () => {
   it("are each taken once, and only with their own arguments", () => {
     ledger();
     startOpening();
-    expect(takeOpeningPage(null, null, PAGE, true, null, null)).toBeNull();
-    expect(takeOpeningPage(null, null, PAGE, false, "key", null)).toBeNull();
-    expect(takeOpeningCount(null, null, null)).not.toBeNull();
-    expect(takeOpeningPage(null, null, PAGE, false, null, null)).not.toBeNull();
-    expect(takeOpeningPage(null, null, PAGE, false, null, null)).toBeNull();
-    expect(takeOpeningCount(null, null, null)).toBeNull();
+    expect(takeOpeningPage(null, null, PAGE, true)).toBeNull();
+    expect(takeOpeningPage({ ...EVERY_JOB, search: "key" }, null, PAGE, false)).toBeNull();
+    expect(takeOpeningPage({ ...EVERY_JOB, error_kind: "soft_timeout" }, null, PAGE, false)).toBeNull();
+    expect(takeOpeningCount(EVERY_JOB)).not.toBeNull();
+    expect(takeOpeningPage(EVERY_JOB, null, PAGE, false)).not.toBeNull();
+    expect(takeOpeningPage(null, null, PAGE, false)).toBeNull();
+    expect(takeOpeningCount(null)).toBeNull();
   });
 
   it("drops the opening page once another count has been asked for", () => {
     ledger();
     startOpening();
     // The list started over under a filter before the opening count was taken.
-    expect(takeOpeningCount("queued", null, null)).toBeNull();
-    expect(takeOpeningCount(null, null, null)).toBeNull();
-    expect(takeOpeningPage(null, null, PAGE, false, null, null)).toBeNull();
+    expect(takeOpeningCount({ ...EVERY_JOB, status: "queued" })).toBeNull();
+    expect(takeOpeningCount(EVERY_JOB)).toBeNull();
+    expect(takeOpeningPage(EVERY_JOB, null, PAGE, false)).toBeNull();
 
     // The opening count was taken, then the list counted again (the ledger changed) before
     // the page was asked for: the page is from before that change.
     startOpening();
-    expect(takeOpeningCount(null, null, null)).not.toBeNull();
-    expect(takeOpeningCount(null, null, null)).toBeNull();
-    expect(takeOpeningPage(null, null, PAGE, false, null, null)).toBeNull();
+    expect(takeOpeningCount(null)).not.toBeNull();
+    expect(takeOpeningCount(null)).toBeNull();
+    expect(takeOpeningPage(null, null, PAGE, false)).toBeNull();
   });
 
   it("shows a failed opening read as the screen's error", async () => {

@@ -1,11 +1,13 @@
-// The Jobs screen: status, provider and age of every job, filtered by status, provider and a
-// search (idempotency key or job id prefix), in a list as
+// The Jobs screen: status, provider and age of every job, filtered by status, provider, a
+// search (idempotency key or job id prefix), the open attempt's error kind and when the job was
+// created, in a list as
 // long as the jobs' count that renders only the rows in view and fetches keyset pages for them
 // from the nearer end.
-import { useCallback, useEffect, useRef, useState } from "react";
+import { useCallback, useEffect, useMemo, useRef, useState } from "react";
 
 import { call, useLedger, useRead } from "../api";
 import { commands, type JobStatus, type JobSummary } from "../bindings";
+import { describe, filterOf, narrows, UNKNOWN_KINDS } from "../listFilter";
 import { BulkActions } from "../components/BulkActions";
 import { ErrorBanner } from "../components/ErrorBanner";
 import { StatusBadge } from "../components/StatusBadge";
@@ -45,8 +47,17 @@ export function JobsScreen({ now, open, go }: Props) {
   const [typed, setTyped] = useState("");
   const search = useSettled(typed.trim(), 200);
   const [provider, setProvider] = useState<string | null>(null);
+  const [typedKind, setTypedKind] = useState("");
+  const errorKind = useSettled(typedKind, 200);
+  const [createdAfter, setCreatedAfter] = useState("");
+  const [createdBefore, setCreatedBefore] = useState("");
   const providers = useRead(() => commands.providers(), []);
-  const filtered = status !== null || search !== "" || provider !== null;
+  // One filter for the list, its count and "Select all N matching".
+  const filter = useMemo(
+    () => filterOf({ status, search, provider, errorKind, createdAfter, createdBefore }),
+    [status, search, provider, errorKind, createdAfter, createdBefore],
+  );
+  const filtered = narrows(filter);
   // Null until the jobs are counted: the list's length comes first. The opening reads, when
   // both are back already, are the first state: the first render shows the newest jobs.
   const [pages, setPages] = useState<Pages | null>(takeOpeningList);
@@ -69,12 +80,9 @@ export function JobsScreen({ now, open, go }: Props) {
   // Reads one page of the list as filtered now: the opening page when it is the one asked for.
   const readPage = useCallback(
     (after: string | null, oldestFirst: boolean) => {
-      const find = search === "" ? null : search;
-      return () =>
-        takeOpeningPage(status, after, PAGE, oldestFirst, find, provider) ??
-        commands.listJobs(status, after, PAGE, oldestFirst, find, provider);
+      return () => takeOpeningPage(filter, after, PAGE, oldestFirst) ?? commands.listJobs(filter, after, PAGE, oldestFirst);
     },
-    [status, search, provider],
+    [filter],
   );
 
   const fetchPage = useCallback(
@@ -139,8 +147,7 @@ export function JobsScreen({ now, open, go }: Props) {
   const recount = useCallback(
     (inPlace: boolean) => {
       const gen = generation.current;
-      const find = search === "" ? null : search;
-      const read = () => takeOpeningCount(status, find, provider) ?? commands.countJobs(status, find, provider);
+      const read = () => takeOpeningCount(filter) ?? commands.countJobs(filter);
       void call(read).then((result) => {
         if (gen !== generation.current) return;
         if (result.status === "error") {
@@ -155,7 +162,7 @@ export function JobsScreen({ now, open, go }: Props) {
         startOver(result.data);
       });
     },
-    [status, search, provider, fetchPage, startOver],
+    [filter, fetchPage, startOver],
   );
 
   // A new filter starts over; the first, unfiltered list is already there when it was opened.
@@ -259,13 +266,52 @@ export function JobsScreen({ now, open, go }: Props) {
           {pages === null ? "…" : `${total} ${total === 1 ? "job" : "jobs"}`}
         </span>
       </nav>
+      <nav className="toolbar toolbar-more" aria-label="More filters">
+        <label>
+          Error kind{" "}
+          <input
+            type="search"
+            className="kind"
+            list="unknown-kinds"
+            placeholder="soft_timeout, connection_broken…"
+            aria-label="Filter by the open attempt's error kind"
+            value={typedKind}
+            onChange={(e) => setTypedKind(e.currentTarget.value)}
+            data-testid="jobs-error-kind"
+          />
+          <datalist id="unknown-kinds">
+            {UNKNOWN_KINDS.map((k) => (
+              <option key={k} value={k} />
+            ))}
+          </datalist>
+        </label>
+        <label>
+          Created after{" "}
+          <input
+            type="datetime-local"
+            aria-label="Created after (local time)"
+            value={createdAfter}
+            onChange={(e) => setCreatedAfter(e.currentTarget.value)}
+            data-testid="jobs-created-after"
+          />
+        </label>
+        <label>
+          before{" "}
+          <input
+            type="datetime-local"
+            aria-label="Created before (local time)"
+            value={createdBefore}
+            onChange={(e) => setCreatedBefore(e.currentTarget.value)}
+            data-testid="jobs-created-before"
+          />
+        </label>
+      </nav>
       {error !== null && <ErrorBanner error={error} />}
-      <BulkActions status={status} search={search} provider={provider} total={total} />
+      <BulkActions filter={filter} total={total} />
       {empty && !filtered && <FirstRun go={go} />}
       {empty && filtered && (
         <p className="empty" data-testid="jobs-none">
-          No {status ?? ""} jobs{provider !== null ? ` on ${provider}` : ""}
-          {search !== "" ? ` matching “${search}”` : ""}.
+          {describe(filter)}
         </p>
       )}
       {!empty && (

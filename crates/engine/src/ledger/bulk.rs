@@ -4,7 +4,6 @@
 //! short transaction, and its item is decided in the same transaction, so a run killed midway
 //! and repeated under its key finishes what is left and changes nothing twice.
 
-use chrono::{DateTime, NaiveDate, SecondsFormat, Utc};
 use serde_json::Value;
 
 use crate::bulk::BulkStarted;
@@ -17,11 +16,11 @@ use crate::model::{Resolution, Verdict};
 use crate::store::bulk::{self as bulk_rows, BulkRow, NewBulk, FIRST_CURSOR};
 use crate::store::{attempts as attempt_rows, jobs as job_rows, providers as provider_rows};
 use crate::store::{Handle, Tx};
-use crate::{AttemptState, Engine, JobsQuery};
+use crate::{AttemptState, Engine};
 
 use super::owned_job_row;
 use super::person::{cancel_in, resolve_in, retry_in};
-use super::read::filter as list_filter;
+use super::read::{blank_is_none, ListFilter};
 
 /// Jobs decided per transaction: short enough that the executor, the window and other
 /// requests wait at most a moment for the ledger, long enough not to pay a commit per job.
@@ -30,37 +29,13 @@ const BATCH: u32 = 25;
 const SKIPPED_PAGE: u32 = 1000;
 /// The outcome of a job the action changed.
 const CHANGED: &str = "changed";
-/// The longest error kind a filter takes.
-const MAX_ERROR_KIND: usize = 64;
 
 /// A request checked and put in one form: what its fingerprint is taken of.
 struct Checked {
     request: BulkRequest,
+    /// The request's filter, checked as the Jobs list checks its own.
+    filter: ListFilter,
     fingerprint: String,
-}
-
-impl Checked {
-    /// The store's filter over the checked request's, borrowed from it.
-    fn filter<'a>(&'a self, query: &'a JobsQuery) -> Result<job_rows::Filter<'a>> {
-        let f = &self.request.filter;
-        Ok(job_rows::Filter {
-            error_kind: f.error_kind.as_deref(),
-            created_before: f.created_before.as_deref(),
-            created_after: f.created_after.as_deref(),
-            ..list_filter(query)?
-        })
-    }
-
-    /// The Jobs list's query for the filter's status, search and provider.
-    fn query(&self) -> JobsQuery {
-        let f = &self.request.filter;
-        JobsQuery {
-            status: f.status,
-            search: f.search.clone(),
-            provider: f.provider.clone(),
-            ..Default::default()
-        }
-    }
 }
 
 impl Engine {
@@ -78,8 +53,7 @@ impl Engine {
         validate_owner(owner)?;
         validate_key(key)?;
         let checked = self.check_bulk(request).await?;
-        let query = checked.query();
-        let filter = checked.filter(&query)?;
+        let filter = checked.filter.rows();
         let action = checked.request.action;
         if request.dry_run {
             let mut conn = self.read().await?;
@@ -225,6 +199,37 @@ impl Engine {
         operation_of(&mut conn, row).await
     }
 
+    /// Discards the owner's operation `id` while none of its jobs is decided: a person who
+    /// declined the confirmation that fixed its set. Its record and its set go, and its key is
+    /// free again. One that has decided a job, or is deciding one now, is kept
+    /// (`invalid_transition`): what it did stays on record.
+    pub async fn bulk_discard(&self, owner: &str, id: &str) -> Result<()> {
+        validate_owner(owner)?;
+        let id = input::id("id", "bulk operation", id)?;
+        let mut tx = self.begin().await?;
+        let row = bulk_rows::owned(&mut tx, owner, &id)
+            .await?
+            .ok_or_else(|| Error::not_found("bulk operation", &id))?;
+        // Taken first, so that a run deciding a job meanwhile either has (and is seen here) or
+        // finds it decided.
+        let withdrawn = bulk_rows::withdraw(&mut tx, &row.id).await?;
+        let counts = bulk_rows::counts(&mut tx, &row.id).await?;
+        let decided =
+            counts.changed + counts.skipped - i64::try_from(withdrawn).unwrap_or(i64::MAX);
+        if decided > 0 {
+            tx.rollback().await?;
+            return Err(Error::invalid_transition(
+                "bulk operation",
+                &id,
+                &row.state,
+                "discarded",
+            ));
+        }
+        bulk_rows::remove(&mut tx, &row.id).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
     /// The owner's operation's id and request, or `not_found`.
     async fn bulk_request(&self, owner: &str, id: &str) -> Result<(String, BulkRequest)> {
         validate_owner(owner)?;
@@ -316,20 +321,10 @@ impl Engine {
                 }
             }
         }
-        f.search = blank_is_none(f.search.take());
-        f.provider = blank_is_none(f.provider.take());
-        f.error_kind = blank_is_none(f.error_kind.take());
-        if let Some(kind) = &f.error_kind {
-            input::refuse_nul("error_kind", kind)?;
-            if kind.chars().count() > MAX_ERROR_KIND {
-                return Err(Error::invalid_input(
-                    "error_kind",
-                    format!("is longer than any error kind ({MAX_ERROR_KIND} characters at most)"),
-                ));
-            }
-        }
-        f.created_before = ledger_time("created_before", f.created_before.take())?;
-        f.created_after = ledger_time("created_after", f.created_after.take())?;
+        // The Jobs list's own checks and form (blanks, search and error kind length, NUL, times)
+        // before anything is recorded.
+        let filter = ListFilter::new(f)?;
+        *f = filter.terms().clone();
         request.provider = blank_is_none(request.provider.take());
         if let Some(provider) = &request.provider {
             input::refuse_nul("provider", provider)?;
@@ -348,15 +343,7 @@ impl Engine {
                 ));
             }
         }
-        // The list's own checks (search length, NUL) before anything is recorded.
         let fingerprint = {
-            let query = JobsQuery {
-                status: request.filter.status,
-                search: request.filter.search.clone(),
-                provider: request.filter.provider.clone(),
-                ..Default::default()
-            };
-            list_filter(&query)?;
             let mut asked = serde_json::to_value(&request)
                 .map_err(|e| Error::internal(format!("a bulk request as JSON: {e}")))?;
             if let Value::Object(map) = &mut asked {
@@ -366,6 +353,7 @@ impl Engine {
         };
         Ok(Checked {
             request,
+            filter,
             fingerprint,
         })
     }
@@ -465,33 +453,6 @@ fn count(n: i64) -> u32 {
     u32::try_from(n.max(0)).unwrap_or(u32::MAX)
 }
 
-fn blank_is_none(text: Option<String>) -> Option<String> {
-    text.filter(|t| !t.trim().is_empty())
-}
-
-/// A time a filter takes (RFC 3339, or a date for its midnight UTC) in the ledger's text form,
-/// or `invalid_input` naming `field`.
-fn ledger_time(field: &str, text: Option<String>) -> Result<Option<String>> {
-    let Some(text) = text else {
-        return Ok(None);
-    };
-    input::refuse_nul(field, &text)?;
-    let trimmed = text.trim();
-    let at = DateTime::parse_from_rfc3339(trimmed)
-        .map(|t| t.with_timezone(&Utc))
-        .or_else(|_| {
-            NaiveDate::parse_from_str(trimmed, "%Y-%m-%d")
-                .map(|d| d.and_hms_opt(0, 0, 0).unwrap_or_default().and_utc())
-        })
-        .map_err(|_| {
-            Error::invalid_input(
-                field,
-                format!("{text:?} is not a time: give RFC 3339 (2026-12-03T15:00:00Z) or a date"),
-            )
-        })?;
-    Ok(Some(at.to_rfc3339_opts(SecondsFormat::Millis, true)))
-}
-
 /// A JSON value with every `null` member left out, as an intent's fingerprint leaves them.
 fn without_nulls(value: Value) -> Value {
     match value {
@@ -502,20 +463,5 @@ fn without_nulls(value: Value) -> Value {
                 .collect(),
         ),
         other => other,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_filter_time_is_read_as_rfc_3339_or_a_date_and_written_as_the_ledger_does() {
-        let at = ledger_time("t", Some("2026-12-03T16:00:00+01:00".into())).unwrap();
-        assert_eq!(at.as_deref(), Some("2026-12-03T15:00:00.000Z"));
-        let day = ledger_time("t", Some("2026-12-03".into())).unwrap();
-        assert_eq!(day.as_deref(), Some("2026-12-03T00:00:00.000Z"));
-        let bad = ledger_time("created_before", Some("yesterday".into())).unwrap_err();
-        assert_eq!(bad.code(), "invalid_input");
     }
 }

@@ -1,7 +1,9 @@
 //! Reads: a job with its attempts and history, pages of jobs, counts for the UI.
 
+use chrono::{DateTime, NaiveDate, SecondsFormat, Utc};
 use serde_json::Value;
 
+use crate::bulk::BulkFilter;
 use crate::error::{Error, NotFoundDetails, Result};
 use crate::input;
 use crate::intent::validate_owner;
@@ -117,13 +119,13 @@ impl Engine {
         let limit = query.limit.unwrap_or(DEFAULT_PAGE);
         check_limit(limit)?;
         let after = query.after.as_deref().map(cursor).transpose()?;
-        let filter = filter(query)?;
+        let filter = ListFilter::of_query(query)?;
         let mut conn = self.read().await?;
         // One row more than asked tells whether another page follows.
         let mut rows = job_rows::page(
             &mut conn,
             owner,
-            &filter,
+            &filter.rows(),
             after.as_deref(),
             limit + 1,
             query.oldest_first,
@@ -150,13 +152,13 @@ impl Engine {
         let limit = query.limit.unwrap_or(DEFAULT_PAGE);
         check_limit(limit)?;
         let after = query.after.as_deref().map(cursor).transpose()?;
-        let filter = filter(query)?;
+        let filter = ListFilter::of_query(query)?;
         let mut conn = self.read().await?;
         // One row more than asked tells whether another page follows.
         let mut rows = job_rows::summaries(
             &mut conn,
             owner,
-            &filter,
+            &filter.rows(),
             after.as_deref(),
             limit + 1,
             query.oldest_first,
@@ -176,14 +178,15 @@ impl Engine {
         Ok(JobSummaryPage { jobs, next })
     }
 
-    /// How many of the owner's jobs pass the query's filters (status, search, provider);
+    /// How many of the owner's jobs pass the query's filters (status, search, provider, error
+    /// kind, created before/after);
     /// its position and size (`after`, `limit`, `oldest_first`) are ignored. For a list's
     /// scrollbar: pages are fetched by keyset, never counted by offset.
     pub async fn count_jobs(&self, owner: &str, query: &JobsQuery) -> Result<u32> {
         validate_owner(owner)?;
-        let filter = filter(query)?;
+        let filter = ListFilter::of_query(query)?;
         let mut conn = self.read().await?;
-        let n = job_rows::count(&mut conn, owner, &filter).await?;
+        let n = job_rows::count(&mut conn, owner, &filter.rows()).await?;
         Ok(u32::try_from(n).unwrap_or(u32::MAX))
     }
 
@@ -234,25 +237,125 @@ fn cursor(after: &str) -> Result<String> {
     })
 }
 
-/// The query's filters as the store takes them: a blank search or provider is no filter; a
-/// search longer than any key is `invalid_input` (field `search`).
-pub(super) fn filter(query: &JobsQuery) -> Result<job_rows::Filter<'_>> {
-    input::refuse_nul_in("search", query.search.as_deref())?;
-    input::refuse_nul_in("provider", query.provider.as_deref())?;
-    let search = query.search.as_deref().filter(|s| !s.trim().is_empty());
-    if let Some(search) = search {
-        let chars = search.chars().count();
-        if chars > MAX_SEARCH {
-            return Err(Error::invalid_input(
-                "search",
-                format!("{chars} characters is longer than any key or id ({MAX_SEARCH} at most)"),
-            ));
+/// The longest error kind a filter takes.
+const MAX_ERROR_KIND: usize = 64;
+
+/// The Jobs list's filter checked and in one form, as the list, its count and a bulk
+/// operation's set all read it: a blank term is no filter; a search longer than any key or id,
+/// or an error kind longer than any, is `invalid_input` naming it; a time (RFC 3339, or a date
+/// for its midnight UTC) is kept in the ledger's text form, so SQLite compares text and
+/// PostgreSQL `timestamptz`.
+#[derive(Debug, Clone)]
+pub(super) struct ListFilter(BulkFilter);
+
+impl ListFilter {
+    /// Checks a filter and puts it in one form.
+    pub(super) fn new(filter: &BulkFilter) -> Result<ListFilter> {
+        input::refuse_nul_in("search", filter.search.as_deref())?;
+        input::refuse_nul_in("provider", filter.provider.as_deref())?;
+        input::refuse_nul_in("error_kind", filter.error_kind.as_deref())?;
+        let search = blank_is_none(filter.search.clone());
+        if let Some(search) = &search {
+            let chars = search.chars().count();
+            if chars > MAX_SEARCH {
+                return Err(Error::invalid_input(
+                    "search",
+                    format!(
+                        "{chars} characters is longer than any key or id ({MAX_SEARCH} at most)"
+                    ),
+                ));
+            }
+        }
+        let error_kind = blank_is_none(filter.error_kind.clone());
+        if let Some(kind) = &error_kind {
+            if kind.chars().count() > MAX_ERROR_KIND {
+                return Err(Error::invalid_input(
+                    "error_kind",
+                    format!("is longer than any error kind ({MAX_ERROR_KIND} characters at most)"),
+                ));
+            }
+        }
+        Ok(ListFilter(BulkFilter {
+            status: filter.status,
+            provider: blank_is_none(filter.provider.clone()),
+            error_kind,
+            created_before: ledger_time("created_before", filter.created_before.clone())?,
+            created_after: ledger_time("created_after", filter.created_after.clone())?,
+            search,
+        }))
+    }
+
+    /// A Jobs query's filters, checked; its position and size are not filters.
+    pub(super) fn of_query(query: &JobsQuery) -> Result<ListFilter> {
+        ListFilter::new(&BulkFilter {
+            status: query.status,
+            provider: query.provider.clone(),
+            error_kind: query.error_kind.clone(),
+            created_before: query.created_before.clone(),
+            created_after: query.created_after.clone(),
+            search: query.search.clone(),
+        })
+    }
+
+    /// The filter as checked.
+    pub(super) fn terms(&self) -> &BulkFilter {
+        &self.0
+    }
+
+    /// The filter as the store takes it.
+    pub(super) fn rows(&self) -> job_rows::Filter<'_> {
+        let f = &self.0;
+        job_rows::Filter {
+            status: f.status,
+            search: f.search.as_deref(),
+            provider: f.provider.as_deref(),
+            error_kind: f.error_kind.as_deref(),
+            created_before: f.created_before.as_deref(),
+            created_after: f.created_after.as_deref(),
         }
     }
-    Ok(job_rows::Filter {
-        status: query.status,
-        search,
-        provider: query.provider.as_deref().filter(|p| !p.trim().is_empty()),
-        ..Default::default()
-    })
+}
+
+/// A text that is empty or only whitespace is none.
+pub(super) fn blank_is_none(text: Option<String>) -> Option<String> {
+    text.filter(|t| !t.trim().is_empty())
+}
+
+/// A time a filter takes (RFC 3339, or a date for its midnight UTC) in the ledger's text form,
+/// or `invalid_input` naming `field`; blank is none.
+fn ledger_time(field: &str, text: Option<String>) -> Result<Option<String>> {
+    let Some(text) = blank_is_none(text) else {
+        return Ok(None);
+    };
+    input::refuse_nul(field, &text)?;
+    let trimmed = text.trim();
+    let at = DateTime::parse_from_rfc3339(trimmed)
+        .map(|t| t.with_timezone(&Utc))
+        .or_else(|_| {
+            NaiveDate::parse_from_str(trimmed, "%Y-%m-%d")
+                .map(|d| d.and_hms_opt(0, 0, 0).unwrap_or_default().and_utc())
+        })
+        .map_err(|_| {
+            Error::invalid_input(
+                field,
+                format!("{text:?} is not a time: give RFC 3339 (2026-12-03T15:00:00Z) or a date"),
+            )
+        })?;
+    Ok(Some(at.to_rfc3339_opts(SecondsFormat::Millis, true)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_filter_time_is_read_as_rfc_3339_or_a_date_and_written_as_the_ledger_does() {
+        let at = ledger_time("t", Some("2026-12-03T16:00:00+01:00".into())).unwrap();
+        assert_eq!(at.as_deref(), Some("2026-12-03T15:00:00.000Z"));
+        let day = ledger_time("t", Some("2026-12-03".into())).unwrap();
+        assert_eq!(day.as_deref(), Some("2026-12-03T00:00:00.000Z"));
+        assert_eq!(ledger_time("t", Some("  ".into())).unwrap(), None);
+        let bad = ledger_time("created_before", Some("yesterday".into())).unwrap_err();
+        assert_eq!(bad.code(), "invalid_input");
+    }
 }

@@ -204,3 +204,25 @@ pub async fn recode(h: &mut impl Handle, id: &str, job_id: &str, code: &str) -> 
             .map(|_| ())
     })
 }
+
+/// Takes operation `id`'s undecided jobs out of any run, in the transaction that discards it:
+/// how many it took.
+pub async fn withdraw(h: &mut impl Handle, id: &str) -> sqlx::Result<u64> {
+    on_backend!(h, "bulk/withdraw", |conn, sql| {
+        sqlx::query(sql)
+            .bind(id)
+            .execute(conn)
+            .await
+            .map(|done| done.rows_affected())
+    })
+}
+
+/// Removes operation `id` and its set.
+pub async fn remove(h: &mut impl Handle, id: &str) -> sqlx::Result<()> {
+    on_backend!(h, "bulk/drop_items", |conn, sql| {
+        sqlx::query(sql).bind(id).execute(conn).await.map(|_| ())
+    })?;
+    on_backend!(h, "bulk/drop", |conn, sql| {
+        sqlx::query(sql).bind(id).execute(conn).await.map(|_| ())
+    })
+}
