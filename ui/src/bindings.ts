@@ -273,6 +273,12 @@ export type BulkOperation = {
 	action: BulkAction,
 	/**  How many jobs the filter matched when it started: its fixed set. */
 	matched: number,
+	/**
+	 *  The providers its jobs are routed to or ran at (as the Jobs list's provider filter reads
+	 *  a job), by name: what a confirmation names. At most [`BULK_PROVIDERS_NAMED`]; empty for a
+	 *  dry run, which fixes no set.
+	 */
+	providers: string[],
 	/**  How many of them the action changed so far. */
 	changed: number,
 	/**  The ones it did not change, with the code of each (all of them once it is done). */

@@ -87,6 +87,9 @@ pub struct BulkSkip {
     pub code: String,
 }
 
+/// At most this many of an operation's providers are named; more are the first ones by name.
+pub const BULK_PROVIDERS_NAMED: u32 = 10;
+
 /// A bulk operation and how far it has come.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Type)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
@@ -98,6 +101,10 @@ pub struct BulkOperation {
     pub action: BulkAction,
     /// How many jobs the filter matched when it started: its fixed set.
     pub matched: u32,
+    /// The providers its jobs are routed to or ran at (as the Jobs list's provider filter reads
+    /// a job), by name: what a confirmation names. At most [`BULK_PROVIDERS_NAMED`]; empty for a
+    /// dry run, which fixes no set.
+    pub providers: Vec<String>,
     /// How many of them the action changed so far.
     pub changed: u32,
     /// The ones it did not change, with the code of each (all of them once it is done).

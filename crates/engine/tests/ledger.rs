@@ -1234,6 +1234,61 @@ async fn naming(ledger: &Ledger, owner: &str, job_id: &str, id: &str) -> Vec<Str
         .collect()
 }
 
+/// The confirmation names the providers of the set it fixed, not of the whole ledger: another
+/// owner's provider and a job outside the filter are not among them; a dry run fixes no set.
+#[tokio::test]
+async fn a_bulk_operation_names_the_providers_of_its_set() {
+    let ledger = Ledger::new().await;
+    let e = &ledger.engine;
+    unknown_job(&ledger, OWNER, "at-primary", "primary", "soft_timeout").await;
+    unknown_job(&ledger, OWNER, "at-fallback", "fallback", "soft_timeout").await;
+    unknown_job(&ledger, "bob", "bobs", "primary", "soft_timeout").await;
+    let running = ledger.in_flight("running").await.job.id;
+    let every_unknown = resolve_all(Verdict::Abandoned, BulkFilter::default());
+    let started = e
+        .bulk_start(OWNER, "both", &every_unknown)
+        .await
+        .expect("started")
+        .operation;
+    assert_eq!(started.matched, 2);
+    assert_eq!(started.providers, vec!["fallback", "primary"]);
+    let only = resolve_all(
+        Verdict::Abandoned,
+        BulkFilter {
+            error_kind: Some("soft_timeout".into()),
+            search: Some("at-primary".into()),
+            ..Default::default()
+        },
+    );
+    let one = e
+        .bulk_start(OWNER, "one", &only)
+        .await
+        .expect("one")
+        .operation;
+    assert_eq!(
+        (one.matched, one.providers.clone()),
+        (1, vec!["primary".to_owned()])
+    );
+    // Read back as it stands, the same names.
+    let id = started.id.clone().expect("an id");
+    assert_eq!(
+        e.bulk_operation(OWNER, &id).await.expect("read").providers,
+        started.providers
+    );
+    let mut dry = every_unknown.clone();
+    dry.dry_run = true;
+    let counted = e
+        .bulk_start(OWNER, "dry", &dry)
+        .await
+        .expect("dry")
+        .operation;
+    assert!(counted.providers.is_empty(), "{counted:?}");
+    assert_eq!(
+        e.job(OWNER, &running).await.expect("job").job.status,
+        JobStatus::Running
+    );
+}
+
 #[tokio::test]
 async fn a_bulk_resolve_changes_exactly_the_jobs_that_matched_when_it_started() {
     let ledger = Ledger::new().await;

@@ -5,7 +5,7 @@ import type { Result } from "../api";
 import { RESOLVE_WORDS, SUCCEEDED_MANY_RISK } from "../actions";
 import { commands, events, type BulkOperation, type BulkProgressed, type Error as EngineError } from "../bindings";
 import { EVERY_JOB } from "../listFilter";
-import { BulkActions, choicesFor, riskOf, summaryOf } from "./BulkActions";
+import { BulkActions, choicesFor, riskOf, summaryOf, whereOf } from "./BulkActions";
 
 vi.mock("../bindings", () => ({
   commands: { bulkStart: vi.fn(), bulkRun: vi.fn(), bulkDiscard: vi.fn(() => Promise.resolve({ status: "ok", data: null })) },
@@ -18,7 +18,7 @@ const bulkDiscard = vi.mocked(commands.bulkDiscard);
 const listen = vi.mocked(events.bulkProgressed.listen);
 
 function operation(over: Partial<BulkOperation>): BulkOperation {
-  return { id: "op-1", key: "k", action: "resolve", matched: 200, changed: 0, skipped: [], done: false, dry_run: false, ...over };
+  return { id: "op-1", key: "k", action: "resolve", matched: 200, providers: [], changed: 0, skipped: [], done: false, dry_run: false, ...over };
 }
 
 /** The progress listener the component registered, to play the backend's events. */
@@ -81,7 +81,7 @@ describe("select all matching", () => {
   it("names the set it fixed, not the list's count, and runs that same operation again after a failure", async () => {
     progressListener();
     // Two of the 200 the list showed moved before the confirmation opened.
-    bulkStart.mockResolvedValue({ status: "ok", data: { operation: operation({ action: "cancel", matched: 198 }), replayed: false } });
+    bulkStart.mockResolvedValue({ status: "ok", data: { operation: operation({ action: "cancel", matched: 198, providers: ["alpha", "beta"] }), replayed: false } });
     bulkRun.mockResolvedValueOnce({
       status: "error",
       error: { code: "storage", message: "the ledger is busy", details: { kind: "busy" } },
@@ -90,7 +90,7 @@ describe("select all matching", () => {
     render(<BulkActions filter={{ ...EVERY_JOB, status: "queued" }} total={200} />);
     fireEvent.click(screen.getByText("Select all 200 matching"));
     await act(async () => fireEvent.click(screen.getByTestId("bulk-cancel")));
-    expect(screen.getByTestId("bulk-confirm").textContent).toContain("Cancel 198 jobs at every provider");
+    expect(screen.getByTestId("bulk-confirm").textContent).toContain("Cancel 198 jobs at alpha and beta.");
 
     await act(async () => fireEvent.click(screen.getByTestId("bulk-confirm-yes")));
     expect(bulkRun).toHaveBeenCalledTimes(1);
@@ -111,6 +111,15 @@ describe("select all matching", () => {
     expect(bulkDiscard).toHaveBeenCalledWith("op-1");
     expect(bulkRun).not.toHaveBeenCalled();
     expect(screen.queryByTestId("bulk-confirm")).toBeNull();
+  });
+
+  it("names the providers of the set, the filter's one before the set is known, and says when there may be more", () => {
+    expect(whereOf(["payments"], null)).toBe("at payments");
+    expect(whereOf(["a", "b", "c"], null)).toBe("at a, b and c");
+    expect(whereOf([], "payments")).toBe("at payments");
+    expect(whereOf([], null)).toBe("at every provider");
+    const ten = ["p0", "p1", "p2", "p3", "p4", "p5", "p6", "p7", "p8", "p9"];
+    expect(whereOf(ten, null)).toBe(`at ${ten.join(", ")} and perhaps others`);
   });
 
   it("offers only the actions the filter allows, and nothing on the unfiltered list", () => {

@@ -39,10 +39,23 @@ export function riskOf(choice: Choice): string {
   return RESOLVE_WORDS[choice.verdict].risk;
 }
 
+/** How many providers the backend names at most (`BULK_PROVIDERS_NAMED` in the engine). */
+const BULK_PROVIDERS_NAMED = 10;
+
+/** Where the set's jobs are: the providers the backend named for it, or the filter's one. */
+export function whereOf(providers: string[], provider: string | null): string {
+  const named = providers.length > 0 ? providers : provider === null ? [] : [provider];
+  if (named.length === 0) return "at every provider";
+  // The backend names at most ten: a set that reached ten may reach further.
+  const more = providers.length >= BULK_PROVIDERS_NAMED ? " and perhaps others" : "";
+  if (named.length === 1) return `at ${named[0]}${more}`;
+  const list = more === "" ? `${named.slice(0, -1).join(", ")} and ${named[named.length - 1]}` : named.join(", ");
+  return `at ${list}${more}`;
+}
+
 /** The confirmation's first sentence: the action, the count and the provider(s). */
-export function askOf(choice: Choice, count: number, provider: string | null): string {
+export function askOf(choice: Choice, count: number, where: string): string {
   const jobs = `${count} ${count === 1 ? "job" : "jobs"}`;
-  const where = provider === null ? "at every provider" : `at ${provider}`;
   switch (choice.action) {
     case "resolve":
       return `${RESOLVE_WORDS[choice.verdict].label}: resolve the unknown attempt of ${jobs} ${where}.`;
@@ -216,7 +229,7 @@ export function BulkActions({ filter, total }: Props) {
             <p data-testid="bulk-none">No job matches any more: there is nothing to do.</p>
           ) : (
             <p data-testid="bulk-ask">
-              <strong>{askOf(pending, count, provider)}</strong> For each job: {riskOf(pending)} A job that moves
+              <strong>{askOf(pending, count, whereOf(fixed.providers, provider))}</strong> For each job: {riskOf(pending)} A job that moves
               before its turn is skipped, never overwritten.
             </p>
           )}

@@ -7,7 +7,9 @@
 use serde_json::Value;
 
 use crate::bulk::BulkStarted;
-use crate::bulk::{BulkAction, BulkOperation, BulkProgress, BulkRequest, BulkSkip};
+use crate::bulk::{
+    BulkAction, BulkOperation, BulkProgress, BulkRequest, BulkSkip, BULK_PROVIDERS_NAMED,
+};
 use crate::error::{ConflictDetails, Error, Result};
 use crate::input;
 use crate::intent::{canonical_sha256, validate_key, validate_owner};
@@ -64,6 +66,7 @@ impl Engine {
                     key: None,
                     action,
                     matched: count(matched),
+                    providers: Vec::new(),
                     changed: 0,
                     skipped: Vec::new(),
                     done: true,
@@ -102,6 +105,7 @@ impl Engine {
             }
             let matched = bulk_rows::fill(&mut tx, &id, owner, &filter).await?;
             bulk_rows::finish(&mut tx, &id).await?;
+            let providers = bulk_rows::providers(&mut tx, &id, BULK_PROVIDERS_NAMED).await?;
             tx.commit().await?;
             return Ok(BulkStarted {
                 operation: BulkOperation {
@@ -109,6 +113,7 @@ impl Engine {
                     key: Some(key.to_owned()),
                     action,
                     matched: count(matched),
+                    providers,
                     changed: 0,
                     skipped: Vec::new(),
                     done: matched == 0,
@@ -398,6 +403,7 @@ async fn apply(
 /// An operation row with its counts and its skipped jobs, read on `conn`.
 async fn operation_of(conn: &mut impl Handle, row: BulkRow) -> Result<BulkOperation> {
     let counts = bulk_rows::counts(conn, &row.id).await?;
+    let providers = bulk_rows::providers(conn, &row.id, BULK_PROVIDERS_NAMED).await?;
     let mut skipped = Vec::new();
     let mut cursor = FIRST_CURSOR.to_owned();
     loop {
@@ -427,6 +433,7 @@ async fn operation_of(conn: &mut impl Handle, row: BulkRow) -> Result<BulkOperat
         key: Some(row.idempotency_key),
         action,
         matched: count(row.matched.max(counts.matched)),
+        providers,
         changed: count(counts.changed),
         skipped,
         done: counts.undecided == 0,

@@ -167,6 +167,17 @@ pub async fn counts(h: &mut impl Handle, id: &str) -> sqlx::Result<Counts> {
     })
 }
 
+/// The providers operation `id`'s jobs are routed to or ran at, by name, at most `limit`.
+pub async fn providers(h: &mut impl Handle, id: &str, limit: u32) -> sqlx::Result<Vec<String>> {
+    on_backend!(h, "bulk/providers", |conn, sql| {
+        sqlx::query_scalar(sql)
+            .bind(id)
+            .bind(i64::from(limit))
+            .fetch_all(conn)
+            .await
+    })
+}
+
 /// Up to `limit` of operation `id`'s skipped jobs with their codes, in id order after `cursor`.
 pub async fn skipped(
     h: &mut impl Handle,
