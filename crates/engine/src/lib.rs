@@ -40,9 +40,11 @@ pub use events::EventKind;
 pub use failure::{FailureKind, RetryHere};
 pub use intent::Intent;
 pub use job::JobStatus;
+#[doc(hidden)]
+pub use ledger::Note;
 pub use ledger::{
-    AddedContract, Claim, ReplayWindow, LAST_USED_EVERY, MAX_TOKEN_NAME, REPLAY_MARGIN_FLOOR,
-    REPLAY_MARGIN_FRACTION, TOKEN_PREFIX,
+    AddedContract, Claim, ReplayGate, ReplayWindow, LAST_USED_EVERY, MAX_TOKEN_NAME,
+    REPLAY_MARGIN_FLOOR, REPLAY_MARGIN_FRACTION, TOKEN_PREFIX,
 };
 pub use model::*;
 pub use providers::keys::KeyStatus;

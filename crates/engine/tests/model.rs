@@ -20,7 +20,23 @@
 //! - contract checks are not run (they need a provider answering over HTTP); instead a
 //!   provider is validated for the contract some jobs name by writing a passed, current check
 //!   for it (`Validate`), as a check that passed would. Re-adding a provider invalidates it,
-//!   as in the ledger, so automatic failover (SPEC §7) is played both ways.
+//!   as in the ledger, so automatic failover (SPEC §7) is played both ways;
+//! - keyed replays (SPEC §16): an executor replays an `unknown` attempt through the engine's own
+//!   gate (`replay_gate`) and records what came back by the calls `executor/replay.rs` records
+//!   it with. The keyed provider is a reference provider that deduplicates by the key (the
+//!   job's id): it does a job's work at most once and answers what it stored, until it has
+//!   kept the key `KEY_RETENTION_H` hours since it first saw it; a replay that reaches it later
+//!   is a new request to it. A first send or a retry under the key is assumed to reach it
+//!   within the retention (the executors keep up); only a replay may come later. `Age` moves
+//!   the ledger's `sent_at` back by hours, past hard deadlines and retentions;
+//! - bulk operations (SPEC §16 "Many at once"): the person starts one under a key (its set of
+//!   jobs fixed), and runs it, or repeats the key to finish what is left, between the
+//!   executors' steps.
+//!
+//! Beside agreeing with the model, rule 10: no provider does a job's work twice (the keyed
+//! provider at most once, across first sends, retries and replays; the others as rule 4
+//! says); rule 11: every job in a bulk operation is decided once, and the events naming the
+//! operation change it at most once.
 
 mod common;
 
@@ -31,8 +47,9 @@ use std::time::{Duration, Instant};
 use common::{Raw, Sql};
 
 use onejob_engine::{
-    AfterFailure, Attempt, AttemptState, Cause, Claim, Engine, Error, FailureKind, JobDetail,
-    JobStatus, Outcome, Resolution, RetryHere, Verdict,
+    AfterFailure, Attempt, AttemptState, BulkAction, BulkFilter, BulkRequest, Cause, Claim, Engine,
+    Error, FailureKind, JobDetail, JobStatus, Note, Outcome, ReplayGate, Resolution, RetryHere,
+    Verdict,
 };
 use proptest::prelude::*;
 use proptest::strategy::Union;
@@ -97,6 +114,13 @@ impl Prov {
             "honours_idempotency_key": self.honours_key(),
             "status_url": "{base_url}/status/{idempotency_key}",
         });
+        if self == Prov::Keyed {
+            // It says how long it keeps a key, so its `unknown` attempts are replayed (SPEC
+            // §16). Its hard deadline is long enough that the test's own time never passes it:
+            // only `Age` does.
+            config["key_retention_s"] = json!(KEY_RETENTION_H * 3600);
+            config["hard_timeout_ms"] = json!(600_000);
+        }
         if self == Prov::Ai {
             config["kind"] = json!("openai");
             config["base_url"] = json!("http://127.0.0.1:9/v1");
@@ -105,6 +129,14 @@ impl Prov {
         config.to_string()
     }
 }
+
+/// How long the keyed provider keeps a key, in the model's hours.
+const KEY_RETENTION_H: u32 = 24;
+/// The most hours since a send that a replay's window still allows: the retention less the
+/// margin (a tenth of it, 2.4 h) is 21.6 h.
+const REPLAY_WINDOW_H: u32 = 21;
+/// The keys bulk operations run under.
+const BULK_SLOTS: usize = 3;
 
 /// The contract some jobs name; a provider validated for it may take over by itself.
 const CONTRACT: &str = "reply";
@@ -353,6 +385,80 @@ enum Says {
     Nothing,
 }
 
+/// What came back for a keyed replay (SPEC §16), from a provider that deduplicates by the key:
+/// one that did the job's work answers what it stored, and does nothing again.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Again {
+    /// A 2xx: the stored answer, or the work done now.
+    Answer,
+    /// A 409 (the key in progress), a 5xx, a timeout: nothing settled. `did_work`: the provider
+    /// did the work now and the answer was lost.
+    Later { did_work: bool },
+    /// Another 4xx: a provider that does not know its own key.
+    UnknownKey,
+    /// A 2xx that cannot be read: the work done now, its answer broken.
+    Broken,
+}
+
+/// What a replay came to, as `executor/replay.rs` reports it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ReplayGot {
+    Completed(Outcome),
+    Failed,
+    RetriesLater,
+    Flagged,
+    TooEarly,
+}
+
+/// A bulk operation's action (SPEC §16 "Many at once").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum BulkDo {
+    Resolve(Verdict),
+    Cancel,
+    /// At this provider, or where each job's last attempt ran.
+    Retry(Option<Prov>),
+}
+
+/// A bulk operation as a person asks it: the action and the filter.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct BulkAsk {
+    action: BulkDo,
+    status: Option<JobStatus>,
+    provider: Option<Prov>,
+}
+
+impl BulkAsk {
+    /// As the engine puts it before taking its fingerprint: a resolve filters unknown jobs.
+    fn normal(self) -> BulkAsk {
+        match (self.action, self.status) {
+            (BulkDo::Resolve(_), None) => BulkAsk {
+                status: Some(JobStatus::Unknown),
+                ..self
+            },
+            _ => self,
+        }
+    }
+
+    fn request(self) -> BulkRequest {
+        let (action, verdict, provider) = match self.action {
+            BulkDo::Resolve(v) => (BulkAction::Resolve, Some(v), None),
+            BulkDo::Cancel => (BulkAction::Cancel, None, None),
+            BulkDo::Retry(p) => (BulkAction::Retry, None, p.map(|p| p.name().to_owned())),
+        };
+        BulkRequest {
+            action,
+            filter: BulkFilter {
+                status: self.status,
+                provider: self.provider.map(|p| p.name().to_owned()),
+                ..Default::default()
+            },
+            verdict,
+            provider,
+            dry_run: false,
+        }
+    }
+}
+
 /// A job, named in a schedule by its key, so a step keeps its meaning when shrinking drops
 /// the steps around it.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -459,6 +565,28 @@ enum Op<J = JobRef, A = AttemptRef> {
     AddProvider(Prov),
     /// A passed, current check of [`CONTRACT`] against the provider is recorded.
     Validate(Prov),
+    /// The executor replays an `unknown` attempt under its key, as `executor/replay.rs` does:
+    /// the engine's gate first, then what came back recorded by the same calls.
+    Replay {
+        by: Exec,
+        attempt: A,
+        again: Again,
+    },
+    /// Hours pass for every request sent: past their hard deadlines (the requests still out
+    /// are dropped, `did_work` says what they did) and, if long enough, past the keyed
+    /// provider's retention of a key. Only the ledger's `sent_at` moves.
+    Age {
+        hours: u32,
+        did_work: bool,
+    },
+    /// The person's bulk operation under key `bulk-<slot>`: started (its set fixed), and with
+    /// `run` decided to its end; the same key again answers the operation it started and
+    /// finishes what is left.
+    Bulk {
+        slot: usize,
+        ask: BulkAsk,
+        run: bool,
+    },
 }
 
 impl<J: Copy, A: Copy> Op<J, A> {
@@ -552,6 +680,17 @@ impl<J: Copy, A: Copy> Op<J, A> {
             Op::RemoveProvider(p) => Op::RemoveProvider(p),
             Op::AddProvider(p) => Op::AddProvider(p),
             Op::Validate(p) => Op::Validate(p),
+            Op::Replay {
+                by,
+                attempt: a,
+                again,
+            } => Op::Replay {
+                by,
+                attempt: attempt(a)?,
+                again,
+            },
+            Op::Age { hours, did_work } => Op::Age { hours, did_work },
+            Op::Bulk { slot, ask, run } => Op::Bulk { slot, ask, run },
         })
     }
 }
@@ -574,6 +713,13 @@ struct MJob {
     decisions: usize,
     /// A backoff beyond the next `TimePasses`.
     waiting: bool,
+    /// The reference keyed provider's memory of the job's key (its id): the hour it first saw
+    /// it, and the attempt whose request did the work under it. A first send or retry under
+    /// the key is assumed to reach it within the retention; only a replay may come later.
+    key_seen: Option<u32>,
+    key_done: Option<usize>,
+    /// How often the keyed provider did the job's work: rule 10 holds it to one.
+    keyed_work: usize,
 }
 
 /// An executor's connection for an attempt it sent.
@@ -614,6 +760,10 @@ struct MAttempt {
     /// not count them. An `http` provider's unreadable 2xx is not judged: it is `unknown`.
     judged: bool,
     ever_unknown: bool,
+    /// The model's hour when it was sent.
+    sent_hour: Option<u32>,
+    /// Replays that reached its provider (each a `replayed` event).
+    replays: usize,
 }
 
 impl MAttempt {
@@ -670,6 +820,17 @@ enum Expect {
     Claimed(Claimed),
     Completed(Outcome),
     Recovered(usize),
+    Replayed(ReplayGot),
+    /// A bulk operation as the engine answers it; `skipped` by job, in job order.
+    Bulk {
+        replayed: bool,
+        matched: usize,
+        changed: usize,
+        skipped: Vec<(usize, String)>,
+        done: bool,
+    },
+    /// `idempotency_conflict` naming the operation the slot's key started.
+    BulkConflict(usize),
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -694,9 +855,19 @@ enum Dial {
     Clock,
     Crash,
     Providers,
+    Replays,
+    Bulk,
 }
 
-const DIALS: usize = 11;
+const DIALS: usize = 13;
+
+/// A bulk operation in the model: what was asked, and its fixed set of jobs, each with its
+/// outcome once decided (`changed`, or the code it was skipped with).
+#[derive(Clone, Debug)]
+struct MBulk {
+    ask: BulkAsk,
+    items: Vec<(usize, Option<String>)>,
+}
 
 #[derive(Clone, Debug)]
 struct Model {
@@ -710,6 +881,12 @@ struct Model {
     /// Whether the provider's last check of [`CONTRACT`] passed and is current.
     validated: [bool; 4],
     lives: [u32; 3],
+    /// The model's clock, in hours: only `Age` moves it.
+    hour: u32,
+    /// The bulk operations started, by slot.
+    bulks: [Option<MBulk>; BULK_SLOTS],
+    /// The answer a replay's 2xx carried, for the system under test to complete with.
+    replay_answer: Value,
     expect: Expect,
     /// What a step reached that is worth counting (see `tally`).
     note: &'static str,
@@ -730,6 +907,9 @@ impl Model {
             attempts: Vec::new(),
             present: [true; 4],
             lives: [0; 3],
+            hour: 0,
+            bulks: Default::default(),
+            replay_answer: Value::Null,
             expect: Expect::Nothing,
             note: "",
         }
@@ -823,6 +1003,8 @@ impl Model {
             work: None,
             judged: false,
             ever_unknown: false,
+            sent_hour: None,
+            replays: 0,
         });
         self.jobs[j].attempts.push(a);
         if status == JobStatus::Queued {
@@ -1013,6 +1195,274 @@ impl Model {
     fn learn(&mut self, a: usize, work: bool) {
         if self.attempts[a].work.is_none() {
             self.attempts[a].work = Some(work);
+            if work && self.attempts[a].provider == Prov::Keyed {
+                self.perform_keyed(a);
+            }
+        }
+    }
+
+    /// The keyed provider did the work of attempt `a`'s request, unless it holds the job's
+    /// work under the key already: then it answered what it stored and did nothing.
+    fn perform_keyed(&mut self, a: usize) {
+        let job = &mut self.jobs[self.attempts[a].job];
+        if job.key_done.is_none() {
+            job.key_done = Some(a);
+            job.keyed_work += 1;
+        }
+    }
+
+    /// The hour from which the engine counts attempt `a`'s replay window: the first send of
+    /// its job at its provider, the key's first use there.
+    fn window_from(&self, a: usize) -> u32 {
+        let at = &self.attempts[a];
+        self.jobs[at.job]
+            .attempts
+            .iter()
+            .map(|&b| &self.attempts[b])
+            .filter(|b| b.provider == at.provider)
+            .filter_map(|b| b.sent_hour)
+            .min()
+            .unwrap_or(self.hour)
+    }
+
+    /// Whether a replay of attempt `a` passes the engine's gate now.
+    fn replay_passes(&self, a: usize) -> bool {
+        let at = &self.attempts[a];
+        at.state == AttemptState::Unknown
+            && self.present[at.provider.index()]
+            && at.provider == Prov::Keyed
+            && !at.flagged
+            && at.sent_hour.is_some_and(|sent| sent < self.hour)
+            && self.hour - self.window_from(a) <= REPLAY_WINDOW_H
+    }
+
+    /// What the keyed provider holds for the job of attempt `a` when a replay reaches it now:
+    /// the attempt whose work it stored, or none (also once it has forgotten the key).
+    fn stored_for(&self, a: usize) -> Option<usize> {
+        let job = &self.jobs[self.attempts[a].job];
+        match job.key_seen {
+            Some(seen) if self.hour - seen < KEY_RETENTION_H => job.key_done,
+            _ => None,
+        }
+    }
+
+    /// A keyed replay (SPEC §16): the engine's gate, then the reference provider, then what
+    /// the executor records of what came back.
+    fn replay(&mut self, a: usize, again: Again) -> Step {
+        let at = &self.attempts[a];
+        if at.state != AttemptState::Unknown {
+            return Err(INVALID);
+        }
+        if !self.present[at.provider.index()] {
+            return Err(Expect::Refused("not_found"));
+        }
+        // Plain and spare do not honour the key, ai states no retention; a flagged attempt
+        // waits for a person.
+        if at.provider != Prov::Keyed || at.flagged {
+            return Err(Expect::Refused("invalid_input"));
+        }
+        let sent = at.sent_hour.expect("an unknown attempt was sent");
+        if sent == self.hour {
+            return Ok(Expect::Replayed(ReplayGot::TooEarly));
+        }
+        if self.hour - self.window_from(a) > REPLAY_WINDOW_H {
+            return Err(Expect::Refused("invalid_input"));
+        }
+        let j = at.job;
+        let stored = self.stored_for(a);
+        if self.jobs[j]
+            .key_seen
+            .is_some_and(|seen| self.hour - seen >= KEY_RETENTION_H)
+        {
+            // The provider has forgotten the key: to it, the replay is a new request.
+            self.jobs[j].key_seen = Some(self.hour);
+            self.jobs[j].key_done = None;
+            self.note = "a replay reached the provider after it forgot the key";
+        }
+        self.attempts[a].replays += 1;
+        match again {
+            Again::Answer => {
+                self.perform_keyed(a);
+                self.attempts[a].work = Some(true);
+                let value = answer(stored.unwrap_or(a));
+                self.replay_answer = value.clone();
+                match self.complete(a, value, Cause::Answer)? {
+                    Expect::Completed(outcome) => {
+                        if stored.is_some() {
+                            self.note = "a replay brought the stored answer";
+                        }
+                        Ok(Expect::Replayed(ReplayGot::Completed(outcome)))
+                    }
+                    other => Ok(other),
+                }
+            }
+            Again::Later { did_work } => {
+                if did_work {
+                    self.perform_keyed(a);
+                    self.attempts[a].work = Some(true);
+                }
+                Ok(Expect::Replayed(ReplayGot::RetriesLater))
+            }
+            Again::UnknownKey => {
+                self.attempts[a].flagged = true;
+                Ok(Expect::Replayed(ReplayGot::Flagged))
+            }
+            Again::Broken => {
+                self.perform_keyed(a);
+                self.attempts[a].work = Some(true);
+                // On the job's last attempt nobody would send it again: a person decides.
+                if self.attempts[a].number as usize >= KEYS[self.jobs[j].key].budget() {
+                    self.attempts[a].flagged = true;
+                    return Ok(Expect::Replayed(ReplayGot::Flagged));
+                }
+                self.fail_attempt(a, FailureKind::InvalidAnswerKeyed.as_str(), false)?;
+                Ok(Expect::Replayed(ReplayGot::Failed))
+            }
+        }
+    }
+
+    /// Whether job `j` passes a bulk operation's filter now.
+    fn bulk_matches(&self, j: usize, ask: BulkAsk) -> bool {
+        let job = &self.jobs[j];
+        ask.status.is_none_or(|s| job.status == s)
+            && ask.provider.is_none_or(|p| {
+                KEYS[job.key].route.contains(&p)
+                    || job.attempts.iter().any(|&a| self.attempts[a].provider == p)
+            })
+    }
+
+    /// A bulk operation (SPEC §16): its set fixed when it starts, each job then decided once by
+    /// the same action as alone, or skipped with the code that action gave.
+    fn bulk(&mut self, slot: usize, ask: BulkAsk, run: bool) -> Step {
+        let ask = ask.normal();
+        if matches!(ask.action, BulkDo::Resolve(_)) && ask.status != Some(JobStatus::Unknown) {
+            return Err(Expect::Refused("invalid_input"));
+        }
+        if let BulkDo::Retry(Some(p)) = ask.action {
+            if !self.present[p.index()] {
+                return Err(Expect::Refused("invalid_input"));
+            }
+        }
+        let replayed = match &self.bulks[slot] {
+            Some(b) if b.ask != ask => return Err(Expect::BulkConflict(slot)),
+            Some(_) => true,
+            None => {
+                let items = (0..self.jobs.len())
+                    .filter(|&j| self.bulk_matches(j, ask))
+                    .map(|j| (j, None))
+                    .collect();
+                self.bulks[slot] = Some(MBulk { ask, items });
+                false
+            }
+        };
+        if run {
+            let items = self.bulks[slot].as_ref().map(|b| b.items.clone());
+            for (i, (j, outcome)) in items.unwrap_or_default().into_iter().enumerate() {
+                if outcome.is_some() {
+                    continue;
+                }
+                let before = self.clone();
+                let decided = match self.bulk_one(j, ask.action) {
+                    Ok(()) => "changed".to_owned(),
+                    Err(code) => {
+                        let note = self.note;
+                        *self = before;
+                        self.note = note;
+                        code
+                    }
+                };
+                if let Some(b) = self.bulks[slot].as_mut() {
+                    b.items[i].1 = Some(decided);
+                }
+            }
+            let b = self.bulks[slot].as_ref().expect("started");
+            let skipped = b.items.iter().any(|(_, o)| o.as_deref() != Some("changed"));
+            self.note = match (replayed, skipped) {
+                (true, _) => "a bulk operation ran again under its key",
+                (false, true) => "a bulk operation skipped a job",
+                (false, false) => "a bulk operation changed every job it matched",
+            };
+        }
+        let b = self.bulks[slot].as_ref().expect("started");
+        Ok(Expect::Bulk {
+            replayed,
+            matched: b.items.len(),
+            changed: b
+                .items
+                .iter()
+                .filter(|(_, o)| o.as_deref() == Some("changed"))
+                .count(),
+            skipped: b
+                .items
+                .iter()
+                .filter_map(|(j, o)| match o.as_deref() {
+                    Some("changed") | None => None,
+                    Some(code) => Some((*j, code.to_owned())),
+                })
+                .collect(),
+            done: b.items.iter().all(|(_, o)| o.is_some()),
+        })
+    }
+
+    /// One job of a bulk operation, as the action alone would decide it; the code it is
+    /// skipped with when the action refuses it.
+    fn bulk_one(&mut self, j: usize, action: BulkDo) -> Result<(), String> {
+        let code = |e: Expect| match e {
+            Expect::Refused(code) => code.to_owned(),
+            Expect::Blocked(_) => "attempt_blocked".to_owned(),
+            other => format!("{other:?}"),
+        };
+        match action {
+            BulkDo::Cancel => {
+                if matches!(
+                    self.jobs[j].status,
+                    JobStatus::Succeeded | JobStatus::Cancelled
+                ) {
+                    return Err(code(INVALID));
+                }
+                self.end(j, JobStatus::Cancelled);
+                Ok(())
+            }
+            BulkDo::Retry(on) => {
+                let status = self.jobs[j].status;
+                if matches!(status, JobStatus::Succeeded | JobStatus::Cancelled) {
+                    return Err(code(INVALID));
+                }
+                let p = on.unwrap_or_else(|| match self.jobs[j].attempts.last() {
+                    Some(&a) => self.attempts[a].provider,
+                    None => KEYS[self.jobs[j].key].route[0],
+                });
+                if status == JobStatus::Failed {
+                    self.set_status(j, JobStatus::Queued);
+                    self.jobs[j].version += 1;
+                }
+                self.start(j, p).map_err(code)?;
+                self.jobs[j].decisions += 1;
+                Ok(())
+            }
+            BulkDo::Resolve(verdict) => {
+                let Some(a) = self
+                    .open_of(j)
+                    .filter(|&a| self.attempts[a].state == AttemptState::Unknown)
+                else {
+                    return Err(code(INVALID));
+                };
+                if verdict == Verdict::Succeeded {
+                    return match self.complete(a, Value::Null, Cause::Person) {
+                        Ok(Expect::Completed(Outcome::Won)) => Ok(()),
+                        Ok(other) | Err(other) => Err(code(other)),
+                    };
+                }
+                if verdict == Verdict::Failed {
+                    self.attempts[a].state = AttemptState::Failed;
+                    self.attempts[a].error = Some("resolved_by_person");
+                } else {
+                    self.attempts[a].state = AttemptState::Abandoned;
+                }
+                self.release(j);
+                self.jobs[j].decisions += 1;
+                Ok(())
+            }
         }
     }
 
@@ -1090,6 +1540,20 @@ impl Model {
                         },
                     )
             }
+            Op::Replay { attempt, again, .. } => {
+                attempt < attempts
+                    && match again {
+                        // A provider that holds the work answers what it stored.
+                        Again::UnknownKey | Again::Broken => {
+                            !self.replay_passes(attempt) || self.stored_for(attempt).is_none()
+                        }
+                        Again::Answer | Again::Later { .. } => true,
+                    }
+            }
+            // Hours do not pass while a request waits within its soft timeout: an executor
+            // would have marked it `unknown` first.
+            Op::Age { .. } => !self.attempts.iter().any(|a| a.channel == Channel::Open),
+            Op::Bulk { slot, .. } => slot < BULK_SLOTS,
             Op::Recover
             | Op::TimePasses
             | Op::Crash { .. }
@@ -1156,6 +1620,15 @@ impl Model {
                 Says::Failed | Says::NotFound => self.learn(attempt, false),
                 Says::Nothing => {}
             },
+            Op::Age { hours, did_work } => {
+                for a in 0..self.attempts.len() {
+                    if self.attempts[a].channel == Channel::Late {
+                        self.attempts[a].channel = Channel::Closed;
+                        self.learn(a, did_work);
+                    }
+                }
+                self.hour += hours;
+            }
             _ => {}
         }
     }
@@ -1188,6 +1661,9 @@ impl Model {
                             attempts: Vec::new(),
                             decisions: 0,
                             waiting: false,
+                            key_seen: None,
+                            key_done: None,
+                            keyed_work: 0,
                         });
                         Ok(Expect::Submitted {
                             job: self.jobs.len() - 1,
@@ -1247,12 +1723,17 @@ impl Model {
                     exec: by,
                     life: self.lives[by.index()],
                 };
+                let hour = self.hour;
                 let sent = &mut self.attempts[attempt];
                 sent.state = AttemptState::InFlight;
                 sent.sends += 1;
                 sent.holder = Some(holder);
                 sent.channel = Channel::Open;
                 sent.lapsed = lapsing;
+                sent.sent_hour = Some(hour);
+                if sent.provider == Prov::Keyed {
+                    self.jobs[j].key_seen.get_or_insert(hour);
+                }
                 Ok(Expect::Ok)
             }
             Op::FailUnsent { attempt, .. } => self.fail_unsent(attempt),
@@ -1412,6 +1893,9 @@ impl Model {
                 self.validated[p.index()] = true;
                 Ok(Expect::Ok)
             }
+            Op::Replay { attempt, again, .. } => self.replay(attempt, again),
+            Op::Age { .. } => Ok(Expect::Nothing),
+            Op::Bulk { slot, ask, run } => self.bulk(slot, ask, run),
         }
     }
 
@@ -1503,7 +1987,7 @@ impl ReferenceStateMachine for LedgerModel {
         // Each case starts with some providers validated for the contract.
         let validated = proptest::array::uniform4(proptest::bool::weighted(0.6));
         (
-            proptest::array::uniform11(dial),
+            proptest::array::uniform13(dial),
             0..Reply::ALL.len(),
             validated,
         )
@@ -1773,6 +2257,106 @@ impl LedgerModel {
                     .boxed(),
             ));
         }
+        // Keyed replays of `unknown` attempts, and the hours they wait for.
+        let unknown = where_attempts(&|a| a.state == Unknown);
+        let keyed_unknown = where_attempts(&|a| a.state == Unknown && a.provider == Prov::Keyed);
+        let replayable: Vec<usize> = (0..attempts).filter(|&a| m.replay_passes(a)).collect();
+        if attempts > 0 {
+            let (weight, preferred) = if !replayable.is_empty() {
+                (30, replayable)
+            } else if !keyed_unknown.is_empty() {
+                (6, keyed_unknown.clone())
+            } else if !unknown.is_empty() {
+                (1, unknown)
+            } else {
+                (0, vec![])
+            };
+            let again = prop_oneof![
+                4 => Just(Again::Answer),
+                3 => any::<bool>().prop_map(|did_work| Again::Later { did_work }),
+                1 => Just(Again::UnknownKey),
+                1 => Just(Again::Broken),
+            ];
+            arms.push((
+                dial(Dial::Replays) * weight,
+                (exec(), pick(preferred, attempts), again)
+                    .prop_map(|(by, attempt, again)| Op::Replay { by, attempt, again })
+                    .boxed(),
+            ));
+        }
+        let keyed_sent = m
+            .attempts
+            .iter()
+            .any(|a| a.provider == Prov::Keyed && a.sends > 0);
+        if m.allows(&Op::Age {
+            hours: 1,
+            did_work: false,
+        }) {
+            arms.push((
+                dial(Dial::Replays)
+                    * if keyed_unknown.is_empty() { 1 } else { 20 }
+                    * u32::from(keyed_sent),
+                (
+                    proptest::sample::select(vec![1u32, 1, 1, 3, 8, 20, 30]),
+                    any::<bool>(),
+                )
+                    .prop_map(|(hours, did_work)| Op::Age { hours, did_work })
+                    .boxed(),
+            ));
+        }
+        // Bulk operations: now and then the same key with what it first asked.
+        if jobs > 0 {
+            let asked: Vec<Option<BulkAsk>> =
+                m.bulks.iter().map(|b| b.as_ref().map(|b| b.ask)).collect();
+            let verdict = prop_oneof![
+                1 => Just(Verdict::Succeeded),
+                1 => Just(Verdict::Failed),
+                1 => Just(Verdict::Abandoned)
+            ];
+            let action = prop_oneof![
+                3 => verdict.prop_map(BulkDo::Resolve),
+                1 => Just(BulkDo::Cancel),
+                2 => proptest::option::weighted(0.3, prov()).prop_map(BulkDo::Retry),
+            ];
+            let status = proptest::sample::select(vec![
+                None,
+                Some(JobStatus::Unknown),
+                Some(JobStatus::Queued),
+                Some(JobStatus::Running),
+                Some(JobStatus::Failed),
+            ]);
+            arms.push((
+                dial(Dial::Bulk) * 2,
+                (
+                    0..BULK_SLOTS,
+                    action,
+                    status,
+                    proptest::option::weighted(0.3, prov()),
+                    0u8..10,
+                    proptest::bool::weighted(0.7),
+                )
+                    .prop_map(move |(slot, action, status, provider, r, run)| {
+                        let mut ask = BulkAsk {
+                            action,
+                            status,
+                            provider,
+                        };
+                        match asked[slot] {
+                            // The same key again, with what it first asked.
+                            Some(first) if r < 6 => ask = first,
+                            _ => {
+                                // Mostly what a person can ask: a resolve of unknown jobs.
+                                if matches!(action, BulkDo::Resolve(_)) && r != 9 {
+                                    ask.status =
+                                        [None, Some(JobStatus::Unknown)][usize::from(r % 2)];
+                                }
+                            }
+                        }
+                        Op::Bulk { slot, ask, run }
+                    })
+                    .boxed(),
+            ));
+        }
         arms.retain(|(weight, _)| *weight > 0);
         Union::new_weighted(arms).boxed()
     }
@@ -1801,6 +2385,8 @@ struct Ledger {
     sent: HashMap<usize, usize>,
     /// Each succeeded job's winner and result, as first seen.
     settled: RefCell<HashMap<usize, (String, Option<Value>)>>,
+    /// The bulk operations' ids, by slot.
+    bulk_ids: [Option<String>; BULK_SLOTS],
     step: usize,
     op: String,
     /// The case's schedule is over; the drain's steps follow.
@@ -1832,6 +2418,7 @@ impl Ledger {
             attempts: Vec::new(),
             sent: HashMap::new(),
             settled: RefCell::new(HashMap::new()),
+            bulk_ids: Default::default(),
             step: 0,
             op: String::new(),
             draining: false,
@@ -2158,6 +2745,158 @@ impl Ledger {
                     Expect::Refused("not_found")
                 }
             }
+            Op::Replay { by, attempt, again } => {
+                let budget = KEYS[m.jobs[m.attempts[attempt].job].key].budget();
+                self.replay(by, attempt, again, budget, &m.replay_answer)
+                    .await
+            }
+            Op::Age { hours, .. } => {
+                let age = Sql {
+                    sqlite: "UPDATE attempts
+                             SET sent_at = strftime('%Y-%m-%dT%H:%M:%fZ', sent_at, '-' || $1 || ' hours')
+                             WHERE sent_at IS NOT NULL",
+                    postgres: "UPDATE attempts SET sent_at = sent_at - CAST($1 || ' hours' AS interval)
+                               WHERE sent_at IS NOT NULL",
+                };
+                self.raw
+                    .execute(age, &[&hours.to_string()])
+                    .await
+                    .expect("hours pass");
+                Expect::Nothing
+            }
+            Op::Bulk { slot, ask, run } => {
+                let key = format!("bulk-{slot}");
+                let request = ask.request();
+                let person = self.person();
+                let started = if run {
+                    person.bulk(OWNER, &key, &request, |_| {}).await
+                } else {
+                    person.bulk_start(OWNER, &key, &request).await
+                };
+                match started {
+                    Ok(started) => {
+                        let op = started.operation;
+                        let id = op.id.clone().expect("an operation is recorded");
+                        let first = self.bulk_ids[slot]
+                            .get_or_insert_with(|| id.clone())
+                            .clone();
+                        assert_eq!(first, id, "{}: the key answers its operation", self.ctx());
+                        let mut skipped: Vec<(usize, String)> = op
+                            .skipped
+                            .iter()
+                            .map(|s| (self.job_index(&s.job_id), s.code.clone()))
+                            .collect();
+                        skipped.sort();
+                        // The attempts a bulk retry started, by their job and number.
+                        for a in self.attempts.len()..m.attempts.len() {
+                            let ma = &m.attempts[a];
+                            let d = self.person().job(OWNER, &self.jobs[ma.job]).await;
+                            let started = d.ok().and_then(|d| {
+                                d.attempts
+                                    .into_iter()
+                                    .find(|x| x.number == ma.number)
+                                    .map(|x| x.id)
+                            });
+                            match started {
+                                Some(id) => {
+                                    self.new_attempt(id);
+                                }
+                                None => break,
+                            }
+                        }
+                        Expect::Bulk {
+                            replayed: started.replayed,
+                            matched: op.matched as usize,
+                            changed: op.changed as usize,
+                            skipped,
+                            done: op.done,
+                        }
+                    }
+                    Err(Error::IdempotencyConflict { details, .. }) => {
+                        let slot = self
+                            .bulk_ids
+                            .iter()
+                            .position(|id| id.as_deref() == Some(&details.existing_job_id));
+                        Expect::BulkConflict(slot.unwrap_or_else(|| {
+                            panic!("{}: a conflict names no operation", self.ctx())
+                        }))
+                    }
+                    Err(e) => self.refusal(e),
+                }
+            }
+        }
+    }
+
+    /// A keyed replay as `Executor::replay` makes it, without HTTP: the engine's gate, then
+    /// what came back (`again`, chosen by the schedule) recorded by the calls the executor
+    /// records it with.
+    async fn replay(
+        &self,
+        by: Exec,
+        attempt: usize,
+        again: Again,
+        budget: usize,
+        stored: &Value,
+    ) -> Expect {
+        let engine = &self.engines[by.index()];
+        let id = &self.attempts[attempt];
+        let (read, left) = match engine.replay_gate(id).await {
+            Ok(ReplayGate::Now { attempt, left, .. }) => (attempt, left),
+            Ok(ReplayGate::TooEarly(_)) => return Expect::Replayed(ReplayGot::TooEarly),
+            Err(e) => return self.refusal(e),
+        };
+        let flag = |why: &onejob_engine::AttemptError, status| {
+            let note = Note::replayed("flagged", Some(why), Some(status), left, None);
+            engine.flag_unknown(id, note)
+        };
+        let flagged = |r: Result<bool, Error>| match r {
+            Ok(true) => Expect::Replayed(ReplayGot::Flagged),
+            Ok(false) => Expect::Nothing,
+            Err(e) => self.refusal(e),
+        };
+        match again {
+            Again::Answer => {
+                let note = Note::replayed("settled", None, Some(200), left, None);
+                let completed = engine
+                    .complete_noted(id, stored, Cause::Answer, "replay", note)
+                    .await;
+                match completed {
+                    Ok(c) => Expect::Replayed(ReplayGot::Completed(c.outcome)),
+                    Err(e) => self.refusal(e),
+                }
+            }
+            Again::Later { .. } => {
+                let why = FailureKind::Timeout.because("the replay timed out, said the model");
+                let wait = Some(onejob_engine::executor::REPLAY_FIRST_WAIT);
+                let note = Note::replayed("retries_later", Some(&why), None, left, wait);
+                match engine.note(id, note).await {
+                    Ok(()) => Expect::Replayed(ReplayGot::RetriesLater),
+                    Err(e) => self.refusal(e),
+                }
+            }
+            Again::UnknownKey => {
+                let why = FailureKind::Rejected.because("404: no such key, said the model");
+                flagged(flag(&why, 404).await)
+            }
+            Again::Broken => {
+                let kind = FailureKind::InvalidAnswerKeyed;
+                let why = kind.because("an unreadable 2xx to the replay, said the model");
+                if kind.on_last_try() != kind && read.number as usize >= budget {
+                    return flagged(flag(&why, 200).await);
+                }
+                let note = Note::replayed("settled", Some(&why), Some(200), left, None);
+                let after = AfterFailure::RequeueAfter {
+                    wait: Duration::ZERO,
+                    retry_after: None,
+                };
+                let failed = engine
+                    .fail_attempt_noted(id, why.clone(), Some(200), after, Some(note))
+                    .await;
+                match failed {
+                    Ok(_) => Expect::Replayed(ReplayGot::Failed),
+                    Err(e) => self.refusal(e),
+                }
+            }
         }
     }
 
@@ -2197,6 +2936,7 @@ impl Ledger {
         let (jobs, attempts): (i64, i64) = self.raw.fetch_one(counts, &[]).await.expect("count");
         assert_eq!(jobs as usize, m.jobs.len(), "{ctx}: job rows");
         assert_eq!(attempts as usize, m.attempts.len(), "{ctx}: attempt rows");
+        let mut details = Vec::new();
         for (j, mj) in m.jobs.iter().enumerate() {
             let d = self
                 .person()
@@ -2204,6 +2944,14 @@ impl Ledger {
                 .await
                 .unwrap_or_else(|e| panic!("{ctx}: job {j}: {e:?}"));
             let ctx = format!("{ctx}: job {j} ({})", KEYS[mj.key].name);
+            // Rule 10: no provider does a job's work twice. The keyed provider deduplicates by
+            // the key, so it does it at most once, across first sends, retries and replays;
+            // the providers without keys are held by rule 4.
+            assert!(
+                mj.keyed_work <= 1,
+                "{ctx}: rule 10: the keyed provider did the job's work {} times",
+                mj.keyed_work
+            );
             self.agrees(m, mj, &d, &ctx);
             ledger_rules(&d, &ctx);
             // Rule 5: a result, once claimed, never changes.
@@ -2218,7 +2966,9 @@ impl Ledger {
                     "{ctx}: rule 5: the result vanished"
                 );
             }
+            details.push(d);
         }
+        self.bulk_rules(m, &details, &ctx).await;
         effects(m, false, &ctx);
     }
 
@@ -2272,6 +3022,82 @@ impl Ledger {
                 got, want,
                 "{ctx}: attempt {a}: (id, number, provider, state, job_version, error, flagged, sent) differ from the model (left: the ledger, right: the model)"
             );
+            let replays = d
+                .events
+                .iter()
+                .filter(|e| {
+                    e.kind == "replayed" && e.attempt_id.as_deref() == Some(&self.attempts[a])
+                })
+                .count();
+            assert_eq!(
+                replays, ma.replays,
+                "{ctx}: attempt {a}: its replayed events (left) and the replays that reached its provider (right)"
+            );
+        }
+    }
+
+    /// Rule 11: a bulk operation's set is the jobs the model says matched when it started,
+    /// each decided once: its item's outcome is the model's, and the events naming the
+    /// operation change a job at most once, exactly when the item says it changed.
+    async fn bulk_rules(&self, m: &Model, details: &[JobDetail], ctx: &str) {
+        for (slot, b) in m.bulks.iter().enumerate() {
+            let (Some(b), Some(id)) = (b, &self.bulk_ids[slot]) else {
+                assert!(
+                    b.is_none() || self.bulk_ids[slot].is_none(),
+                    "{ctx}: bulk slot {slot}: started in the model and not in the ledger, or the reverse"
+                );
+                continue;
+            };
+            let items = Sql {
+                sqlite: "SELECT group_concat(job_id || '=' || coalesce(outcome, '-'), ',')
+                         FROM (SELECT job_id, outcome FROM bulk_items
+                               WHERE operation_id = $1 ORDER BY job_id)",
+                postgres: "SELECT string_agg(job_id::text || '=' || coalesce(outcome, '-'), ','
+                                             ORDER BY job_id)
+                           FROM bulk_items WHERE operation_id = CAST($1 AS uuid)",
+            };
+            let (listed,): (Option<String>,) =
+                self.raw.fetch_one(items, &[id]).await.expect("bulk items");
+            let mut got: Vec<(usize, Option<String>)> = listed
+                .unwrap_or_default()
+                .split(',')
+                .filter(|item| !item.is_empty())
+                .map(|item| {
+                    let (job, outcome) = item.split_once('=').expect("job=outcome");
+                    let outcome = (outcome != "-").then(|| outcome.to_owned());
+                    (self.job_index(job), outcome)
+                })
+                .collect();
+            got.sort();
+            assert_eq!(
+                got, b.items,
+                "{ctx}: rule 11: bulk slot {slot}: its jobs and their outcomes (left: the ledger, right: the model)"
+            );
+            let change = match b.ask.action {
+                BulkDo::Resolve(_) => "resolved_by_person",
+                BulkDo::Cancel => "job_cancelled",
+                BulkDo::Retry(_) => "attempt_created",
+            };
+            for (j, d) in details.iter().enumerate() {
+                let changes = d
+                    .events
+                    .iter()
+                    .filter(|e| e.kind == change && e.detail["bulk"].as_str() == Some(id))
+                    .count();
+                assert!(
+                    changes <= 1,
+                    "{ctx}: rule 11: bulk slot {slot} changed job {j} {changes} times"
+                );
+                let changed = b
+                    .items
+                    .iter()
+                    .any(|(i, o)| *i == j && o.as_deref() == Some("changed"));
+                assert_eq!(
+                    changes == 1,
+                    changed,
+                    "{ctx}: rule 11: bulk slot {slot}, job {j}: an event naming it (left) and its item changed (right)"
+                );
+            }
         }
     }
 }
@@ -2360,7 +3186,8 @@ fn ledger_rules(d: &JobDetail, ctx: &str) {
                     Some(Pending | InFlight | Unknown | Abandoned) => Some(Lost),
                     _ => None,
                 },
-                "backoff_set" => None,
+                // A replay that settles it writes its outcome's event beside this one.
+                "backoff_set" | "replayed" | "looked_up" => None,
                 other => panic!("{ctx}: attempt {}: unexpected event {other}", a.id),
             };
             if let Some(next) = next {
@@ -2576,7 +3403,16 @@ fn tally(op: &Op, got: &Expect, note: &str) {
     let op = format!("{op:?}");
     let op = op.split([' ', '(']).next().unwrap_or_default();
     let got = format!("{got:?}");
-    let got = match got.split_once('(') {
+    let got = match got.split_once(['(', ' ']) {
+        Some(("Bulk", _)) => match got {
+            _ if got.contains("BulkConflict") => "BulkConflict".to_owned(),
+            _ => format!(
+                "Bulk(replayed {}, done {})",
+                got.contains("replayed: true"),
+                got.contains("done: true")
+            ),
+        },
+        Some(("Replayed", rest)) => format!("Replayed({}", rest),
         Some(("Claimed", rest)) if rest.starts_with("Failed") => {
             format!("Claimed({}", rest)
         }

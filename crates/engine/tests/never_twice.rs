@@ -1124,6 +1124,116 @@ async fn a_replay_never_runs_before_the_hard_deadline() {
     assert_eq!(seen.effects.values().sum::<usize>(), 1);
 }
 
+/// Moves attempt `id`'s `sent_at` back by `hours`: as if it had been sent that long ago.
+async fn sent_hours_ago(raw: &Raw, id: &str, hours: u32) {
+    let back = Sql {
+        sqlite: "UPDATE attempts
+                 SET sent_at = strftime('%Y-%m-%dT%H:%M:%fZ', sent_at, '-' || $2 || ' hours')
+                 WHERE id = $1",
+        postgres: "UPDATE attempts SET sent_at = sent_at - CAST($2 || ' hours' AS interval)
+                   WHERE id = CAST($1 AS uuid)",
+    };
+    let moved = raw
+        .execute(back, &[id, &hours.to_string()])
+        .await
+        .expect("sent earlier");
+    assert_eq!(moved, 1);
+}
+
+/// Found by the model-based test: the key is the job's, so a provider keeps it from its first
+/// use there, not from the send of the attempt being replayed. A keyed retry sent hours after
+/// the first attempt, then `unknown`, must not be replayed once the first send is past the
+/// retention less the margin: the provider may have forgotten the key that holds the work.
+#[tokio::test]
+async fn a_replay_window_counts_from_the_keys_first_send_at_the_provider_not_the_attempts_own() {
+    let ledger = Ledger::new().await;
+    let (e, raw) = (&ledger.engine, ledger.raw().await);
+    // Kept a day, less the margin (2.4 h): 21.6 h.
+    keyed_payments(
+        e,
+        "payments",
+        "http://127.0.0.1:9/pay",
+        1000,
+        true,
+        Some(86_400),
+    )
+    .await;
+    let job = pay_at(e, "payments", "retried-hours-later").await;
+    let first = match e.claim_next(&job).await.expect("claim") {
+        onejob_engine::Claim::Attempt(ja) => ja.attempt.id,
+        other => panic!("{other:?}"),
+    };
+    e.mark_sent(&first, "executor-test", Duration::from_secs(3600))
+        .await
+        .expect("sent");
+    // A 5xx from a provider that keeps keys: it may have done the work, and the retry goes to
+    // it again under the same key.
+    e.fail_attempt(
+        &first,
+        FailureKind::ServerErrorKeyed.because("503"),
+        Some(503),
+        AfterFailure::Requeue,
+    )
+    .await
+    .expect("failed");
+    let second = match e.claim_next(&job).await.expect("claim") {
+        onejob_engine::Claim::Attempt(ja) => ja.attempt.id,
+        other => panic!("{other:?}"),
+    };
+    e.mark_sent(&second, "executor-test", Duration::from_secs(3600))
+        .await
+        .expect("sent");
+    e.mark_unknown(&second, FailureKind::Timeout.because("no answer"))
+        .await
+        .expect("unknown");
+    // The retry went out 8 h after the first send; 20 h have passed since: the key was first
+    // used 28 h ago.
+    sent_hours_ago(&raw, &first, 28).await;
+    sent_hours_ago(&raw, &second, 20).await;
+    let refused = e.replay_gate(&second).await.expect_err("not replayed");
+    assert_eq!(refused.code(), "invalid_input", "{refused:?}");
+    let window = e.replay_window(&second).await.expect("window");
+    assert_eq!(window.left, None, "{window:?}");
+    let due = e.replayable_attempts(100).await.expect("replayable");
+    assert!(due.iter().all(|a| a.id != second), "{due:?}");
+
+    // Within the retention of the first send, the retry is replayed.
+    let other = pay_at(e, "payments", "retried-soon").await;
+    let mut ids = Vec::new();
+    for _ in 0..2 {
+        let id = match e.claim_next(&other).await.expect("claim") {
+            onejob_engine::Claim::Attempt(ja) => ja.attempt.id,
+            c => panic!("{c:?}"),
+        };
+        e.mark_sent(&id, "executor-test", Duration::from_secs(3600))
+            .await
+            .expect("sent");
+        ids.push(id);
+        if ids.len() == 1 {
+            let why = FailureKind::ServerErrorKeyed.because("503");
+            e.fail_attempt(&ids[0], why, Some(503), AfterFailure::Requeue)
+                .await
+                .expect("failed");
+        }
+    }
+    e.mark_unknown(&ids[1], FailureKind::Timeout.because("no answer"))
+        .await
+        .expect("unknown");
+    sent_hours_ago(&raw, &ids[0], 21).await;
+    sent_hours_ago(&raw, &ids[1], 20).await;
+    match e.replay_gate(&ids[1]).await.expect("gate") {
+        onejob_engine::ReplayGate::Now { left, .. } => {
+            assert!(
+                left < Duration::from_secs(3600),
+                "{left:?}: counted from the first send"
+            )
+        }
+        other => panic!("{other:?}"),
+    }
+    let due = e.replayable_attempts(100).await.expect("replayable");
+    assert!(due.iter().any(|a| a.id == ids[1]), "{due:?}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_replay_answered_with_another_4xx_flags_the_attempt_for_review_and_leaves_it_unknown() {
     let ledger = Ledger::new().await;

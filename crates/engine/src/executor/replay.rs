@@ -12,16 +12,13 @@
 
 use std::time::{Duration, Instant};
 
-use rand::Rng;
-use serde_json::json;
-
-use crate::attempt::{AttemptState, Cause};
+use crate::attempt::Cause;
 use crate::error::{Error, Result};
-use crate::events::EventKind;
 use crate::failure::{FailureKind, RetryHere};
-use crate::ledger::Note;
+use crate::ledger::{Note, ReplayGate};
 use crate::model::{AfterFailure, Attempt, AttemptError, Completion, JobAttempt};
 use crate::providers::http::{self, Classified};
+use rand::Rng;
 
 use super::send::{Destination, NotSent, Prepared};
 use super::{lock, Executor};
@@ -122,47 +119,15 @@ impl Executor {
     pub async fn replay(&self, attempt: &Attempt) -> Result<Replayed> {
         let engine = &self.inner.engine;
         // As it is now: a person may have resolved or abandoned it since it was read.
-        let attempt = &engine.attempt_by_id(&attempt.id).await?;
-        if attempt.state != AttemptState::Unknown {
-            return Err(Error::invalid_transition(
-                "attempt",
-                &attempt.id,
-                attempt.state.as_str(),
-                "replayed",
-            ));
-        }
-        let provider = engine.provider(&attempt.provider).await?;
-        let config = &provider.config;
-        let never = |why: String| Err(Error::invalid_input("attempt", why));
-        if !config.honours_idempotency_key {
-            return never(format!(
-                "provider {} does not honour Idempotency-Key, so nothing is sent to it again; a person must resolve this attempt",
-                config.name
-            ));
-        }
-        if config.key_retention_s.is_none() {
-            return never(format!(
-                "provider {} states no key_retention_s, so onejob cannot know it still keeps the key; a person must resolve this attempt",
-                config.name
-            ));
-        }
-        if attempt.flagged_for_review {
-            return never(format!(
-                "attempt {} is flagged for review; a person must resolve it",
-                attempt.id
-            ));
-        }
-        let window = engine.replay_window(&attempt.id).await?;
-        if !window.wait.is_zero() {
-            return Ok(Replayed::TooEarly(window.wait));
-        }
-        let Some(left) = window.left else {
-            return never(format!(
-                "provider {} may have forgotten the key by now (key_retention_s {} less the margin has passed since it was sent), so nothing is sent again; a person must resolve this attempt",
-                config.name,
-                config.key_retention_s.unwrap_or_default()
-            ));
+        let (attempt, provider, left) = match engine.replay_gate(&attempt.id).await? {
+            ReplayGate::Now {
+                attempt,
+                provider,
+                left,
+            } => (*attempt, *provider, left),
+            ReplayGate::TooEarly(wait) => return Ok(Replayed::TooEarly(wait)),
         };
+        let attempt = &attempt;
         // An in-process sandbox that another process runs is never asked: nothing to record.
         self.lookup_base(&provider).await?;
         let job = engine.job_by_id(&attempt.job_id).await?;
@@ -231,7 +196,7 @@ impl Executor {
         };
         match verdict {
             Verdict::Answer(result) => {
-                let note = replayed("settled", None, status, left, None);
+                let note = Note::replayed("settled", None, status, left, None);
                 let done = self
                     .persist("replay", || {
                         engine.complete_noted(
@@ -279,7 +244,7 @@ impl Executor {
             },
             RetryHere::NotHere | RetryHere::Blocked => AfterFailure::Requeue,
         };
-        let note = replayed("settled", Some(&error), http_status, left, None);
+        let note = Note::replayed("settled", Some(&error), http_status, left, None);
         let failed = self
             .persist("replay", || {
                 engine.fail_attempt_noted(
@@ -316,7 +281,7 @@ impl Executor {
             ));
         };
         let wait = self.next_replay_wait(&attempt.id, retry_after);
-        let note = replayed("retries_later", Some(&error), http_status, left, Some(wait));
+        let note = Note::replayed("retries_later", Some(&error), http_status, left, Some(wait));
         let engine = &self.inner.engine;
         self.persist("replay", || engine.note(&attempt.id, note.clone()))
             .await?;
@@ -331,7 +296,7 @@ impl Executor {
         http_status: Option<u16>,
         left: Duration,
     ) -> Result<Replayed> {
-        let note = replayed("flagged", Some(error), http_status, left, None);
+        let note = Note::replayed("flagged", Some(error), http_status, left, None);
         let engine = &self.inner.engine;
         self.persist("replay", || engine.flag_unknown(&attempt.id, note.clone()))
             .await?;
@@ -353,29 +318,5 @@ impl Executor {
         let wait = jittered.max(retry_after.unwrap_or_default().min(REPLAY_WAIT_CAP));
         at.insert(attempt_id.to_owned(), (Instant::now() + wait, backoff));
         wait
-    }
-}
-
-/// A `replayed` event: what came back (`http_status`, and for anything but a valid answer its
-/// `error_kind` and `message`), the `outcome` (`settled`, `retries_later` or `flagged`), when
-/// the next replay is due (`retry_in_ms`, for `retries_later`), and how long the provider
-/// still keeps the key, less the margin (`window_left_ms`).
-fn replayed(
-    outcome: &str,
-    error: Option<&AttemptError>,
-    http_status: Option<u16>,
-    left: Duration,
-    retry_in: Option<Duration>,
-) -> Note {
-    Note {
-        kind: EventKind::Replayed,
-        detail: json!({
-            "outcome": outcome,
-            "http_status": http_status,
-            "error_kind": error.map(|e| e.kind.clone()),
-            "message": error.map(|e| e.message.clone()),
-            "retry_in_ms": retry_in.map(|w| w.as_millis() as u64),
-            "window_left_ms": left.as_millis() as u64,
-        }),
     }
 }

@@ -309,7 +309,8 @@ impl Engine {
     /// [`Engine::complete`] for an answer a replay or a status lookup brought: `via` names
     /// how it came (`replay`, `reconciliation`) in the events, and `note` (the `replayed` or
     /// `looked_up` event) is recorded in the same transaction, before the outcome's event.
-    pub(crate) async fn complete_noted(
+    #[doc(hidden)]
+    pub async fn complete_noted(
         &self,
         attempt_id: &str,
         answer: &Value,

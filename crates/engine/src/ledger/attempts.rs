@@ -465,7 +465,8 @@ impl Engine {
 
     /// [`Engine::fail_attempt`] with a replay's or a status lookup's event, recorded in the
     /// same transaction before the failure's.
-    pub(crate) async fn fail_attempt_noted(
+    #[doc(hidden)]
+    pub async fn fail_attempt_noted(
         &self,
         attempt_id: &str,
         why: AttemptError,

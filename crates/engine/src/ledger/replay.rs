@@ -6,10 +6,13 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+use serde_json::json;
+
 use crate::attempt::AttemptState;
 use crate::error::{Error, Result};
 use crate::events::EventKind;
-use crate::model::{Actor, Attempt};
+use crate::model::{Actor, Attempt, AttemptError};
+use crate::providers::Provider;
 use crate::store::attempts as attempt_rows;
 use crate::store::Handle;
 use crate::Engine;
@@ -24,14 +27,40 @@ pub const REPLAY_MARGIN_FRACTION: f64 = 0.1;
 pub const REPLAY_MARGIN_FLOOR: Duration = Duration::from_secs(60);
 
 /// An event recorded with a change (or alone, when it changes nothing): a replay's or a status
-/// lookup's, under the attempt it concerns.
+/// lookup's, under the attempt it concerns. Public for the model-based test, which records a
+/// replay as the executor does.
+#[doc(hidden)]
 #[derive(Debug, Clone)]
-pub(crate) struct Note {
+pub struct Note {
     pub kind: EventKind,
     pub detail: Value,
 }
 
 impl Note {
+    /// A `replayed` event: what came back (`http_status`, and for anything but a valid answer
+    /// its `error_kind` and `message`), the `outcome` (`settled`, `retries_later` or
+    /// `flagged`), when the next replay is due (`retry_in_ms`, for `retries_later`), and how
+    /// long the provider still keeps the key, less the margin (`window_left_ms`).
+    pub fn replayed(
+        outcome: &str,
+        error: Option<&AttemptError>,
+        http_status: Option<u16>,
+        left: Duration,
+        retry_in: Option<Duration>,
+    ) -> Note {
+        Note {
+            kind: EventKind::Replayed,
+            detail: json!({
+                "outcome": outcome,
+                "http_status": http_status,
+                "error_kind": error.map(|e| e.kind.clone()),
+                "message": error.map(|e| e.message.clone()),
+                "retry_in_ms": retry_in.map(|w| w.as_millis() as u64),
+                "window_left_ms": left.as_millis() as u64,
+            }),
+        }
+    }
+
     /// Appends the note under the attempt's job.
     pub(super) async fn write(
         &self,
@@ -62,10 +91,82 @@ pub struct ReplayWindow {
     pub left: Option<Duration>,
 }
 
+/// Whether an attempt may be replayed now (SPEC §16): what a replay checks before it sends.
+#[derive(Debug, Clone)]
+pub enum ReplayGate {
+    /// It may be sent again now: the attempt and its provider as they are, and how long the
+    /// provider still keeps the key, less the margin.
+    Now {
+        attempt: Box<Attempt>,
+        provider: Box<Provider>,
+        left: Duration,
+    },
+    /// Not yet: the attempt's own request may still be answered for this long (its hard
+    /// deadline has not passed since it was sent, by the ledger's clock).
+    TooEarly(Duration),
+}
+
 impl Engine {
+    /// Whether attempt `attempt_id` may be sent again under its key now (SPEC §16), read as it
+    /// is now (a person may have resolved it since it was listed): `invalid_transition` when it
+    /// is no longer `unknown`; `invalid_input`, saying why, at a provider that does not honour
+    /// `Idempotency-Key` or states no `key_retention_s`, when it is flagged for review, or when
+    /// the retention less the margin has passed since the key's first use at that provider (the
+    /// earliest send of any of the job's attempts there); [`ReplayGate::TooEarly`]
+    /// before its hard deadline has.
+    pub async fn replay_gate(&self, attempt_id: &str) -> Result<ReplayGate> {
+        let attempt = self.attempt_by_id(attempt_id).await?;
+        if attempt.state != AttemptState::Unknown {
+            return Err(Error::invalid_transition(
+                "attempt",
+                &attempt.id,
+                attempt.state.as_str(),
+                "replayed",
+            ));
+        }
+        let provider = self.provider(&attempt.provider).await?;
+        let config = &provider.config;
+        let never = |why: String| Err(Error::invalid_input("attempt", why));
+        if !config.honours_idempotency_key {
+            return never(format!(
+                "provider {} does not honour Idempotency-Key, so nothing is sent to it again; a person must resolve this attempt",
+                config.name
+            ));
+        }
+        if config.key_retention_s.is_none() {
+            return never(format!(
+                "provider {} states no key_retention_s, so onejob cannot know it still keeps the key; a person must resolve this attempt",
+                config.name
+            ));
+        }
+        if attempt.flagged_for_review {
+            return never(format!(
+                "attempt {} is flagged for review; a person must resolve it",
+                attempt.id
+            ));
+        }
+        let window = self.replay_window(&attempt.id).await?;
+        if !window.wait.is_zero() {
+            return Ok(ReplayGate::TooEarly(window.wait));
+        }
+        let Some(left) = window.left else {
+            return never(format!(
+                "provider {} may have forgotten the key by now (key_retention_s {} less the margin has passed since the job was first sent to it under the key), so nothing is sent again; a person must resolve this attempt",
+                config.name,
+                config.key_retention_s.unwrap_or_default()
+            ));
+        };
+        Ok(ReplayGate::Now {
+            attempt: Box::new(attempt),
+            provider: Box::new(provider),
+            left,
+        })
+    }
+
     /// For the executor: `unknown` attempts a keyed replay may send now, oldest first: not
     /// flagged, at a provider that honours `Idempotency-Key` with a `key_retention_s`, past
-    /// their hard deadline and within the retention less the margin (by the ledger's clock).
+    /// their hard deadline and within the retention less the margin since the key's first use at
+    /// that provider (by the ledger's clock).
     pub async fn replayable_attempts(&self, limit: u32) -> Result<Vec<Attempt>> {
         let mut conn = self.read().await?;
         attempt_rows::replayable(
@@ -99,7 +200,8 @@ impl Engine {
     }
 
     /// Records a replay or a lookup that changed nothing: its event alone.
-    pub(crate) async fn note(&self, attempt_id: &str, note: Note) -> Result<()> {
+    #[doc(hidden)]
+    pub async fn note(&self, attempt_id: &str, note: Note) -> Result<()> {
         let attempt_id = attempt_id.to_owned();
         self.group(Lock::JobOf(attempt_id.clone()), move |tx| {
             let (attempt_id, note) = (attempt_id.clone(), note.clone());
@@ -116,7 +218,8 @@ impl Engine {
     /// (the job itself is not flagged: that mark outlives a person's verdict). One that moved
     /// meanwhile is not flagged; the note is recorded all the same. Returns whether it was
     /// flagged.
-    pub(crate) async fn flag_unknown(&self, attempt_id: &str, note: Note) -> Result<bool> {
+    #[doc(hidden)]
+    pub async fn flag_unknown(&self, attempt_id: &str, note: Note) -> Result<bool> {
         let attempt_id = attempt_id.to_owned();
         self.group(Lock::JobOf(attempt_id.clone()), move |tx| {
             let (attempt_id, note) = (attempt_id.clone(), note.clone());

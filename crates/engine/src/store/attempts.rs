@@ -492,8 +492,9 @@ pub async fn replayable(
 
 /// Attempt `id`'s replay window by the database's clock: milliseconds until its hard deadline
 /// has passed since it was sent (0 once it has), and until its provider's key retention less
-/// the margin runs out (negative once it has; `None` without a retention). `None` when the
-/// attempt or its provider is gone.
+/// the margin runs out, counted from the key's first use there (the earliest send of the job's
+/// attempts at that provider; negative once it has; `None` without a retention). `None` when
+/// the attempt or its provider is gone.
 pub async fn replay_window(
     h: &mut impl Handle,
     id: &str,

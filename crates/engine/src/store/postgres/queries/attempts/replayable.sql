@@ -1,8 +1,9 @@
 -- Up to $1 attempts in unknown, oldest first, that a keyed replay may send again (SPEC §16):
 -- not flagged for review, at a provider that honours Idempotency-Key and states how long it
 -- keeps a key, its hard deadline passed since the attempt was sent and that key still kept:
--- its retention less the margin ($2 of it, at least $3 ms) not yet run out. Every time by the
--- database's clock.
+-- its retention less the margin ($2 of it, at least $3 ms) not yet run out since the key's
+-- first use at that provider (the earliest send of any of the job's attempts there). Every
+-- time by the database's clock.
 SELECT a.id::text AS id, a.job_id::text AS job_id, a.number, a.provider, a.state, a.job_version,
        a.request_id, a.http_status, a.error_kind, a.error_message, a.executor_id,
        onejob_time(a.lease_expires_at) AS lease_expires_at, a.flagged_for_review,
@@ -14,7 +15,9 @@ WHERE a.state = 'unknown' AND NOT a.flagged_for_review
   AND (p.config->>'key_retention_s')::bigint > 0
   AND coalesce(a.sent_at, a.created_at)
       + (p.config->>'hard_timeout_ms')::bigint * interval '1 millisecond' <= now()
-  AND coalesce(a.sent_at, a.created_at)
+  AND coalesce((SELECT min(b.sent_at) FROM attempts b
+                WHERE b.job_id = a.job_id AND b.provider = a.provider),
+               a.sent_at, a.created_at)
       + ((p.config->>'key_retention_s')::bigint * 1000.0
          - greatest((p.config->>'key_retention_s')::bigint * 1000.0 * $2::float8, $3::float8))
         * interval '1 millisecond' > now()
