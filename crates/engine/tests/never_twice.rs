@@ -1344,3 +1344,82 @@ async fn an_in_process_sandbox_is_replayed_to_only_by_the_executor_that_runs_it(
         Some(&json!("settled"))
     );
 }
+
+/// While a replay is out under the attempt's key, a person cannot say "it did not happen" or
+/// stop waiting for it (and retry elsewhere): the replay may be the request that does the work,
+/// and the person's retry would do it a second time. Once the replay's answer is in, it decides.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_person_cannot_say_it_did_not_happen_while_a_replay_of_it_is_out() {
+    let ledger = Ledger::new().await;
+    let e = &ledger.engine;
+    // The first request never gets its answer out in time (8 s of work, a 2 s hard deadline);
+    // the provider did nothing for it. The replay does the work, in 1.5 s.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let url = format!("http://{}/pay", listener.local_addr().expect("addr"));
+    let requests = Arc::new(AtomicUsize::new(0));
+    let effects = Arc::new(AtomicUsize::new(0));
+    let (seen, done) = (requests.clone(), effects.clone());
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            let (seen, done) = (seen.clone(), done.clone());
+            tokio::spawn(async move {
+                let Some((key, _)) = read_request(&mut stream).await else {
+                    return;
+                };
+                if seen.fetch_add(1, Ordering::SeqCst) == 0 {
+                    tokio::time::sleep(Duration::from_secs(8)).await;
+                    return;
+                }
+                tokio::time::sleep(Duration::from_millis(1500)).await;
+                done.fetch_add(1, Ordering::SeqCst);
+                let answer = json!({ "paid": true, "key": key }).to_string();
+                let reply = format!(
+                    "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{answer}",
+                    answer.len()
+                );
+                let _ = stream.write_all(reply.as_bytes()).await;
+            });
+        }
+    });
+    keyed_payments(e, "payments", &url, 2000, true, Some(86_400)).await;
+    keyed_payments(e, "fallback", &url, 2000, true, None).await;
+    let job = pay_at(e, "payments", "order-46").await;
+    let (_executor, stop, task) = start_with(e, options());
+    let unknown = until(e, &job, |d| d.job.status == JobStatus::Unknown).await;
+    let attempt = unknown.attempts[0].id.clone();
+    // The replay is out: the provider has it and has not answered.
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while requests.load(Ordering::SeqCst) < 2 {
+        assert!(std::time::Instant::now() < deadline, "no replay was sent");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(
+        effects.load(Ordering::SeqCst),
+        0,
+        "the replay is still at work"
+    );
+    for verdict in [Verdict::Abandoned, Verdict::Failed] {
+        let resolution = Resolution {
+            retry_on: Some("fallback".into()),
+            ..Resolution::default()
+        };
+        let refused = e
+            .resolve(OWNER, &attempt, verdict, resolution)
+            .await
+            .expect_err("a replay is out");
+        assert_eq!(refused.code(), "attempt_blocked", "{refused}");
+        assert!(refused.to_string().contains("replay"), "{refused}");
+    }
+    let done = until(e, &job, |d| d.job.status.is_terminal()).await;
+    let _ = stop.send(());
+    task.await.expect("executor");
+    assert_eq!(done.job.status, JobStatus::Succeeded, "{done:#?}");
+    assert_eq!(done.attempts.len(), 1, "nothing was sent elsewhere");
+    assert_eq!(effects.load(Ordering::SeqCst), 1, "the work was done once");
+    assert_eq!(
+        done.attempts[0].lease_expires_at, None,
+        "the hold is let go"
+    );
+}

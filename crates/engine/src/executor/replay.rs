@@ -31,6 +31,10 @@ pub const REPLAY_FIRST_WAIT: Duration = Duration::from_secs(1);
 /// held to it too).
 pub const REPLAY_WAIT_CAP: Duration = Duration::from_secs(300);
 
+/// How much longer than its request's hard deadline a replay holds its attempt: time to build
+/// the request and to record what came back.
+pub const REPLAY_HOLD_MARGIN: Duration = Duration::from_secs(10);
+
 /// The most replayable attempts one pass reads.
 const REPLAYS_READ: u32 = 1000;
 
@@ -48,7 +52,8 @@ pub enum Replayed {
     /// Another answer (a 4xx): still `unknown`, flagged for review, not replayed again.
     Flagged,
     /// Not sent: the attempt's own request may still be answered for this long (its hard
-    /// deadline has not passed since it was sent, by the ledger's clock).
+    /// deadline has not passed since it was sent, by the ledger's clock), or another
+    /// executor's replay of it is out (asked again after this wait).
     TooEarly(Duration),
 }
 
@@ -130,6 +135,27 @@ impl Executor {
         let attempt = &attempt;
         // An in-process sandbox that another process runs is never asked: nothing to record.
         self.lookup_base(&provider).await?;
+        // Held in the ledger while it is out, so no person says "it did not happen" meanwhile
+        // and no other executor replays it at the same time.
+        let hold = Duration::from_millis(provider.config.hard_timeout_ms) + REPLAY_HOLD_MARGIN;
+        if !engine.hold_replay(&attempt.id, hold).await? {
+            return Ok(Replayed::TooEarly(REPLAY_FIRST_WAIT));
+        }
+        let replayed = self.send_replay(attempt, left).await;
+        // An answer that settled it let go already; a failure to let go lets the hold run out.
+        if let Err(e) = engine.release_replay(&attempt.id).await {
+            eprintln!(
+                "onejob executor: replay {}: its hold stays until it runs out: {e}",
+                attempt.id
+            );
+        }
+        replayed
+    }
+
+    /// The replay itself, once the attempt is held: the request built again, sent under its
+    /// key, and what came back recorded.
+    async fn send_replay(&self, attempt: &Attempt, left: Duration) -> Result<Replayed> {
+        let engine = &self.inner.engine;
         let job = engine.job_by_id(&attempt.job_id).await?;
         let client = self.client()?;
         let prepared = self

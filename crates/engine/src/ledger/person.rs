@@ -3,7 +3,7 @@
 use serde_json::{json, Map, Value};
 
 use crate::attempt::{AttemptState, Cause};
-use crate::error::ConflictDetails;
+use crate::error::{BlockedDetails, ConflictDetails};
 use crate::error::{Error, Result};
 use crate::events::EventKind;
 use crate::failure::FailureKind;
@@ -257,6 +257,22 @@ pub(super) async fn resolve_in(
             }
         }
         Verdict::Failed | Verdict::Abandoned => {
+            // A replay out under the attempt's key may still do the work: "it did not happen"
+            // now could have it done twice, here and wherever the person sends it next.
+            if from == AttemptState::Unknown {
+                if let Some(until) = attempt_rows::replay_held(tx, attempt_id).await? {
+                    return Err(Error::AttemptBlocked {
+                        message: format!(
+                            "a replay of attempt {attempt_id} under its key is out until {until}; its answer may settle it: decide after that"
+                        ),
+                        details: BlockedDetails {
+                            job_id: row.job_id.clone(),
+                            attempt_id: attempt_id.clone(),
+                            state: from.as_str().to_owned(),
+                        },
+                    });
+                }
+            }
             let to = if verdict == Verdict::Failed {
                 AttemptState::Failed
             } else {

@@ -199,6 +199,31 @@ impl Engine {
         })
     }
 
+    /// Holds an `unknown` attempt for a keyed replay for `hold` (its request's hard deadline and
+    /// a margin), under its job's lock: while held, a person's "it did not happen" or "stop
+    /// waiting" is refused (`attempt_blocked`), since the replay may still do the work the
+    /// person would have done elsewhere. Returns whether it is held; not when it moved, is
+    /// flagged, or another executor's replay holds it still.
+    pub(crate) async fn hold_replay(&self, attempt_id: &str, hold: Duration) -> Result<bool> {
+        let attempt_id = attempt_id.to_owned();
+        self.group(Lock::JobOf(attempt_id.clone()), move |tx| {
+            let attempt_id = attempt_id.clone();
+            Box::pin(async move { Ok(attempt_rows::hold_replay(tx, &attempt_id, hold).await?) })
+        })
+        .await
+    }
+
+    /// Lets go of a replay's hold once its answer is recorded (an answer that settles the
+    /// attempt lets go by itself: only an `unknown` attempt is held).
+    pub(crate) async fn release_replay(&self, attempt_id: &str) -> Result<()> {
+        let attempt_id = attempt_id.to_owned();
+        self.group(Lock::JobOf(attempt_id.clone()), move |tx| {
+            let attempt_id = attempt_id.clone();
+            Box::pin(async move { Ok(attempt_rows::release_replay(tx, &attempt_id).await?) })
+        })
+        .await
+    }
+
     /// Records a replay or a lookup that changed nothing: its event alone.
     #[doc(hidden)]
     pub async fn note(&self, attempt_id: &str, note: Note) -> Result<()> {

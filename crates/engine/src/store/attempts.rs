@@ -389,6 +389,34 @@ pub async fn flag(h: &mut impl Handle, id: &str) -> sqlx::Result<()> {
     })
 }
 
+/// Holds `unknown` attempt `id` for a keyed replay for `hold` from now, unless it moved, is
+/// flagged, or another replay holds it still; returns whether it is held.
+pub async fn hold_replay(h: &mut impl Handle, id: &str, hold: Duration) -> sqlx::Result<bool> {
+    on_backend!(h, "attempts/hold_replay", |conn, sql| {
+        sqlx::query(sql)
+            .bind(id)
+            .bind(millis(hold))
+            .execute(conn)
+            .await
+            .map(|done| done.rows_affected() == 1)
+    })
+}
+
+/// Lets go of a replay's hold on `unknown` attempt `id`.
+pub async fn release_replay(h: &mut impl Handle, id: &str) -> sqlx::Result<()> {
+    on_backend!(h, "attempts/release_replay", |conn, sql| {
+        sqlx::query(sql).bind(id).execute(conn).await.map(|_| ())
+    })
+}
+
+/// Until when a keyed replay holds `unknown` attempt `id`, by the ledger's clock; `None` when
+/// none does.
+pub async fn replay_held(h: &mut impl Handle, id: &str) -> sqlx::Result<Option<String>> {
+    on_backend!(h, "attempts/replay_held", |conn, sql| {
+        sqlx::query_scalar(sql).bind(id).fetch_optional(conn).await
+    })
+}
+
 /// Extends the lease of an attempt the executor still holds in flight to `lease` from now.
 pub async fn renew_lease(
     h: &mut impl Handle,
