@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
-# The README's curl session, word for word, against a real `onejob serve` on a ledger of its
-# own: the commands between <!-- curl-session --> and <!-- /curl-session --> run one by one in
-# this shell (the one change: a free port in place of 8787), and each one's output is checked.
-# Then the systemd unit the README points to is checked with `systemd-analyze verify`, where
-# systemd is installed.
+# The curl session of the HTTP API's guide (docs/guide/http-api.md), word for word, against a
+# real `onejob serve` on a ledger of its own: the commands between <!-- curl-session --> and
+# <!-- /curl-session --> run one by one in this shell (the one change: a free port in place of
+# 8787), and each one's output is checked. Then the systemd unit the guides point to
+# (docs/guide/service.md) is checked with `systemd-analyze verify`, where systemd is installed.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 target="${CARGO_TARGET_DIR:-$root/target}"
 onejob_bin="${ONEJOB_BIN:-$target/debug/onejob}"
+guide="$root/docs/guide/http-api.md"
 
 fail() { echo "readme_curl: $*" >&2; exit 1; }
 
@@ -40,8 +41,8 @@ cd "$work"
 port="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
 
 # The session's commands: continued lines joined, comment lines left out.
-session="$(awk '/^<!-- curl-session -->$/ {on = 1; next} /^<!-- \/curl-session -->$/ {on = 0} on && !/^```/' "$root/README.md")"
-[[ -n "$session" ]] || fail "no curl session between the markers in README.md"
+session="$(awk '/^<!-- curl-session -->$/ {on = 1; next} /^<!-- \/curl-session -->$/ {on = 0} on && !/^```/' "$guide")"
+[[ -n "$session" ]] || fail "no curl session between the markers in ${guide#"$root"/}"
 commands=()
 current=""
 while IFS= read -r line; do
@@ -121,7 +122,7 @@ i=0
 expect [ "$server_rc" = 0 ]
 expect [ "$(tail -n1 "$work/out.0" | jq -r .served.stopped)" = true ]
 server_pid=""
-echo "readme_curl: the README's curl session ran as written"
+echo "readme_curl: the curl session of ${guide#"$root"/} ran as written"
 
 # The systemd unit, with ExecStart pointed at this build (verify wants the binary to exist).
 unit="$root/packaging/onejob-serve.service"
