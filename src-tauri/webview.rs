@@ -5,7 +5,8 @@
 //! for the app's own choice) replaces the app's own choice, [`DEFAULT`], so the app benchmark
 //! (`tests/bench_app.sh`) can measure each setting alone beside WebKit's defaults in the same
 //! run, and give the bare window the app's settings. A variable already set in the
-//! app's environment is left as it is. docs/decisions.md has the figures behind [`DEFAULT`].
+//! app's environment is left as it is. docs/perf/window.md has the figures behind [`DEFAULT`]
+//! (decided in docs/adr/, record 0022).
 
 /// The environment variable that replaces [`DEFAULT`].
 pub const ENV: &str = "ONEJOB_WEBVIEW";
@@ -65,7 +66,7 @@ impl Setting {
 }
 
 /// The settings the window gets when `ONEJOB_WEBVIEW` is unset: 395 MiB resident with
-/// 100,000 jobs, from 519 with the optimising tiers off alone (docs/decisions.md).
+/// 100,000 jobs, from 519 with the optimising tiers off alone (docs/perf/window.md).
 /// `ONEJOB_WEBVIEW=no-compositing,no-dmabuf,no-optimizing-jit` gives the scripts their
 /// baseline JIT back.
 pub const DEFAULT: &[Setting] = &[Setting::NoCompositing, Setting::NoDmabuf, Setting::NoJit];

@@ -58,7 +58,7 @@ pub fn intent(i: usize) -> String {
 /// A connection to a file with the same durability pragmas and a table shaped like `jobs`: the
 /// same columns, constraints and indexes, none of the ledger's triggers. It keeps SQLite's
 /// default checkpoint interval: it stands for a plain INSERT, and the ledger's longer one is
-/// the ledger's choice (docs/decisions.md).
+/// the ledger's choice (docs/adr/, record 0027).
 pub async fn raw_connection(
     path: &std::path::Path,
 ) -> Result<SqliteConnection, Box<dyn std::error::Error>> {

@@ -183,21 +183,21 @@ async fn commit_together(db: &Db, group: &[Pending]) -> Result<Option<Vec<Result
     ))
 }
 
-/// A lone submit, committed by the one call of `jobs::submit` on the writer: on SQLite its
-/// statements from `BEGIN IMMEDIATE` to `COMMIT`, on PostgreSQL one autocommit statement. The
+/// A lone submit, committed by the one call of `jobs::submit` on the writer: one autocommitted
+/// `INSERT … ON CONFLICT DO NOTHING` on either backend (without `RETURNING` on SQLite). The
 /// unique constraint arbitrates the key and the schema's triggers check the route's and the
 /// contract's names inside the INSERT; only when it is refused are the names looked up, to say
 /// which one. The answer comes after the commit has returned success.
 async fn submit_alone(db: &Db, pending: &Pending) -> Result<(Job, bool)> {
     let mut writer = db.write().await?;
-    // If the caller goes away while the statements run, a transaction they left open is
-    // rolled back, and nothing was answered.
+    // If the caller goes away while the statement runs, nothing was answered; and should a
+    // transaction be open on the writer, it is rolled back before anything else runs there.
     writer.settle(false);
     let id = uuid::Uuid::now_v7().to_string();
     let outcome = job_rows::submit(&mut writer, &new_job(&id, pending)).await;
     if outcome.is_err() {
-        // A SQLite transaction the failure left open ends here, before anything else runs
-        // on the writer.
+        // A safeguard: the autocommitted statement leaves no transaction open, but should one
+        // be open on the SQLite writer, it ends here, before anything else runs there.
         job_rows::rollback(&mut writer).await;
     }
     writer.settle(true);

@@ -202,10 +202,11 @@ pub struct NewJob<'a> {
 }
 
 /// A lone submit, committed when this returns `Ok`: inserts a `queued` job at version 0 unless
-/// the owner already used the key, and returns the job holding the key (the new one when its id
-/// is `job.id`). On SQLite the statements run in one call, `BEGIN IMMEDIATE` to `COMMIT`; after
-/// an error the caller must run [`rollback`] on the same connection. On PostgreSQL it is one
-/// autocommit statement; `None` when the key's holder committed while it ran (read it then).
+/// the owner already used the key. On both backends it is one autocommitted statement
+/// (`jobs/submit.sql`), its triggers inside it. On SQLite it has no `RETURNING`: the new job is
+/// the one bound, and `None` means the key was taken (read its holder then). On PostgreSQL it
+/// returns the job holding the key (the new one when its id is `job.id`); `None` when the key's
+/// holder committed while it ran (read it then).
 pub async fn submit(h: &mut impl Handle, job: &NewJob<'_>) -> sqlx::Result<Option<JobRow>> {
     let sql = super::queries!("jobs/submit");
     macro_rules! bound {
@@ -348,11 +349,13 @@ pub async fn lock_skipping(h: &mut impl Handle, id: &str) -> sqlx::Result<bool> 
     }
 }
 
-/// Ends a transaction that a failed [`submit`] left open on SQLite; nothing when none is.
+/// Ends a transaction left open on the SQLite writer, if any; nothing when none is. A lone
+/// [`submit`] is one autocommitted statement and leaves none open, so after it this is a
+/// safeguard only (the lone submit was once `BEGIN IMMEDIATE` … `COMMIT` in one call).
 pub async fn rollback(h: &mut impl Handle) {
     if let Conn::Sqlite(conn, _) = h.conn() {
-        // "No transaction is active" is the common case: the failure came before BEGIN's
-        // effect or the database already rolled back.
+        // "No transaction is active" is the common case: a lone submit begins none, and
+        // SQLite rolls back a statement that fails by itself.
         let _ = sqlx::query("ROLLBACK").execute(conn).await;
     }
 }

@@ -339,7 +339,7 @@ impl Db {
     /// PostgreSQL it holds nothing by itself (READ COMMITTED, no ledger-wide lock): a
     /// transaction that reads to decide first locks the one job it concerns
     /// (`jobs::lock`, `jobs::lock_skipping`), and every other decision is one guarded
-    /// statement. docs/decisions.md lists each write transaction and why it holds.
+    /// statement. docs/adr/, record 0035, lists each write transaction and why it holds.
     ///
     /// A PostgreSQL server that cannot be reached is a `storage` error naming the ledger
     /// (see [`Error::from_postgres`]), as for `read` and `write`.

@@ -60,7 +60,7 @@ impl SqliteDb {
         // A local file needs no liveness ping on every acquire. Readers are few and keep small
         // page caches: each reader is a connection, a thread and a cache, resident for the
         // app's life, and in WAL mode a reader's cache is dropped whenever another connection
-        // commits, so a large one rarely pays for itself (docs/decisions.md).
+        // commits, so a large one rarely pays for itself (docs/adr/, record 0023).
         let reader = connect(
             SqlitePoolOptions::new()
                 .test_before_acquire(false)
@@ -127,7 +127,7 @@ impl SqliteDb {
 /// that runs it waits for the database file's fsync, and the next, which starts the WAL over,
 /// for the fsync of the WAL's new header. A commit of the ledger writes about eleven pages, so
 /// at 2,500 that is two commits in about 230, under 1%, and a sequential submit's p99 is an
-/// ordinary commit. Measured in `docs/decisions.md`.
+/// ordinary commit. Measured in `docs/perf/submit.md`; decided in `docs/adr/`, record 0027.
 const WAL_AUTOCHECKPOINT_PAGES: u32 = 2_500;
 
 /// Connections for reads at once.
