@@ -453,22 +453,61 @@ async fn unknown_at(e: &Engine, key: &str, provider: &str) -> String {
 
 #[test]
 fn after_an_outage_a_person_settles_two_hundred_unknown_jobs_in_one_decision() {
-    run(async {
-        let (mut outage, mut elsewhere) = (Vec::new(), Vec::new());
-        let w = {
-            let (outage, elsewhere) = (&mut outage, &mut elsewhere);
-            Window::open(|e| async move {
-                silent_provider(&e, "payments").await;
-                silent_provider(&e, "ledgerbank").await;
-                for n in 0..200 {
-                    outage.push(unknown_at(&e, &format!("pay-{n:03}"), "payments").await);
-                }
-                for n in 0..3 {
-                    elsewhere.push(unknown_at(&e, &format!("bank-{n}"), "ledgerbank").await);
+    run(settle_an_outage(None));
+}
+
+/// The same on a shared PostgreSQL ledger: the window's bulk operation runs there, beside the
+/// ledger's other hosts.
+#[test]
+fn after_an_outage_a_person_settles_two_hundred_unknown_jobs_in_one_decision_on_postgres() {
+    let cluster = Postgres::start().unwrap();
+    let url = cluster.database("outage").unwrap();
+    run(settle_an_outage(Some(url)));
+}
+
+/// Two hundred jobs left `unknown` at one provider and three at another, on the app's own
+/// ledger or on the PostgreSQL database `postgres`; the person settles the two hundred in the
+/// window in one decision while two of them are settled elsewhere.
+async fn settle_an_outage(postgres: Option<String>) {
+    let seed = |e: Engine| async move {
+        silent_provider(&e, "payments").await;
+        silent_provider(&e, "ledgerbank").await;
+        let mut outage = Vec::new();
+        for n in 0..200 {
+            outage.push(unknown_at(&e, &format!("pay-{n:03}"), "payments").await);
+        }
+        let mut elsewhere = Vec::new();
+        for n in 0..3 {
+            elsewhere.push(unknown_at(&e, &format!("bank-{n}"), "ledgerbank").await);
+        }
+        (outage, elsewhere)
+    };
+    let picture = match postgres {
+        Some(_) => "bulk-confirm-postgres",
+        None => "bulk-confirm",
+    };
+    let (w, engine, outage, elsewhere) = match postgres {
+        None => {
+            let mut seeded = None;
+            let w = Window::open(|e| {
+                let seeded = &mut seeded;
+                async move {
+                    *seeded = Some(seed(e).await);
                 }
             })
-            .await
-        };
+            .await;
+            let (outage, elsewhere) = seeded.unwrap();
+            let engine = w.engine.clone();
+            (w, engine, outage, elsewhere)
+        }
+        Some(url) => {
+            let engine = Engine::open(&url).await.unwrap();
+            let (outage, elsewhere) = seed(engine.clone()).await;
+            let w = open_on(&url).await;
+            (w, engine, outage, elsewhere)
+        }
+    };
+    {
         // The filter: unknown jobs at payments.
         w.click("[data-screen=jobs]").await;
         w.click(".filter-option[data-status=unknown]").await;
@@ -500,20 +539,20 @@ fn after_an_outage_a_person_settles_two_hundred_unknown_jobs_in_one_decision() {
         );
         let yes = w.text("[data-testid=bulk-confirm-yes]").await;
         assert_eq!(yes, "It went through: 200 jobs");
-        w.screenshot("bulk-confirm").await;
+        w.screenshot(picture).await;
 
         // Meanwhile, two of them are settled one by one elsewhere (the command line, another
         // window): the ledger moves on while the confirmation is open.
         let moved = [outage[17].clone(), outage[150].clone()];
         for job in &moved {
-            let attempt = w.engine.job("local", job).await.unwrap().attempts[0]
+            let attempt = engine.job("local", job).await.unwrap().attempts[0]
                 .id
                 .clone();
             let seen = Resolution {
                 result: Some(json!({"seen": "on the provider's dashboard"})),
                 ..Default::default()
             };
-            w.engine
+            engine
                 .resolve("local", &attempt, Verdict::Succeeded, seen)
                 .await
                 .unwrap();
@@ -569,16 +608,16 @@ fn after_an_outage_a_person_settles_two_hundred_unknown_jobs_in_one_decision() {
         assert_eq!(listed, expected);
 
         // The ledger: each job of the set decided once, by the operation, the others untouched.
-        let first = w.engine.job("local", &outage[0]).await.unwrap();
+        let first = engine.job("local", &outage[0]).await.unwrap();
         let op = first
             .events
             .iter()
             .find_map(|e| e.detail["bulk"].as_str().map(str::to_owned))
             .expect("an event names the operation");
-        let shown = w.engine.bulk_operation("local", &op).await.unwrap();
+        let shown = engine.bulk_operation("local", &op).await.unwrap();
         assert_eq!((shown.matched, shown.changed, shown.done), (200, 198, true));
         for job in &outage {
-            let detail = w.engine.job("local", job).await.unwrap();
+            let detail = engine.job("local", job).await.unwrap();
             let naming: Vec<&str> = detail
                 .events
                 .iter()
@@ -598,7 +637,7 @@ fn after_an_outage_a_person_settles_two_hundred_unknown_jobs_in_one_decision() {
             }
         }
         for job in &elsewhere {
-            let detail = w.engine.job("local", job).await.unwrap();
+            let detail = engine.job("local", job).await.unwrap();
             assert_eq!(detail.job.status, JobStatus::Unknown, "{job}");
             assert!(
                 detail.events.iter().all(|e| e.detail.get("bulk").is_none()),
@@ -606,7 +645,7 @@ fn after_an_outage_a_person_settles_two_hundred_unknown_jobs_in_one_decision() {
             );
         }
         w.close().await;
-    });
+    }
 }
 
 #[test]
