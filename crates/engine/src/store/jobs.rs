@@ -242,20 +242,35 @@ pub async fn submit(h: &mut impl Handle, job: &NewJob<'_>) -> sqlx::Result<Optio
 
 /// One submit of a group, inside the group's write transaction: as [`submit`], without the
 /// commit. On SQLite the statements run in one call under the savepoint `onejob_step`, which
-/// the caller rolls back to and releases after an error; on PostgreSQL the caller holds a
-/// savepoint around it.
+/// the caller rolls back to and releases after an error (`sqlite/…/jobs/submit_step.sql`); on
+/// PostgreSQL it is the lone submit's own statement (`jobs/submit.sql`), inside the group's
+/// transaction and a savepoint the caller holds around it.
 pub async fn submit_step(h: &mut impl Handle, job: &NewJob<'_>) -> sqlx::Result<Option<JobRow>> {
-    on_backend!(h, "jobs/submit_step", |conn, sql| {
-        sqlx::query_as(sql)
-            .bind(job.id)
-            .bind(job.owner_id)
-            .bind(job.idempotency_key)
-            .bind(job.fingerprint)
-            .bind(job.intent)
+    macro_rules! bound {
+        ($sql:expr) => {
+            sqlx::query_as($sql)
+                .bind(job.id)
+                .bind(job.owner_id)
+                .bind(job.idempotency_key)
+                .bind(job.fingerprint)
+                .bind(job.intent)
+        };
+    }
+    match h.conn() {
+        Conn::Sqlite(conn, ledger) => bound!(include_str!("sqlite/queries/jobs/submit_step.sql"))
             .fetch_all(conn)
             .await
             .map(|rows| rows.into_iter().next())
-    })
+            .map_err(|e| super::sqlite::named(ledger, e)),
+        Conn::Postgres(conn, watch) => {
+            let submitted =
+                bound!(include_str!("postgres/queries/jobs/submit.sql")).fetch_all(conn);
+            watch
+                .guard(submitted)
+                .await
+                .map(|rows| rows.into_iter().next())
+        }
+    }
 }
 
 /// A group's jobs in one statement, each unless its owner already used its key; `group` is a
