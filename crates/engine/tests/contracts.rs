@@ -6,18 +6,10 @@ mod common;
 
 use std::time::Duration;
 
-use common::{sandbox, start, until, Ledger, OWNER};
+use common::{quick, sandbox, start, until, Ledger, OWNER};
 use onejob_engine::sandbox::{Dials, Sandbox, CHAT_PATH};
 use onejob_engine::{AttemptState, Engine, JobDetail, JobStatus};
 use serde_json::{json, Value};
-
-fn quick() -> Dials {
-    Dials {
-        latency_ms: 5,
-        jitter_ms: 0,
-        ..Dials::default()
-    }
-}
 
 fn summary_contract() -> Value {
     json!({
@@ -92,7 +84,7 @@ fn requests_for(sandbox: &Sandbox, job_id: &str) -> usize {
 async fn a_job_with_a_contract_succeeds_through_the_openai_adapter() {
     let ledger = Ledger::new().await;
     let e = &ledger.engine;
-    let server = sandbox(quick()).await;
+    let server = sandbox(quick(5)).await;
     add_contract(e, &summary_contract()).await;
     openai(e, "model-a", &server, json!({})).await;
     let (_executor, _stop) = start(e);
@@ -126,7 +118,7 @@ async fn every_broken_answer_is_a_contract_violation_and_never_the_result() {
             "prose",
             Dials {
                 prose: 1.0,
-                ..quick()
+                ..quick(5)
             },
             "not JSON",
         ),
@@ -134,7 +126,7 @@ async fn every_broken_answer_is_a_contract_violation_and_never_the_result() {
             "extra",
             Dials {
                 extra_key: 1.0,
-                ..quick()
+                ..quick(5)
             },
             "at /unexpected",
         ),
@@ -142,7 +134,7 @@ async fn every_broken_answer_is_a_contract_violation_and_never_the_result() {
             "missing",
             Dials {
                 missing_required_key: 1.0,
-                ..quick()
+                ..quick(5)
             },
             "at /summary",
         ),
@@ -150,7 +142,7 @@ async fn every_broken_answer_is_a_contract_violation_and_never_the_result() {
             "wrong-type",
             Dials {
                 wrong_type: 1.0,
-                ..quick()
+                ..quick(5)
             },
             "at /summary",
         ),
@@ -185,12 +177,12 @@ async fn failover_only_to_a_fallback_that_passed_its_check() {
     add_contract(e, &summary_contract()).await;
     let primary = sandbox(Dials {
         server_error: 1.0,
-        ..quick()
+        ..quick(5)
     })
     .await;
     let fallback = sandbox(Dials {
         extra_key: 1.0,
-        ..quick()
+        ..quick(5)
     })
     .await;
     openai(e, "primary-ai", &primary, json!({})).await;
@@ -220,7 +212,7 @@ async fn failover_only_to_a_fallback_that_passed_its_check() {
         "the fallback saw no request of this job"
     );
 
-    fallback.set_dials(quick());
+    fallback.set_dials(quick(5));
     let check = e
         .check_contract("summary", "fallback-ai")
         .await
@@ -260,7 +252,7 @@ async fn http_primary(engine: &Engine, url: &str, honours_key: bool) {
 
 /// A fallback that passed the `summary` check, so the route may fail over to it.
 async fn validated_fallback(engine: &Engine) -> Sandbox {
-    let server = sandbox(quick()).await;
+    let server = sandbox(quick(5)).await;
     openai(engine, "fallback-ai", &server, json!({})).await;
     let check = engine
         .check_contract("summary", "fallback-ai")
@@ -350,7 +342,7 @@ async fn an_abandoned_attempt_forbids_failover_after_a_later_never_sent() {
 async fn changing_the_schema_template_or_provider_invalidates_earlier_checks() {
     let ledger = Ledger::new().await;
     let e = &ledger.engine;
-    let server = sandbox(quick()).await;
+    let server = sandbox(quick(5)).await;
     let mut contract = summary_contract();
     add_contract(e, &contract).await;
     openai(e, "model-a", &server, json!({})).await;
@@ -412,7 +404,7 @@ async fn changing_the_schema_template_or_provider_invalidates_earlier_checks() {
 async fn a_prompt_longer_than_the_context_window_fails_the_check_with_both_counts() {
     let ledger = Ledger::new().await;
     let e = &ledger.engine;
-    let server = sandbox(quick()).await;
+    let server = sandbox(quick(5)).await;
     add_contract(e, &summary_contract()).await;
     openai(
         e,
@@ -460,7 +452,7 @@ async fn a_timeout_at_an_openai_provider_is_unknown_and_not_retried() {
     let e = &ledger.engine;
     let server = sandbox(Dials {
         never_answer: 1.0,
-        ..quick()
+        ..quick(5)
     })
     .await;
     add_contract(e, &summary_contract()).await;
@@ -503,10 +495,10 @@ async fn a_planted_api_key_appears_nowhere() {
     let ledger = Ledger::new().await;
     let e = &ledger.engine;
     add_contract(e, &summary_contract()).await;
-    let good = sandbox(quick()).await;
+    let good = sandbox(quick(5)).await;
     let bad = sandbox(Dials {
         extra_key: 1.0,
-        ..quick()
+        ..quick(5)
     })
     .await;
     let keyed = json!({"api_key_env": VAR});
@@ -640,7 +632,7 @@ async fn token_usage_is_read_per_attempt_and_summed_per_job() {
     // The first answer breaks the contract: failed, yet billed, so its tokens count.
     let server = sandbox(Dials {
         extra_key: 1.0,
-        ..quick()
+        ..quick(5)
     })
     .await;
     add_contract(e, &summary_contract()).await;
@@ -652,7 +644,7 @@ async fn token_usage_is_read_per_attempt_and_summed_per_job() {
     // The retry carries the same Idempotency-Key: a fresh answer, not the first one replayed.
     server.set_dials(Dials {
         honour_idempotency_key: false,
-        ..quick()
+        ..quick(5)
     });
     e.retry(OWNER, &job_id, None).await.expect("retry");
     let done = until(e, &job_id, |d| d.job.status == JobStatus::Succeeded).await;
@@ -718,7 +710,7 @@ async fn sandbox_provider(engine: &Engine, name: &str, base_url: Option<&str>, d
 async fn a_job_with_a_contract_at_a_sandbox_provider_is_answered_by_its_chat_endpoint() {
     let ledger = Ledger::new().await;
     let e = &ledger.engine;
-    let server = sandbox(quick()).await;
+    let server = sandbox(quick(5)).await;
     add_contract(e, &summary_contract()).await;
     sandbox_provider(e, "sbx", Some(&server.url()), json!({})).await;
     let (_executor, _stop) = start(e);

@@ -5,20 +5,12 @@ mod common;
 
 use std::time::Duration;
 
-use common::{kinds, sandbox, start, until, Ledger, Sql, OWNER};
+use common::{kinds, quick, sandbox, start, until, Ledger, Sql, OWNER};
 use onejob_engine::executor::{Executor, ExecutorOptions, Reconciled};
 use onejob_engine::sandbox::Dials;
 use onejob_engine::{AttemptState, Engine, Error, JobDetail, JobStatus, Resolution, Verdict};
 use onejob_testkit::RawServer;
 use serde_json::json;
-
-fn quick(latency_ms: u32) -> Dials {
-    Dials {
-        latency_ms,
-        jitter_ms: 0,
-        ..Dials::default()
-    }
-}
 
 /// Configures an `http` provider at `url`.
 async fn provider(engine: &Engine, name: &str, url: &str, soft_ms: u64, honours_key: bool) {

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{intent, kinds, sandbox, start_with, until, why, Ledger, Raw, Sql, OWNER};
+use common::{intent, kinds, quick, sandbox, start_with, until, why, Ledger, Raw, Sql, OWNER};
 use onejob_engine::executor::{Executor, ExecutorOptions, Replayed};
 use onejob_engine::sandbox::Dials;
 use onejob_engine::{
@@ -16,14 +16,6 @@ use onejob_engine::{
 };
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-
-fn quick() -> Dials {
-    Dials {
-        latency_ms: 5,
-        jitter_ms: 0,
-        ..Dials::default()
-    }
-}
 
 fn options() -> ExecutorOptions {
     ExecutorOptions {
@@ -193,7 +185,7 @@ async fn a_status_lookup_that_cannot_name_the_request_is_not_made_and_nothing_is
     let server = sandbox(Dials {
         never_answer: 1.0,
         honour_idempotency_key: false,
-        ..quick()
+        ..quick(5)
     })
     .await;
     payment_provider(e, &server.url(), "{base_url}/status/{request_id}").await;
@@ -227,7 +219,7 @@ async fn a_bare_404_from_a_status_lookup_leaves_the_attempt_unknown() {
     let server = sandbox(Dials {
         never_answer: 1.0,
         honour_idempotency_key: false,
-        ..quick()
+        ..quick(5)
     })
     .await;
     let (status, looked_up) = bare_404().await;
@@ -370,7 +362,7 @@ async fn a_failure_found_before_sending_never_touches_an_attempt_already_sent() 
 async fn a_storage_error_before_sending_is_no_verdict_and_the_attempt_is_sent_once_later() {
     let ledger = Ledger::new().await;
     let e = &ledger.engine;
-    let server = sandbox(quick()).await;
+    let server = sandbox(quick(5)).await;
     let config = json!({
         "name": "payee", "kind": "http", "base_url": server.url(),
         "soft_timeout_ms": 5000, "hard_timeout_ms": 8000, "honours_idempotency_key": false
@@ -688,7 +680,7 @@ async fn a_hanging_status_lookup_does_not_hold_up_claiming() {
     let server = sandbox(Dials {
         never_answer: 1.0,
         honour_idempotency_key: false,
-        ..quick()
+        ..quick(5)
     })
     .await;
     let (status, looked_up) = silent_server().await;
@@ -1271,7 +1263,7 @@ async fn the_sandboxs_slow_work_dial_leaves_a_job_unknown_that_settles_by_replay
     let server = sandbox(Dials {
         slow_work: 1.0,
         slow_work_ms: 2000,
-        ..quick()
+        ..quick(5)
     })
     .await;
     let config = json!({

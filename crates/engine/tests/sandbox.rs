@@ -1,9 +1,12 @@
 //! The sandbox provider over real HTTP on 127.0.0.1: its answers, each fault dial, its
 //! idempotency, its log and its status lookup.
 
+mod common;
+
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
+use common::quick;
 use onejob_engine::sandbox::{Dials, LogEntry, Sandbox};
 use onejob_engine::Error;
 use serde_json::{json, Value};
@@ -12,15 +15,6 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 const LOOPBACK: &str = "127.0.0.1:0";
-
-/// Dials with no latency and no faults, so a test waits only where it means to.
-fn quick() -> Dials {
-    Dials {
-        latency_ms: 0,
-        jitter_ms: 0,
-        ..Dials::default()
-    }
-}
 
 async fn sandbox(dials: Dials) -> Sandbox {
     let addr: SocketAddr = LOOPBACK.parse().expect("address");
@@ -136,7 +130,7 @@ async fn a_normal_request_is_echoed_with_its_request_id_and_logged_with_key_and_
 async fn never_answer_holds_the_connection_though_the_work_is_done() {
     let sandbox = sandbox(Dials {
         never_answer: 1.0,
-        ..quick()
+        ..quick(0)
     })
     .await;
     let client = client(Duration::from_secs(1));
@@ -165,7 +159,7 @@ async fn never_answer_holds_the_connection_though_the_work_is_done() {
 async fn stopping_the_sandbox_closes_a_held_connection() {
     let sandbox = sandbox(Dials {
         never_answer: 1.0,
-        ..quick()
+        ..quick(0)
     })
     .await;
     let mut stream = TcpStream::connect(sandbox.addr()).await.expect("connect");
@@ -191,7 +185,7 @@ async fn drop_after_processing_gives_a_connection_error_though_the_work_is_done(
     let sandbox = sandbox(Dials {
         drop_after_processing: 1.0,
         latency_ms: 200,
-        ..quick()
+        ..quick(0)
     })
     .await;
     let started = Instant::now();
@@ -236,7 +230,7 @@ fn raw_post(body: &str) -> Vec<u8> {
 async fn a_dropped_answer_sends_no_response_bytes_at_all() {
     let sandbox = sandbox(Dials {
         drop_after_processing: 1.0,
-        ..quick()
+        ..quick(0)
     })
     .await;
     let mut stream = TcpStream::connect(sandbox.addr()).await.expect("connect");
@@ -264,7 +258,7 @@ async fn a_dropped_answer_sends_no_response_bytes_at_all() {
 async fn server_error_answers_500_and_the_key_stays_failed() {
     let sandbox = sandbox(Dials {
         server_error: 1.0,
-        ..quick()
+        ..quick(0)
     })
     .await;
     let response = post(
@@ -291,7 +285,7 @@ async fn throttle_answers_429_with_the_dialled_retry_after() {
     let sandbox = sandbox(Dials {
         throttle: 1.0,
         retry_after_s: 7,
-        ..quick()
+        ..quick(0)
     })
     .await;
     let response = post(
@@ -314,7 +308,7 @@ async fn throttle_answers_429_with_the_dialled_retry_after() {
 async fn malformed_json_answers_200_with_a_body_that_is_not_json() {
     let sandbox = sandbox(Dials {
         malformed_json: 1.0,
-        ..quick()
+        ..quick(0)
     })
     .await;
     let response = post(
@@ -343,7 +337,7 @@ async fn malformed_json_answers_200_with_a_body_that_is_not_json() {
 async fn extra_key_answers_200_with_an_unexpected_top_level_key() {
     let sandbox = sandbox(Dials {
         extra_key: 1.0,
-        ..quick()
+        ..quick(0)
     })
     .await;
     let response = post(
@@ -365,7 +359,7 @@ async fn extra_key_answers_200_with_an_unexpected_top_level_key() {
 
 #[tokio::test]
 async fn a_repeated_idempotency_key_gets_the_first_answer_and_is_processed_once() {
-    let sandbox = sandbox(quick()).await;
+    let sandbox = sandbox(quick(0)).await;
     let client = client(Duration::from_secs(5));
     let first = post(&client, &sandbox, Some("job-2"), &json!({"f": 6}))
         .send()
@@ -377,7 +371,7 @@ async fn a_repeated_idempotency_key_gets_the_first_answer_and_is_processed_once(
     // Faults no longer roll for this key: its answer is replayed.
     sandbox.set_dials(Dials {
         server_error: 1.0,
-        ..quick()
+        ..quick(0)
     });
     let again = post(&client, &sandbox, Some("job-2"), &json!({"f": 6}))
         .send()
@@ -399,7 +393,7 @@ async fn a_repeated_idempotency_key_gets_the_first_answer_and_is_processed_once(
 async fn without_honouring_the_key_a_repeat_is_processed_again() {
     let sandbox = sandbox(Dials {
         honour_idempotency_key: false,
-        ..quick()
+        ..quick(0)
     })
     .await;
     let client = client(Duration::from_secs(5));
@@ -446,7 +440,7 @@ async fn a_key_whose_first_request_is_still_processing_gets_409_and_status_pendi
         status(&sandbox, "job-4").await.1,
         json!({"state": "pending"})
     );
-    sandbox.set_dials(quick());
+    sandbox.set_dials(quick(0));
     let second = post(
         &client(Duration::from_secs(5)),
         &sandbox,
@@ -472,7 +466,7 @@ async fn a_key_whose_first_request_is_still_processing_gets_409_and_status_pendi
 async fn a_refused_request_leaves_its_key_free_for_a_retry() {
     let sandbox = sandbox(Dials {
         throttle: 1.0,
-        ..quick()
+        ..quick(0)
     })
     .await;
     let client = client(Duration::from_secs(5));
@@ -481,7 +475,7 @@ async fn a_refused_request_leaves_its_key_free_for_a_retry() {
         .await
         .expect("429");
     assert_eq!(refused.status(), 429);
-    sandbox.set_dials(quick());
+    sandbox.set_dials(quick(0));
     let retried = post(&client, &sandbox, Some("job-5"), &json!({}))
         .send()
         .await
@@ -494,7 +488,7 @@ async fn a_refused_request_leaves_its_key_free_for_a_retry() {
 
 #[tokio::test]
 async fn a_body_that_is_not_json_is_a_bad_request() {
-    let sandbox = sandbox(quick()).await;
+    let sandbox = sandbox(quick(0)).await;
     let response = client(Duration::from_secs(5))
         .post(sandbox.url())
         .header("Idempotency-Key", "job-6")
@@ -518,7 +512,7 @@ async fn a_body_that_is_not_json_is_a_bad_request() {
 
 #[tokio::test]
 async fn status_is_not_found_for_an_unseen_key() {
-    let sandbox = sandbox(quick()).await;
+    let sandbox = sandbox(quick(0)).await;
     let (code, state) = status(&sandbox, "never%20seen").await;
     assert_eq!((code, state), (404, json!({"state": "not_found"})));
     sandbox.stop().await;
@@ -526,7 +520,7 @@ async fn status_is_not_found_for_an_unseen_key() {
 
 #[tokio::test]
 async fn status_finds_a_key_given_percent_encoded() {
-    let sandbox = sandbox(quick()).await;
+    let sandbox = sandbox(quick(0)).await;
     post(
         &client(Duration::from_secs(5)),
         &sandbox,
@@ -543,7 +537,7 @@ async fn status_finds_a_key_given_percent_encoded() {
 
 #[tokio::test]
 async fn set_dials_takes_effect_for_the_next_request() {
-    let sandbox = sandbox(quick()).await;
+    let sandbox = sandbox(quick(0)).await;
     let client = client(Duration::from_secs(5));
     let before = post(&client, &sandbox, None, &json!({}))
         .send()
@@ -552,7 +546,7 @@ async fn set_dials_takes_effect_for_the_next_request() {
     assert_eq!(before.status(), 200);
     let dials = Dials {
         server_error: 1.0,
-        ..quick()
+        ..quick(0)
     };
     sandbox.set_dials(dials.clone());
     assert_eq!(sandbox.dials(), dials);
@@ -615,7 +609,7 @@ fn dials_parse_from_json_with_defaults_for_missing_fields() {
 async fn start_refuses_a_non_loopback_address() {
     for addr in ["0.0.0.0:0", "192.0.2.1:0", "[::]:0"] {
         let addr: SocketAddr = addr.parse().expect("address");
-        match Sandbox::start(addr, quick()).await {
+        match Sandbox::start(addr, quick(0)).await {
             Err(Error::InvalidInput { details, .. }) => assert_eq!(details.field, "listen"),
             Err(other) => panic!("expected invalid_input for {addr}, got {other:?}"),
             Ok(_) => panic!("listened on {addr}"),

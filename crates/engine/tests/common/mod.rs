@@ -214,6 +214,15 @@ pub fn kinds(detail: &onejob_engine::JobDetail) -> Vec<&str> {
     detail.events.iter().map(|e| e.kind.as_str()).collect()
 }
 
+/// A sandbox's dials with no fault and a fixed `latency_ms`: what most tests want of it.
+pub fn quick(latency_ms: u32) -> Dials {
+    Dials {
+        latency_ms,
+        jitter_ms: 0,
+        ..Dials::default()
+    }
+}
+
 /// A sandbox on a random loopback port.
 pub async fn sandbox(dials: Dials) -> Sandbox {
     Sandbox::start(([127, 0, 0, 1], 0).into(), dials)
