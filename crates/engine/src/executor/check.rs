@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use serde_json::{json, Map, Value};
 
-use super::tokens;
+use super::prompt_tokens;
 use crate::contracts::check::{Check, SampleResult};
 use crate::contracts::Contract;
 use crate::error::{Error, Result};
@@ -108,7 +108,7 @@ async fn run_sample(
     };
     // Every kind but `http` is sent the rendered prompt (a `sandbox` at its chat endpoint).
     if config.kind != ProviderKind::Http {
-        let count = tokens::count(client, config, base_url, &prompt).await;
+        let count = prompt_tokens::count(client, config, base_url, &prompt).await;
         result.prompt_tokens = count.tokens;
         result.tokenizer = count.by.clone();
         if let (Some(tokens), Some(window)) = (count.tokens, config.context_window) {

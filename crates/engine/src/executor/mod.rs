@@ -13,10 +13,10 @@
 //! - `check.rs`, `tokens.rs`: contract checks, which send samples and count their tokens.
 
 mod check;
+mod prompt_tokens;
 mod reconcile;
 mod replay;
 mod send;
-mod tokens;
 
 pub use reconcile::{Reconciled, LOOKUP_EVERY_CAP};
 pub use replay::{Replayed, REPLAY_FIRST_WAIT, REPLAY_WAIT_CAP};
