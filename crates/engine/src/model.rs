@@ -372,8 +372,8 @@ pub enum AfterFailure {
 }
 
 /// An API token of the HTTP API as listed (SPEC §15): never the token, which is shown once
-/// when it is made and kept nowhere.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Type)]
+/// when it is made and kept nowhere. Read from the ledger as it is (`store::tokens`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Type, sqlx::FromRow)]
 pub struct TokenInfo {
     /// UUIDv7; what `revoke_token` takes.
     pub id: String,

@@ -53,11 +53,7 @@ impl Engine {
     /// Every token of every owner, oldest first; never a token itself.
     pub async fn tokens(&self) -> Result<Vec<TokenInfo>> {
         let mut conn = self.read().await?;
-        Ok(token_rows::list(&mut conn)
-            .await?
-            .into_iter()
-            .map(into_info)
-            .collect())
+        Ok(token_rows::list(&mut conn).await?)
     }
 
     /// Revokes a token for good; revoking it again keeps the first time. `not_found` for an
@@ -65,11 +61,11 @@ impl Engine {
     pub async fn revoke_token(&self, id: &str) -> Result<TokenInfo> {
         let id = &crate::input::id("token_id", "token", id)?;
         let mut tx = self.begin().await?;
-        let row = token_rows::revoke(&mut tx, id)
+        let revoked = token_rows::revoke(&mut tx, id)
             .await?
             .ok_or_else(|| Error::not_found("token", id))?;
         tx.commit().await?;
-        Ok(into_info(row))
+        Ok(revoked)
     }
 
     /// The owner a token acts as. A token that is unknown, revoked or malformed is
@@ -126,17 +122,6 @@ fn validate_name(name: &str) -> Result<()> {
         ));
     }
     Ok(())
-}
-
-fn into_info(row: token_rows::TokenRow) -> TokenInfo {
-    TokenInfo {
-        id: row.id,
-        owner_id: row.owner_id,
-        name: row.name,
-        created_at: row.created_at,
-        last_used_at: row.last_used_at,
-        revoked_at: row.revoked_at,
-    }
 }
 
 #[cfg(test)]

@@ -5,17 +5,7 @@ use std::time::Duration;
 use sqlx::FromRow;
 
 use super::{millis, on_backend, Handle};
-
-/// A token as listed: everything but its hash.
-#[derive(FromRow)]
-pub struct TokenRow {
-    pub id: String,
-    pub owner_id: String,
-    pub name: Option<String>,
-    pub created_at: String,
-    pub last_used_at: Option<String>,
-    pub revoked_at: Option<String>,
-}
+use crate::model::TokenInfo;
 
 /// What authenticating needs of a token found by its hash.
 #[derive(FromRow)]
@@ -47,14 +37,14 @@ pub async fn insert(
 }
 
 /// Every token, oldest first.
-pub async fn list(h: &mut impl Handle) -> sqlx::Result<Vec<TokenRow>> {
+pub async fn list(h: &mut impl Handle) -> sqlx::Result<Vec<TokenInfo>> {
     on_backend!(h, "tokens/list", |conn, sql| {
         sqlx::query_as(sql).fetch_all(conn).await
     })
 }
 
 /// Revokes a token (a second time keeps the first time); `None` when there is no such id.
-pub async fn revoke(h: &mut impl Handle, id: &str) -> sqlx::Result<Option<TokenRow>> {
+pub async fn revoke(h: &mut impl Handle, id: &str) -> sqlx::Result<Option<TokenInfo>> {
     on_backend!(h, "tokens/revoke", |conn, sql| {
         sqlx::query_as(sql).bind(id).fetch_optional(conn).await
     })
