@@ -137,11 +137,7 @@ impl Engine {
             .into_iter()
             .map(|r| r.into_job())
             .collect::<Result<Vec<_>>>()?;
-        let next = if more {
-            jobs.last().map(|j| j.id.clone())
-        } else {
-            None
-        };
+        let next = next_cursor(more, jobs.last().map(|j| &j.id));
         Ok(JobPage { jobs, next })
     }
 
@@ -170,11 +166,7 @@ impl Engine {
             .into_iter()
             .map(|r| r.into_summary())
             .collect::<Result<Vec<_>>>()?;
-        let next = if more {
-            jobs.last().map(|j| j.id.clone())
-        } else {
-            None
-        };
+        let next = next_cursor(more, jobs.last().map(|j| &j.id));
         Ok(JobSummaryPage { jobs, next })
     }
 
@@ -222,6 +214,11 @@ pub(super) fn check_limit(limit: u32) -> Result<()> {
             format!("{limit} is outside 1-{MAX_PAGE}"),
         ))
     }
+}
+
+/// The cursor of the page that follows one ending at `last`, when `more` rows were found.
+fn next_cursor(more: bool, last: Option<&String>) -> Option<String> {
+    last.filter(|_| more).cloned()
 }
 
 /// The cursor `after` as the ledger holds ids: a job id in any form the UUID parser reads (the

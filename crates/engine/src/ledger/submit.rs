@@ -26,7 +26,7 @@ use crate::Engine;
 use super::group::Gathering;
 
 /// A submit waiting for the next group commit.
-struct Pending {
+struct ToSubmit {
     owner: String,
     key: String,
     intent: ValidIntent,
@@ -38,7 +38,7 @@ type Answer = oneshot::Receiver<Result<(Job, bool)>>;
 
 /// Where submits wait for their group commit; one per engine, shared by its clones.
 pub(crate) struct SubmitQueue {
-    queued: Gathering<Pending>,
+    queued: Gathering<ToSubmit>,
     db: Db,
     work: Arc<Notify>,
 }
@@ -54,7 +54,7 @@ impl SubmitQueue {
         }
     }
 
-    fn push(&self, pending: Pending) -> Result<()> {
+    fn push(&self, pending: ToSubmit) -> Result<()> {
         self.queued.push(pending)
     }
 
@@ -77,7 +77,7 @@ impl SubmitQueue {
     }
 
     /// Commits a group taken under the group lock, and answers its callers.
-    async fn commit(&self, group: Vec<Pending>) {
+    async fn commit(&self, group: Vec<ToSubmit>) {
         match group.len() {
             0 => {}
             // In the caller's own task: a hand-off to another task costs a thread wake-up.
@@ -95,7 +95,7 @@ impl SubmitQueue {
 /// Commits the group, then answers each of its callers. The group's keys go in in one order,
 /// (owner, key), so two hosts' groups that share keys wait for each other's index entries in
 /// that order, never in a circle.
-async fn commit_and_answer(db: &Db, work: &Notify, mut group: Vec<Pending>) {
+async fn commit_and_answer(db: &Db, work: &Notify, mut group: Vec<ToSubmit>) {
     group.sort_by(|a, b| (&a.owner, &a.key).cmp(&(&b.owner, &b.key)));
     match commit_group(db, &group).await {
         Ok(outcomes) => {
@@ -119,7 +119,7 @@ async fn commit_and_answer(db: &Db, work: &Notify, mut group: Vec<Pending>) {
 /// fails (one submit names a provider or contract that is not configured), the group is
 /// committed again with a savepoint per submit, so the refusal answers its caller alone. The
 /// outcomes in order; an error fails the whole group.
-async fn commit_group(db: &Db, group: &[Pending]) -> Result<Vec<Result<(Job, bool)>>> {
+async fn commit_group(db: &Db, group: &[ToSubmit]) -> Result<Vec<Result<(Job, bool)>>> {
     if let [alone] = group {
         return Ok(vec![submit_alone(db, alone).await]);
     }
@@ -137,7 +137,7 @@ async fn commit_group(db: &Db, group: &[Pending]) -> Result<Vec<Result<(Job, boo
 
 /// The whole group in one statement and one read; `None`, with nothing committed, when the
 /// database refused the statement.
-async fn commit_together(db: &Db, group: &[Pending]) -> Result<Option<Vec<Result<(Job, bool)>>>> {
+async fn commit_together(db: &Db, group: &[ToSubmit]) -> Result<Option<Vec<Result<(Job, bool)>>>> {
     let ids: Vec<String> = group
         .iter()
         .map(|_| uuid::Uuid::now_v7().to_string())
@@ -188,7 +188,7 @@ async fn commit_together(db: &Db, group: &[Pending]) -> Result<Option<Vec<Result
 /// unique constraint arbitrates the key and the schema's triggers check the route's and the
 /// contract's names inside the INSERT; only when it is refused are the names looked up, to say
 /// which one. The answer comes after the commit has returned success.
-async fn submit_alone(db: &Db, pending: &Pending) -> Result<(Job, bool)> {
+async fn submit_alone(db: &Db, pending: &ToSubmit) -> Result<(Job, bool)> {
     let mut writer = db.write().await?;
     // If the caller goes away while the statement runs, nothing was answered; and should a
     // transaction be open on the writer, it is rolled back before anything else runs there.
@@ -210,7 +210,7 @@ async fn submit_alone(db: &Db, pending: &Pending) -> Result<(Job, bool)> {
 /// One submit inside a group's transaction, under a savepoint of its own: refused, it is
 /// undone alone and answers only its caller. The outer error (a savepoint that cannot be
 /// rolled back) fails the group.
-async fn submit_step(tx: &mut Tx, pending: &Pending) -> Result<Result<(Job, bool)>> {
+async fn submit_step(tx: &mut Tx, pending: &ToSubmit) -> Result<Result<(Job, bool)>> {
     let id = uuid::Uuid::now_v7().to_string();
     // SQLite's statements take their savepoint themselves, in the same call.
     let outer = matches!(tx, Tx::Postgres(_));
@@ -232,7 +232,7 @@ async fn submit_step(tx: &mut Tx, pending: &Pending) -> Result<Result<(Job, bool
     }
 }
 
-fn new_job<'a>(id: &'a str, pending: &'a Pending) -> job_rows::NewJob<'a> {
+fn new_job<'a>(id: &'a str, pending: &'a ToSubmit) -> job_rows::NewJob<'a> {
     job_rows::NewJob {
         id,
         owner_id: &pending.owner,
@@ -247,7 +247,7 @@ fn new_job<'a>(id: &'a str, pending: &'a Pending) -> job_rows::NewJob<'a> {
 /// statement's snapshot: it is read then.
 async fn holder(
     h: &mut impl Handle,
-    pending: &Pending,
+    pending: &ToSubmit,
     id: &str,
     held: Option<job_rows::JobRow>,
 ) -> Result<(Job, bool)> {
@@ -265,7 +265,7 @@ async fn holder(
 /// What to answer for a submit whose statement failed: `invalid_input` naming the provider or
 /// the contract that is not configured when one is not (the schema's check refused the job),
 /// else the failure itself.
-async fn refusal(h: &mut impl Handle, pending: &Pending, e: sqlx::Error) -> Error {
+async fn refusal(h: &mut impl Handle, pending: &ToSubmit, e: sqlx::Error) -> Error {
     let names_refused = match &e {
         sqlx::Error::Database(db) => {
             db.kind() == sqlx::error::ErrorKind::CheckViolation
@@ -297,7 +297,7 @@ async fn refusal(h: &mut impl Handle, pending: &Pending, e: sqlx::Error) -> Erro
 
 /// `invalid_input` naming the route's first provider or the contract that is not configured,
 /// if one is not.
-async fn missing_name(h: &mut impl Handle, pending: &Pending) -> Result<Option<Error>> {
+async fn missing_name(h: &mut impl Handle, pending: &ToSubmit) -> Result<Option<Error>> {
     let intent = &pending.intent;
     if let Some((i, name)) = provider_rows::first_missing(h, &intent.intent.route).await? {
         return Ok(Some(Error::invalid_input(
@@ -345,7 +345,7 @@ impl Engine {
     async fn submit_valid(&self, owner: &str, key: &str, intent: ValidIntent) -> Result<Submitted> {
         let fingerprint = intent.fingerprint.clone();
         let (reply, answer) = oneshot::channel();
-        self.submits.push(Pending {
+        self.submits.push(ToSubmit {
             owner: owner.to_owned(),
             key: key.to_owned(),
             intent,
@@ -378,7 +378,7 @@ mod tests {
         let (reply, answer) = oneshot::channel();
         engine
             .submits
-            .push(Pending {
+            .push(ToSubmit {
                 owner: "local".into(),
                 key: key.into(),
                 intent: parse_intent(intent).unwrap(),
