@@ -122,7 +122,7 @@ impl Engine {
         let filter = ListFilter::of_query(query)?;
         let mut conn = self.read().await?;
         // One row more than asked tells whether another page follows.
-        let mut rows = job_rows::page(
+        let rows = job_rows::page(
             &mut conn,
             owner,
             &filter.rows(),
@@ -131,13 +131,7 @@ impl Engine {
             query.oldest_first,
         )
         .await?;
-        let more = rows.len() > limit as usize;
-        rows.truncate(limit as usize);
-        let jobs = rows
-            .into_iter()
-            .map(|r| r.into_job())
-            .collect::<Result<Vec<_>>>()?;
-        let next = next_cursor(more, jobs.last().map(|j| &j.id));
+        let (jobs, next) = keyset_page(rows, limit, |r| r.into_job(), |j| &j.id)?;
         Ok(JobPage { jobs, next })
     }
 
@@ -151,7 +145,7 @@ impl Engine {
         let filter = ListFilter::of_query(query)?;
         let mut conn = self.read().await?;
         // One row more than asked tells whether another page follows.
-        let mut rows = job_rows::summaries(
+        let rows = job_rows::summaries(
             &mut conn,
             owner,
             &filter.rows(),
@@ -160,13 +154,7 @@ impl Engine {
             query.oldest_first,
         )
         .await?;
-        let more = rows.len() > limit as usize;
-        rows.truncate(limit as usize);
-        let jobs = rows
-            .into_iter()
-            .map(|r| r.into_summary())
-            .collect::<Result<Vec<_>>>()?;
-        let next = next_cursor(more, jobs.last().map(|j| &j.id));
+        let (jobs, next) = keyset_page(rows, limit, |r| r.into_summary(), |j| &j.id)?;
         Ok(JobSummaryPage { jobs, next })
     }
 
@@ -216,9 +204,19 @@ pub(super) fn check_limit(limit: u32) -> Result<()> {
     }
 }
 
-/// The cursor of the page that follows one ending at `last`, when `more` rows were found.
-fn next_cursor(more: bool, last: Option<&String>) -> Option<String> {
-    last.filter(|_| more).cloned()
+/// A page read with one row more than `limit`: its first `limit` rows as `into` makes them,
+/// and the cursor of the page that follows when the extra row was there.
+fn keyset_page<R, T>(
+    mut rows: Vec<R>,
+    limit: u32,
+    into: impl Fn(R) -> Result<T>,
+    id: impl Fn(&T) -> &String,
+) -> Result<(Vec<T>, Option<String>)> {
+    let more = rows.len() > limit as usize;
+    rows.truncate(limit as usize);
+    let items = rows.into_iter().map(into).collect::<Result<Vec<_>>>()?;
+    let next = items.last().filter(|_| more).map(|last| id(last).clone());
+    Ok((items, next))
 }
 
 /// The cursor `after` as the ledger holds ids: a job id in any form the UUID parser reads (the

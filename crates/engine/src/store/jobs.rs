@@ -620,19 +620,37 @@ pub async fn page(
     limit: u32,
     oldest_first: bool,
 ) -> sqlx::Result<Vec<JobRow>> {
-    let page = Some((cursor, limit, oldest_first));
+    let columns = [PAGE_COLUMNS_SQLITE, PAGE_COLUMNS_POSTGRES];
+    keyset(h, columns, owner, filter, (cursor, limit, oldest_first)).await
+}
+
+/// One keyset page of the owner's jobs that pass `filter`, each read as `R` from `columns`
+/// (SQLite's, PostgreSQL's).
+async fn keyset<R>(
+    h: &mut impl Handle,
+    columns: [&'static str; 2],
+    owner: &str,
+    filter: &Filter<'_>,
+    page: (Option<&str>, u32, bool),
+) -> sqlx::Result<Vec<R>>
+where
+    R: for<'r> sqlx::FromRow<'r, sqlx::sqlite::SqliteRow>
+        + for<'r> sqlx::FromRow<'r, sqlx::postgres::PgRow>
+        + Send
+        + Unpin,
+{
     match h.conn() {
         Conn::Sqlite(conn, at) => {
-            let mut q = QueryBuilder::new(PAGE_COLUMNS_SQLITE);
-            build(&mut q, false, owner, filter, page);
+            let mut q = QueryBuilder::new(columns[0]);
+            build(&mut q, false, owner, filter, Some(page));
             q.build_query_as()
                 .fetch_all(conn)
                 .await
                 .map_err(|e| super::sqlite::named(at, e))
         }
         Conn::Postgres(conn, watch) => {
-            let mut q = QueryBuilder::new(PAGE_COLUMNS_POSTGRES);
-            build(&mut q, true, owner, filter, page);
+            let mut q = QueryBuilder::new(columns[1]);
+            build(&mut q, true, owner, filter, Some(page));
             watch.guard(q.build_query_as().fetch_all(conn)).await
         }
     }
@@ -657,22 +675,8 @@ pub async fn summaries(
     limit: u32,
     oldest_first: bool,
 ) -> sqlx::Result<Vec<SummaryRow>> {
-    let page = Some((cursor, limit, oldest_first));
-    match h.conn() {
-        Conn::Sqlite(conn, at) => {
-            let mut q = QueryBuilder::new(SUMMARY_COLUMNS_SQLITE);
-            build(&mut q, false, owner, filter, page);
-            q.build_query_as()
-                .fetch_all(conn)
-                .await
-                .map_err(|e| super::sqlite::named(at, e))
-        }
-        Conn::Postgres(conn, watch) => {
-            let mut q = QueryBuilder::new(SUMMARY_COLUMNS_POSTGRES);
-            build(&mut q, true, owner, filter, page);
-            watch.guard(q.build_query_as().fetch_all(conn)).await
-        }
-    }
+    let columns = [SUMMARY_COLUMNS_SQLITE, SUMMARY_COLUMNS_POSTGRES];
+    keyset(h, columns, owner, filter, (cursor, limit, oldest_first)).await
 }
 
 /// How many of the owner's jobs pass `filter`.
