@@ -232,17 +232,21 @@ async fn a_bare_404_from_a_status_lookup_leaves_the_attempt_unknown() {
     let job = pay(e, "bare-404").await;
     let (_executor, _stop, _task) = start_with(e, options());
     until(e, &job, |d| d.job.status == JobStatus::Unknown).await;
+    // Three lookups reached the server and their answers are in the history (each is
+    // recorded after its answer came back, a moment after the server counted it).
+    let mut detail = e.job(OWNER, &job).await.expect("job");
     for _ in 0..100 {
-        if looked_up.load(Ordering::SeqCst) >= 3 {
+        let recorded = detail.events.iter().filter(|ev| ev.kind == "looked_up");
+        if looked_up.load(Ordering::SeqCst) >= 3 && recorded.count() >= 3 {
             break;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
+        detail = e.job(OWNER, &job).await.expect("job");
     }
     assert!(
         looked_up.load(Ordering::SeqCst) >= 3,
         "looked up repeatedly"
     );
-    let detail = e.job(OWNER, &job).await.expect("job");
     assert_eq!(detail.job.status, JobStatus::Unknown, "{detail:#?}");
     assert_eq!(detail.attempts.len(), 1, "nothing was sent again");
     // Every lookup is in the history, with its answer.

@@ -4,8 +4,9 @@
 mod common;
 
 use common::{why, Ledger, OWNER};
-use onejob_engine::{Cause, JobStatus};
+use onejob_engine::{Cause, Claim, JobStatus, Resolution, Verdict};
 use serde_json::json;
+use sqlx::Connection;
 
 /// A status lookup starts while an attempt is `unknown`; before it returns, the person cancels
 /// the job (which closes the attempt as `abandoned`). The lookup then says the provider did the
@@ -64,5 +65,121 @@ async fn a_second_retry_while_one_is_open_is_attempt_blocked_naming_it_on_every_
             assert_eq!(details.attempt_id, first.attempt.id);
         }
         other => panic!("{other:?}"),
+    }
+}
+
+/// A person's call that the ledger refused after its transaction took the job's lock (a
+/// stranger's retry or cancel, a verdict on another owner's attempt) returned its refusal with
+/// the transaction only dropped, and a dropped transaction is rolled back a moment later, by a
+/// task of its own. Until then the job stayed locked: on PostgreSQL another host's claim passed
+/// over it (`Skipped`), which the model test saw as a claim skipped where the route policy
+/// fails the job (PostgreSQL pass, seed 16153235488316134047, step 34). Every write now rolls
+/// back before it answers with a refusal.
+#[tokio::test(flavor = "current_thread")]
+async fn a_refused_call_holds_no_lock_past_its_answer() {
+    const STRANGER: &str = "intruder";
+    let ledger = Ledger::new().await;
+    let e = &ledger.engine;
+    let other = ledger.reopen().await;
+    let job = ledger.submit("refused-no-lock").await.job;
+    let mut check = LockCheck::open(&ledger.location).await;
+    let running = ledger.in_flight("refused-no-lock-attempt").await.attempt;
+    for round in 0..100 {
+        let refused = e.retry(STRANGER, &job.id, None).await.expect_err("retry");
+        assert_eq!(refused.code(), "not_found");
+        check
+            .assert_free(&job.id, round, "a stranger's retry")
+            .await;
+
+        let key = format!("stranger-{round}");
+        let refused = e.retry_keyed(STRANGER, &key, &job.id, None).await;
+        assert_eq!(refused.expect_err("keyed retry").code(), "not_found");
+        check
+            .assert_free(&job.id, round, "a stranger's keyed retry")
+            .await;
+
+        let refused = e.cancel(STRANGER, &job.id).await.expect_err("cancel");
+        assert_eq!(refused.code(), "not_found");
+        check
+            .assert_free(&job.id, round, "a stranger's cancel")
+            .await;
+
+        let verdict = e
+            .resolve(
+                STRANGER,
+                &running.id,
+                Verdict::Failed,
+                Resolution::default(),
+            )
+            .await;
+        assert_eq!(verdict.expect_err("resolve").code(), "not_found");
+        check
+            .assert_free(&running.job_id, round, "a stranger's verdict")
+            .await;
+    }
+    // And so the next claim, by another host, claims the job at once.
+    match other.claim_next(&job.id).await.expect("claim") {
+        Claim::Attempt(_) => {}
+        claimed => panic!("another host's claim after the refusals: {claimed:?}"),
+    }
+}
+
+/// A connection beside the engines that asks whether a job's lock is free, without waiting:
+/// on PostgreSQL by locking its row, on SQLite by taking the file's write lock. Opened before
+/// the calls it checks, so that each check is one statement sent at once.
+enum LockCheck {
+    Postgres(sqlx::PgConnection),
+    Sqlite(sqlx::SqliteConnection),
+}
+
+impl LockCheck {
+    async fn open(location: &str) -> LockCheck {
+        if onejob_testkit::is_url(location) {
+            let conn = sqlx::PgConnection::connect(location).await;
+            LockCheck::Postgres(conn.expect("connect"))
+        } else {
+            let options = sqlx::sqlite::SqliteConnectOptions::new()
+                .filename(location)
+                .busy_timeout(std::time::Duration::ZERO);
+            let conn = sqlx::SqliteConnection::connect_with(&options).await;
+            LockCheck::Sqlite(conn.expect("connect"))
+        }
+    }
+
+    async fn assert_free(&mut self, job_id: &str, round: usize, after: &str) {
+        assert!(
+            self.free(job_id).await,
+            "round {round}: {after} was refused, yet the job's lock was held after the answer"
+        );
+    }
+
+    async fn free(&mut self, job_id: &str) -> bool {
+        match self {
+            LockCheck::Postgres(conn) => {
+                let sql = "SELECT id::text FROM jobs WHERE id = onejob_uuid($1) FOR UPDATE NOWAIT";
+                let locked = sqlx::query_scalar::<_, String>(sql)
+                    .bind(job_id)
+                    .fetch_optional(&mut *conn)
+                    .await;
+                match locked {
+                    Ok(_) => true,
+                    Err(sqlx::Error::Database(db)) if db.code().as_deref() == Some("55P03") => {
+                        false
+                    }
+                    Err(other) => panic!("the lock check: {other}"),
+                }
+            }
+            LockCheck::Sqlite(conn) => {
+                match sqlx::query("BEGIN IMMEDIATE").execute(&mut *conn).await {
+                    Ok(_) => {
+                        let rolled_back = sqlx::query("ROLLBACK").execute(&mut *conn).await;
+                        rolled_back.expect("rollback");
+                        true
+                    }
+                    Err(sqlx::Error::Database(db)) if db.message().contains("locked") => false,
+                    Err(other) => panic!("the lock check: {other}"),
+                }
+            }
+        }
     }
 }

@@ -20,7 +20,7 @@ use crate::Engine;
 
 use super::group::{self, Fast, Lock, Ran, Touches};
 use super::transition::{block_job, fail_job, move_attempt, move_from, release_job, AttemptMove};
-use super::{attempt_row, blocked, commit_with, job_attempt, job_row, Note};
+use super::{attempt_row, blocked, finish, job_attempt, job_row, Note};
 
 /// The longest wait before a retry, whatever a provider's `Retry-After` asks (SPEC §6).
 pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(3600);
@@ -496,22 +496,26 @@ impl Engine {
     /// For an out-of-band process: gives up waiting on an attempt without a person.
     pub async fn abandon_attempt(&self, attempt_id: &str, reason: &str) -> Result<JobAttempt> {
         let mut tx = self.begin().await?;
-        job_rows::lock(&mut tx, &[], &[attempt_id.to_owned()]).await?;
-        let row = attempt_row(&mut tx, attempt_id).await?;
-        let m = AttemptMove {
-            to: AttemptState::Abandoned,
-            cause: Cause::Executor,
-            patch: Patch {
-                finished: true,
-                ..Default::default()
-            },
-            event: EventKind::AttemptAbandoned,
-            actor: Actor::System,
-            detail: json!({ "reason": reason }),
-        };
-        move_attempt(&mut tx, &row, m).await?;
-        release_job(&mut tx, &row.job_id).await?;
-        let done = commit_with(tx, &row.job_id, attempt_id).await?;
+        let outcome = async {
+            job_rows::lock(&mut tx, &[], &[attempt_id.to_owned()]).await?;
+            let row = attempt_row(&mut tx, attempt_id).await?;
+            let m = AttemptMove {
+                to: AttemptState::Abandoned,
+                cause: Cause::Executor,
+                patch: Patch {
+                    finished: true,
+                    ..Default::default()
+                },
+                event: EventKind::AttemptAbandoned,
+                actor: Actor::System,
+                detail: json!({ "reason": reason }),
+            };
+            move_attempt(&mut tx, &row, m).await?;
+            release_job(&mut tx, &row.job_id).await?;
+            job_attempt(&mut tx, &row.job_id, attempt_id).await
+        }
+        .await;
+        let done = finish(tx, outcome).await?;
         self.wake_executor();
         Ok(done)
     }
@@ -521,40 +525,43 @@ impl Engine {
     /// running executors call it about once a second. Returns how many it moved.
     pub async fn recover_expired_leases(&self) -> Result<usize> {
         let mut tx = self.begin().await?;
-        // Only the jobs this transaction could lock: one another host holds is left to the
-        // next pass, so recovery never waits for a host (a frozen one included).
-        let held = attempt_rows::lock_expired(&mut tx).await?;
-        let mut expired = attempt_rows::expired_leases(&mut tx).await?;
-        if let Some(held) = held {
-            let held: std::collections::HashSet<String> = held.into_iter().collect();
-            expired.retain(|row| held.contains(&row.job_id));
+        let outcome = async {
+            // Only the jobs this transaction could lock: one another host holds is left to the
+            // next pass, so recovery never waits for a host (a frozen one included).
+            let held = attempt_rows::lock_expired(&mut tx).await?;
+            let mut expired = attempt_rows::expired_leases(&mut tx).await?;
+            if let Some(held) = held {
+                let held: std::collections::HashSet<String> = held.into_iter().collect();
+                expired.retain(|row| held.contains(&row.job_id));
+            }
+            for row in &expired {
+                let why = FailureKind::LeaseExpired.because(format!(
+                    "executor {} stopped renewing its lease (expired {}); the request may have been sent",
+                    row.executor_id.as_deref().unwrap_or("?"),
+                    row.lease_expires_at.as_deref().unwrap_or("?"),
+                ));
+                let m = AttemptMove {
+                    to: AttemptState::Unknown,
+                    cause: Cause::Executor,
+                    patch: Patch {
+                        error: Some(&why),
+                        ..Default::default()
+                    },
+                    event: EventKind::RecoveredUnknown,
+                    actor: Actor::System,
+                    detail: json!({
+                        "reason": why.message,
+                        "executor_id": row.executor_id,
+                        "lease_expires_at": row.lease_expires_at,
+                    }),
+                };
+                move_attempt(&mut tx, row, m).await?;
+                block_job(&mut tx, &row.job_id).await?;
+            }
+            Ok(expired.len())
         }
-        for row in &expired {
-            let why = FailureKind::LeaseExpired.because(format!(
-                "executor {} stopped renewing its lease (expired {}); the request may have been sent",
-                row.executor_id.as_deref().unwrap_or("?"),
-                row.lease_expires_at.as_deref().unwrap_or("?"),
-            ));
-            let m = AttemptMove {
-                to: AttemptState::Unknown,
-                cause: Cause::Executor,
-                patch: Patch {
-                    error: Some(&why),
-                    ..Default::default()
-                },
-                event: EventKind::RecoveredUnknown,
-                actor: Actor::System,
-                detail: json!({
-                    "reason": why.message,
-                    "executor_id": row.executor_id,
-                    "lease_expires_at": row.lease_expires_at,
-                }),
-            };
-            move_attempt(&mut tx, row, m).await?;
-            block_job(&mut tx, &row.job_id).await?;
-        }
-        tx.commit().await?;
-        Ok(expired.len())
+        .await;
+        finish(tx, outcome).await
     }
 }
 

@@ -20,9 +20,9 @@ use crate::store::{attempts as attempt_rows, jobs as job_rows, providers as prov
 use crate::store::{Handle, Tx};
 use crate::{AttemptState, Engine};
 
-use super::owned_job_row;
 use super::person::{cancel_in, resolve_in, retry_in};
 use super::read::{blank_is_none, ListFilter};
+use super::{finish, owned_job_row};
 
 /// Jobs decided per transaction: short enough that the executor, the window and other
 /// requests wait at most a moment for the ledger, long enough not to pay a commit per job.
@@ -80,47 +80,54 @@ impl Engine {
         // A key taken by an operation that committed while this one ran is read on the second turn.
         for _ in 0..2 {
             let mut tx = self.begin().await?;
-            if let Some(row) = bulk_rows::by_key(&mut tx, owner, key).await? {
-                if row.fingerprint != checked.fingerprint {
-                    return Err(bulk_conflict(key, &row.id));
+            // `None` when the key was taken meanwhile: what this turn wrote is rolled back.
+            let outcome = async {
+                if let Some(row) = bulk_rows::by_key(&mut tx, owner, key).await? {
+                    if row.fingerprint != checked.fingerprint {
+                        return Err(bulk_conflict(key, &row.id));
+                    }
+                    let operation = operation_of(&mut tx, row).await?;
+                    return Ok(Some(BulkStarted {
+                        operation,
+                        replayed: true,
+                    }));
                 }
-                let operation = operation_of(&mut tx, row).await?;
-                tx.rollback().await?;
-                return Ok(BulkStarted {
-                    operation,
-                    replayed: true,
-                });
+                let id = uuid::Uuid::now_v7().to_string();
+                let new = NewBulk {
+                    id: &id,
+                    owner,
+                    key,
+                    fingerprint: &checked.fingerprint,
+                    action: action.as_str(),
+                    params: &params,
+                };
+                if !bulk_rows::insert(&mut tx, &new).await? {
+                    return Ok(None);
+                }
+                let matched = bulk_rows::fill(&mut tx, &id, owner, &filter).await?;
+                bulk_rows::finish(&mut tx, &id).await?;
+                let providers = bulk_rows::providers(&mut tx, &id, BULK_PROVIDERS_NAMED).await?;
+                Ok(Some(BulkStarted {
+                    operation: BulkOperation {
+                        id: Some(id),
+                        key: Some(key.to_owned()),
+                        action,
+                        matched: count(matched),
+                        providers,
+                        changed: 0,
+                        skipped: Vec::new(),
+                        done: matched == 0,
+                        dry_run: false,
+                    },
+                    replayed: false,
+                }))
             }
-            let id = uuid::Uuid::now_v7().to_string();
-            let new = NewBulk {
-                id: &id,
-                owner,
-                key,
-                fingerprint: &checked.fingerprint,
-                action: action.as_str(),
-                params: &params,
-            };
-            if !bulk_rows::insert(&mut tx, &new).await? {
-                continue;
+            .await;
+            match outcome {
+                Ok(None) => tx.rollback().await?,
+                Ok(Some(started)) => return finish(tx, Ok(started)).await,
+                Err(e) => return finish(tx, Err(e)).await,
             }
-            let matched = bulk_rows::fill(&mut tx, &id, owner, &filter).await?;
-            bulk_rows::finish(&mut tx, &id).await?;
-            let providers = bulk_rows::providers(&mut tx, &id, BULK_PROVIDERS_NAMED).await?;
-            tx.commit().await?;
-            return Ok(BulkStarted {
-                operation: BulkOperation {
-                    id: Some(id),
-                    key: Some(key.to_owned()),
-                    action,
-                    matched: count(matched),
-                    providers,
-                    changed: 0,
-                    skipped: Vec::new(),
-                    done: matched == 0,
-                    dry_run: false,
-                },
-                replayed: false,
-            });
         }
         Err(Error::internal(format!(
             "the bulk key {key:?} was taken and then not found"
@@ -167,8 +174,8 @@ impl Engine {
             cursor = last;
         }
         let mut tx = self.begin().await?;
-        bulk_rows::finish(&mut tx, &id).await?;
-        tx.commit().await?;
+        let outcome = bulk_rows::finish(&mut tx, &id).await.map_err(Error::from);
+        finish(tx, outcome).await?;
         self.bulk_operation(owner, &id).await
     }
 
@@ -212,27 +219,29 @@ impl Engine {
         validate_owner(owner)?;
         let id = input::id("id", "bulk operation", id)?;
         let mut tx = self.begin().await?;
-        let row = bulk_rows::owned(&mut tx, owner, &id)
-            .await?
-            .ok_or_else(|| Error::not_found("bulk operation", &id))?;
-        // Taken first, so that a run deciding a job meanwhile either has (and is seen here) or
-        // finds it decided.
-        let withdrawn = bulk_rows::withdraw(&mut tx, &row.id).await?;
-        let counts = bulk_rows::counts(&mut tx, &row.id).await?;
-        let decided =
-            counts.changed + counts.skipped - i64::try_from(withdrawn).unwrap_or(i64::MAX);
-        if decided > 0 {
-            tx.rollback().await?;
-            return Err(Error::invalid_transition(
-                "bulk operation",
-                &id,
-                &row.state,
-                "discarded",
-            ));
+        let outcome = async {
+            let row = bulk_rows::owned(&mut tx, owner, &id)
+                .await?
+                .ok_or_else(|| Error::not_found("bulk operation", &id))?;
+            // Taken first, so that a run deciding a job meanwhile either has (and is seen here)
+            // or finds it decided.
+            let withdrawn = bulk_rows::withdraw(&mut tx, &row.id).await?;
+            let counts = bulk_rows::counts(&mut tx, &row.id).await?;
+            let decided =
+                counts.changed + counts.skipped - i64::try_from(withdrawn).unwrap_or(i64::MAX);
+            if decided > 0 {
+                return Err(Error::invalid_transition(
+                    "bulk operation",
+                    &id,
+                    &row.state,
+                    "discarded",
+                ));
+            }
+            bulk_rows::remove(&mut tx, &row.id).await?;
+            Ok(())
         }
-        bulk_rows::remove(&mut tx, &row.id).await?;
-        tx.commit().await?;
-        Ok(())
+        .await;
+        finish(tx, outcome).await
     }
 
     /// The owner's operation's id and request, or `not_found`.
@@ -262,31 +271,34 @@ impl Engine {
     ) -> Result<(u32, u32)> {
         let (mut changed, mut skipped) = (0, 0);
         let mut tx = self.begin().await?;
-        tx.savepoint().await?;
-        for job_id in ids {
-            // Taking the item first makes a second run of the same operation wait here, then pass.
-            if !bulk_rows::decide(&mut tx, op, job_id, CHANGED).await? {
-                continue;
-            }
-            job_rows::lock(&mut tx, std::slice::from_ref(job_id), &[]).await?;
-            match apply(&mut tx, owner, op, request, job_id).await {
-                Ok(None) => changed += 1,
-                Ok(Some(refused)) => {
-                    bulk_rows::recode(&mut tx, op, job_id, refused).await?;
-                    skipped += 1;
+        let outcome = async {
+            tx.savepoint().await?;
+            for job_id in ids {
+                // Taking the item first makes a second run of the same operation wait here, then pass.
+                if !bulk_rows::decide(&mut tx, op, job_id, CHANGED).await? {
+                    continue;
                 }
-                Err(e @ Error::Storage { .. }) => return Err(e),
-                Err(e) => {
-                    tx.rollback_to_savepoint().await?;
-                    bulk_rows::decide(&mut tx, op, job_id, e.code()).await?;
-                    skipped += 1;
+                job_rows::lock(&mut tx, std::slice::from_ref(job_id), &[]).await?;
+                match apply(&mut tx, owner, op, request, job_id).await {
+                    Ok(None) => changed += 1,
+                    Ok(Some(refused)) => {
+                        bulk_rows::recode(&mut tx, op, job_id, refused).await?;
+                        skipped += 1;
+                    }
+                    Err(e @ Error::Storage { .. }) => return Err(e),
+                    Err(e) => {
+                        tx.rollback_to_savepoint().await?;
+                        bulk_rows::decide(&mut tx, op, job_id, e.code()).await?;
+                        skipped += 1;
+                    }
                 }
+                tx.next_savepoint().await?;
             }
-            tx.next_savepoint().await?;
+            tx.release_savepoint().await?;
+            Ok((changed, skipped))
         }
-        tx.release_savepoint().await?;
-        tx.commit().await?;
-        Ok((changed, skipped))
+        .await;
+        finish(tx, outcome).await
     }
 
     /// Checks a request and puts it in one form: a resolve's verdict, a retry's provider, the

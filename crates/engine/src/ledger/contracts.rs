@@ -19,6 +19,8 @@ use crate::store::{
 };
 use crate::Engine;
 
+use super::finish;
+
 /// What `add_contract` did.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AddedContract {
@@ -36,20 +38,22 @@ impl Engine {
         let new = contracts::parse(contract_json)?;
         let text = |v: &Value| serde_json::to_string(v).map_err(|e| Error::internal(e.to_string()));
         let template = text(&serde_json::json!(new.template))?;
+        let (schema, samples) = (
+            text(&new.schema)?,
+            text(&Value::Array(new.samples.clone()))?,
+        );
         let mut tx = self.begin().await?;
-        let upserted = contract_rows::upsert(
-            &mut tx,
-            &new.name,
-            &text(&new.schema)?,
-            &template,
-            &text(&Value::Array(new.samples.clone()))?,
-            &new.hash,
-        )
-        .await?;
-        let row = contract_rows::get(&mut tx, &new.name)
-            .await?
-            .ok_or_else(|| Error::internal("a contract vanished inside its transaction"))?;
-        tx.commit().await?;
+        let outcome = async {
+            let upserted =
+                contract_rows::upsert(&mut tx, &new.name, &schema, &template, &samples, &new.hash)
+                    .await?;
+            let row = contract_rows::get(&mut tx, &new.name)
+                .await?
+                .ok_or_else(|| Error::internal("a contract vanished inside its transaction"))?;
+            Ok((upserted, row))
+        }
+        .await;
+        let (upserted, row) = finish(tx, outcome).await?;
         Ok(AddedContract {
             contract: into_contract(row)?,
             replaced: upserted != Upserted::Created,
@@ -83,12 +87,14 @@ impl Engine {
     pub async fn remove_contract(&self, name: &str) -> Result<()> {
         input::refuse_nul("contract", name)?;
         let mut tx = self.begin().await?;
-        if !contract_rows::delete(&mut tx, name).await? {
-            return Err(Error::not_found("contract", name));
+        let outcome = async {
+            if !contract_rows::delete(&mut tx, name).await? {
+                return Err(Error::not_found("contract", name));
+            }
+            Ok(check_rows::delete_for_contract(&mut tx, name).await?)
         }
-        check_rows::delete_for_contract(&mut tx, name).await?;
-        tx.commit().await?;
-        Ok(())
+        .await;
+        finish(tx, outcome).await
     }
 
     /// Jobs that are not closed and name this contract, of every owner (contracts are
@@ -126,11 +132,15 @@ impl Engine {
     /// provider may have changed while it ran.
     pub(crate) async fn record_check(&self, mut row: CheckRow) -> Result<Check> {
         let mut tx = self.begin().await?;
-        // The database stamps the check; what is compared and reported is that time.
-        row.checked_at = check_rows::insert(&mut tx, &row).await?;
-        // Re-read within the write: the contract or provider may have changed during the check.
-        let current = is_current(&mut tx, &row).await?;
-        tx.commit().await?;
+        let outcome = async {
+            // The database stamps the check; what is compared and reported is that time.
+            row.checked_at = check_rows::insert(&mut tx, &row).await?;
+            // Re-read within the write: the contract or provider may have changed during the
+            // check.
+            is_current(&mut tx, &row).await
+        }
+        .await;
+        let current = finish(tx, outcome).await?;
         into_check(row, current)
     }
 

@@ -100,20 +100,23 @@ impl crate::Engine {
     }
 }
 
-/// Re-reads the job and the attempt an action touched, then commits: nothing is returned
-/// before the commit that holds it has succeeded.
-async fn commit_with(
-    mut tx: crate::store::Tx,
-    job_id: &str,
-    attempt_id: &str,
-) -> Result<crate::model::JobAttempt> {
-    let (job, attempt) = reread(&mut tx, job_id, attempt_id).await?;
-    tx.commit().await?;
-    Ok(crate::model::JobAttempt {
-        job,
-        attempt,
-        next_attempt: None,
-    })
+/// Ends a write transaction by its outcome: commits it on `Ok` (nothing is returned before the
+/// commit that holds it has succeeded); on `Err`, rolls it back before the error is returned.
+/// A transaction that is only dropped is rolled back a moment later, by a task of its own, and
+/// until then still holds the job locks it took: a refused call would leave its job locked
+/// past its answer, and another host's claim meanwhile would pass over the job.
+async fn finish<T>(tx: crate::store::Tx, outcome: Result<T>) -> Result<T> {
+    match outcome {
+        Ok(value) => {
+            tx.commit().await?;
+            Ok(value)
+        }
+        Err(e) => {
+            // The refusal is the answer; a rollback that fails ends with its connection.
+            let _ = tx.rollback().await;
+            Err(e)
+        }
+    }
 }
 
 /// Appends one event.

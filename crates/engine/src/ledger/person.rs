@@ -20,7 +20,7 @@ use crate::Engine;
 use super::answers::{settle, Via};
 use super::attempts::{start_attempt, start_attempt_in_bulk, Starter};
 use super::transition::{move_attempt, move_job, release_job, AttemptMove, JobMove};
-use super::{commit_with, job_row, owned_attempt_row, owned_job_row, reread};
+use super::{finish, job_attempt, job_row, owned_attempt_row, owned_job_row, reread};
 
 /// The longest note a person may attach.
 const MAX_NOTE: usize = 4000;
@@ -41,12 +41,16 @@ impl Engine {
         let attempt_id = &input::id("attempt_id", "attempt", attempt_id)?;
         check_resolution(verdict, &resolution)?;
         let mut tx = self.begin().await?;
-        job_rows::lock(&mut tx, &[], &[attempt_id.to_owned()]).await?;
-        let row = owned_attempt_row(&mut tx, owner, attempt_id).await?;
-        let resolved = resolve_in(&mut tx, &row, verdict, &resolution, None).await?;
+        let outcome = async {
+            job_rows::lock(&mut tx, &[], &[attempt_id.to_owned()]).await?;
+            let row = owned_attempt_row(&mut tx, owner, attempt_id).await?;
+            let resolved = resolve_in(&mut tx, &row, verdict, &resolution, None).await?;
+            let (job, attempt) = reread(&mut tx, &row.job_id, attempt_id).await?;
+            Ok((resolved, job, attempt))
+        }
+        .await;
+        let (resolved, job, attempt) = finish(tx, outcome).await?;
         let (refusal, next_attempt) = (resolved.refusal, resolved.next_attempt);
-        let (job, attempt) = reread(&mut tx, &row.job_id, attempt_id).await?;
-        tx.commit().await?;
         if let Some(e) = refusal {
             return Err(e);
         }
@@ -64,11 +68,13 @@ impl Engine {
     pub async fn cancel(&self, owner: &str, job_id: &str) -> Result<Job> {
         let job_id = &input::id("job_id", "job", job_id)?;
         let mut tx = self.begin().await?;
-        job_rows::lock(&mut tx, &[job_id.to_owned()], &[]).await?;
-        cancel_in(&mut tx, owner, job_id, None).await?;
-        let job = job_row(&mut tx, job_id).await?.into_job()?;
-        tx.commit().await?;
-        Ok(job)
+        let outcome = async {
+            job_rows::lock(&mut tx, &[job_id.to_owned()], &[]).await?;
+            cancel_in(&mut tx, owner, job_id, None).await?;
+            job_row(&mut tx, job_id).await?.into_job()
+        }
+        .await;
+        finish(tx, outcome).await
     }
 
     /// A person's retry: starts the next attempt now, at `provider` or else where the last
@@ -84,9 +90,13 @@ impl Engine {
         let job_id = &input::id("job_id", "job", job_id)?;
         input::refuse_nul_in("provider", provider)?;
         let mut tx = self.begin().await?;
-        job_rows::lock(&mut tx, &[job_id.to_owned()], &[]).await?;
-        let attempt_id = retry_in(&mut tx, owner, job_id, provider, None).await?;
-        let done = commit_with(tx, job_id, &attempt_id).await?;
+        let outcome = async {
+            job_rows::lock(&mut tx, &[job_id.to_owned()], &[]).await?;
+            let attempt_id = retry_in(&mut tx, owner, job_id, provider, None).await?;
+            job_attempt(&mut tx, job_id, &attempt_id).await
+        }
+        .await;
+        let done = finish(tx, outcome).await?;
         self.wake_executor();
         Ok(done)
     }
@@ -109,41 +119,52 @@ impl Engine {
         // A key taken by a retry that committed while this one ran is read on the second turn.
         for _ in 0..2 {
             let mut tx = self.begin().await?;
-            job_rows::lock(&mut tx, &[job_id.to_owned()], &[]).await?;
-            // The job as the ledger names it, so every form of its id asks the same.
-            let job_id = owned_job_row(&mut tx, owner, job_id).await?.into_job()?.id;
-            let mut asked = Map::new();
-            asked.insert("job".into(), Value::String(job_id.clone()));
-            if let Some(provider) = provider {
-                asked.insert("provider".into(), Value::String(provider.to_owned()));
-            }
-            let fingerprint = canonical_sha256(&Value::Object(asked));
-            if let Some(first) = retry_rows::get(&mut tx, owner, key).await? {
-                if first.fingerprint != fingerprint {
-                    return Err(retry_conflict(key, &first.job_id));
+            // `None` when the key was taken meanwhile: what this turn wrote is rolled back.
+            let outcome = async {
+                job_rows::lock(&mut tx, &[job_id.to_owned()], &[]).await?;
+                // The job as the ledger names it, so every form of its id asks the same.
+                let job_id = owned_job_row(&mut tx, owner, job_id).await?.into_job()?.id;
+                let mut asked = Map::new();
+                asked.insert("job".into(), Value::String(job_id.clone()));
+                if let Some(provider) = provider {
+                    asked.insert("provider".into(), Value::String(provider.to_owned()));
                 }
-                let (job, attempt) = reread(&mut tx, &first.job_id, &first.attempt_id).await?;
-                tx.rollback().await?;
-                let done = JobAttempt {
-                    job,
-                    attempt,
-                    next_attempt: None,
-                };
-                return Ok(Retried {
+                let fingerprint = canonical_sha256(&Value::Object(asked));
+                if let Some(first) = retry_rows::get(&mut tx, owner, key).await? {
+                    if first.fingerprint != fingerprint {
+                        return Err(retry_conflict(key, &first.job_id));
+                    }
+                    let done = job_attempt(&mut tx, &first.job_id, &first.attempt_id).await?;
+                    return Ok(Some(Retried {
+                        done,
+                        replayed: true,
+                    }));
+                }
+                let attempt_id = retry_in(&mut tx, owner, &job_id, provider, None).await?;
+                if !retry_rows::insert(&mut tx, owner, key, &fingerprint, &job_id, &attempt_id)
+                    .await?
+                {
+                    return Ok(None);
+                }
+                let done = job_attempt(&mut tx, &job_id, &attempt_id).await?;
+                Ok(Some(Retried {
                     done,
-                    replayed: true,
-                });
+                    replayed: false,
+                }))
             }
-            let attempt_id = retry_in(&mut tx, owner, &job_id, provider, None).await?;
-            if !retry_rows::insert(&mut tx, owner, key, &fingerprint, &job_id, &attempt_id).await? {
-                continue;
+            .await;
+            let retried = match outcome {
+                Ok(None) => {
+                    tx.rollback().await?;
+                    continue;
+                }
+                Ok(Some(retried)) => finish(tx, Ok(retried)).await?,
+                Err(e) => return finish(tx, Err(e)).await,
+            };
+            if !retried.replayed {
+                self.wake_executor();
             }
-            let done = commit_with(tx, &job_id, &attempt_id).await?;
-            self.wake_executor();
-            return Ok(Retried {
-                done,
-                replayed: false,
-            });
+            return Ok(retried);
         }
         Err(Error::internal(format!(
             "the retry key {key:?} was taken and then not found"

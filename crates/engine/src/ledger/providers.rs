@@ -7,6 +7,7 @@ use crate::providers::{Provider, ProviderConfig};
 use crate::store::{jobs as job_rows, providers as provider_rows};
 
 use super::contracts::open_jobs;
+use super::finish;
 use crate::Engine;
 
 impl Engine {
@@ -16,12 +17,16 @@ impl Engine {
         let config = ProviderConfig::parse(config_json)?;
         let stored = serde_json::to_string(&config).map_err(|e| Error::internal(e.to_string()))?;
         let mut tx = self.begin().await?;
-        let replaced =
-            provider_rows::upsert(&mut tx, &config.name, config.kind.as_str(), &stored).await?;
-        let row = provider_rows::get(&mut tx, &config.name)
-            .await?
-            .ok_or_else(|| Error::internal("a provider vanished inside its transaction"))?;
-        tx.commit().await?;
+        let outcome = async {
+            let replaced =
+                provider_rows::upsert(&mut tx, &config.name, config.kind.as_str(), &stored).await?;
+            let row = provider_rows::get(&mut tx, &config.name)
+                .await?
+                .ok_or_else(|| Error::internal("a provider vanished inside its transaction"))?;
+            Ok((replaced, row))
+        }
+        .await;
+        let (replaced, row) = finish(tx, outcome).await?;
         Ok((into_provider(row)?, replaced))
     }
 
@@ -59,10 +64,12 @@ impl Engine {
     pub async fn remove_provider(&self, name: &str) -> Result<()> {
         input::refuse_nul("provider", name)?;
         let mut tx = self.begin().await?;
-        if !provider_rows::delete(&mut tx, name).await? {
-            return Err(Error::not_found("provider", name));
-        }
-        tx.commit().await?;
+        let outcome = match provider_rows::delete(&mut tx, name).await {
+            Ok(true) => Ok(()),
+            Ok(false) => Err(Error::not_found("provider", name)),
+            Err(e) => Err(e.into()),
+        };
+        finish(tx, outcome).await?;
         self.forget_provider_key(name).await;
         Ok(())
     }

@@ -23,6 +23,7 @@ use crate::store::{
 };
 use crate::Engine;
 
+use super::finish;
 use super::group::Gathering;
 
 /// A submit waiting for the next group commit.
@@ -127,12 +128,15 @@ async fn commit_group(db: &Db, group: &[ToSubmit]) -> Result<Vec<Result<(Job, bo
         return Ok(outcomes);
     }
     let mut tx = db.begin().await?;
-    let mut outcomes = Vec::with_capacity(group.len());
-    for pending in group {
-        outcomes.push(submit_step(&mut tx, pending).await?);
+    let outcome = async {
+        let mut outcomes = Vec::with_capacity(group.len());
+        for pending in group {
+            outcomes.push(submit_step(&mut tx, pending).await?);
+        }
+        Ok(outcomes)
     }
-    tx.commit().await?;
-    Ok(outcomes)
+    .await;
+    finish(tx, outcome).await
 }
 
 /// The whole group in one statement and one read; `None`, with nothing committed, when the
@@ -158,18 +162,29 @@ async fn commit_together(db: &Db, group: &[ToSubmit]) -> Result<Option<Vec<Resul
     let rows = serde_json::to_string(&rows)
         .map_err(|e| Error::internal(format!("cannot write the group's rows: {e}")))?;
     let mut tx = db.begin().await?;
-    match job_rows::insert_many(&mut tx, &rows).await {
-        Ok(_) => {}
-        // Rolled back when `tx` is dropped.
-        Err(sqlx::Error::Database(_)) => return Ok(None),
-        Err(e) => return Err(e.into()),
+    let outcome = async {
+        match job_rows::insert_many(&mut tx, &rows).await {
+            Ok(_) => {}
+            Err(sqlx::Error::Database(_)) => return Ok(None),
+            Err(e) => return Err(e.into()),
+        }
+        let mut held = std::collections::HashMap::new();
+        for row in job_rows::holders(&mut tx, &rows).await? {
+            let job = row.into_job()?;
+            held.insert((job.owner_id.clone(), job.idempotency_key.clone()), job);
+        }
+        Ok(Some(held))
     }
-    let mut held = std::collections::HashMap::new();
-    for row in job_rows::holders(&mut tx, &rows).await? {
-        let job = row.into_job()?;
-        held.insert((job.owner_id.clone(), job.idempotency_key.clone()), job);
-    }
-    tx.commit().await?;
+    .await;
+    let held = match outcome {
+        // Refused: rolled back before the group runs again, a submit at a time.
+        Ok(None) => {
+            tx.rollback().await?;
+            return Ok(None);
+        }
+        Ok(Some(held)) => finish(tx, Ok(held)).await?,
+        Err(e) => return finish(tx, Err(e)).await,
+    };
     Ok(Some(
         group
             .iter()

@@ -15,6 +15,8 @@ use crate::model::TokenInfo;
 use crate::store::tokens as token_rows;
 use crate::Engine;
 
+use super::finish;
+
 /// What every token starts with, so one found in a log or a paste is recognisable as ours.
 pub const TOKEN_PREFIX: &str = "oj_";
 /// How stale a token's recorded last use may be before a use writes it again.
@@ -37,8 +39,8 @@ impl Engine {
         let token = new_token();
         let id = uuid::Uuid::now_v7().to_string();
         let mut tx = self.begin().await?;
-        let created_at = token_rows::insert(&mut tx, &id, owner, name, &digest(&token)).await?;
-        tx.commit().await?;
+        let outcome = token_rows::insert(&mut tx, &id, owner, name, &digest(&token)).await;
+        let created_at = finish(tx, outcome.map_err(Error::from)).await?;
         let info = TokenInfo {
             id,
             owner_id: owner.to_owned(),
@@ -61,11 +63,11 @@ impl Engine {
     pub async fn revoke_token(&self, id: &str) -> Result<TokenInfo> {
         let id = &crate::input::id("token_id", "token", id)?;
         let mut tx = self.begin().await?;
-        let revoked = token_rows::revoke(&mut tx, id)
-            .await?
-            .ok_or_else(|| Error::not_found("token", id))?;
-        tx.commit().await?;
-        Ok(revoked)
+        let outcome = match token_rows::revoke(&mut tx, id).await {
+            Ok(revoked) => revoked.ok_or_else(|| Error::not_found("token", id)),
+            Err(e) => Err(e.into()),
+        };
+        finish(tx, outcome).await
     }
 
     /// The owner a token acts as. A token that is unknown, revoked or malformed is
