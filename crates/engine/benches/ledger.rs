@@ -10,7 +10,8 @@
 //! `ONEJOB_BENCH_HISTORY` change the 2,000 and the 100,000, `ONEJOB_BENCH_CONCURRENCY` the
 //! executor's 32 attempts at once, `ONEJOB_BENCH_BULK` the 10,000; `ONEJOB_BENCH_PARTS` picks
 //! parts among `e2e pages bulk`, all by default). The bulk operation runs at a quarter of its
-//! count first, then at the whole, so its memory is seen beside its count.
+//! count first, then at the whole, so its memory is seen beside its count, each beside a submit
+//! every 10 ms; then at the whole again beside submits back to back (`bulk/`).
 
 mod bulk;
 mod common;
@@ -44,9 +45,11 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
     }
     if part("bulk") {
         let bulk = common::env_number("ONEJOB_BENCH_BULK", 10_000);
+        let paced = bulk::Load::Paced(Duration::from_millis(10));
         for n in [(bulk / 4).max(1), bulk] {
-            bulk::bulk_resolve(dir.path(), n).await?;
+            bulk::bulk_resolve(dir.path(), n, paced).await?;
         }
+        bulk::bulk_resolve(dir.path(), bulk, bulk::Load::Flood).await?;
     }
     Ok(())
 }

@@ -1,6 +1,13 @@
 //! `bulk resolve` of many `unknown` jobs (SPEC §16): how long the operation takes, the
 //! process's resident memory while it runs beside before it, and the latency of submits made
 //! while it runs beside the same submits alone, in the same run.
+//!
+//! Submits come in one of two loads. `Paced`: one every 10 ms (100 a second), as a script or a
+//! service submits while a person settles an outage; the aim's measure (a submit made while the
+//! operation runs waits at most for one job of it). `Flood`: the next submit as soon as the last
+//! is answered, the most a caller can ask of the one SQLite writer: the operation and the
+//! submits then share the writer job by job, so the operation takes longer by the submits'
+//! share, printed for what it costs.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -10,17 +17,77 @@ use onejob_engine::{AttemptError, BulkAction, BulkFilter, BulkRequest, Engine, V
 
 use crate::common::{engine_with_provider, intent, ms, pct, sequential_submits, OWNER};
 
-/// Submits timed alone and beside the operation.
+/// Submits timed alone.
 const SUBMITS: usize = 200;
 
-/// Makes `n` unknown jobs, then times `bulk resolve --as abandoned` over all of them.
+/// How submits arrive beside the operation (and alone).
+#[derive(Clone, Copy)]
+pub enum Load {
+    /// One every this long.
+    Paced(Duration),
+    /// The next as soon as the last is answered.
+    Flood,
+}
+
+impl Load {
+    fn name(self) -> String {
+        match self {
+            Load::Paced(every) => format!("a submit every {} ms", every.as_millis()),
+            Load::Flood => "submits back to back".to_owned(),
+        }
+    }
+
+    fn slug(self) -> &'static str {
+        match self {
+            Load::Paced(_) => "paced",
+            Load::Flood => "flood",
+        }
+    }
+
+    /// Waits until the next submit is due.
+    async fn next(self, ticks: &mut Option<tokio::time::Interval>) {
+        if let (Load::Paced(_), Some(ticks)) = (self, ticks) {
+            ticks.tick().await;
+        }
+    }
+
+    fn ticks(self) -> Option<tokio::time::Interval> {
+        match self {
+            Load::Paced(every) => {
+                let mut ticks = tokio::time::interval(every);
+                ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+                Some(ticks)
+            }
+            Load::Flood => None,
+        }
+    }
+}
+
+/// Makes `n` unknown jobs, then times `bulk resolve --as abandoned` over all of them with
+/// submits arriving as `load` says.
 pub async fn bulk_resolve(
     dir: &std::path::Path,
     n: usize,
+    load: Load,
 ) -> Result<(), Box<dyn std::error::Error>> {
-    let engine = engine_with_provider(&dir.join(format!("bulk-{n}.db"))).await?;
+    let engine = engine_with_provider(&dir.join(format!("bulk-{n}-{}.db", load.slug()))).await?;
     unknown_jobs(&engine, n).await?;
-    let alone = sequential_submits(&engine, 0..SUBMITS).await?;
+    let alone = match load {
+        Load::Flood => sequential_submits(&engine, 0..SUBMITS).await?,
+        Load::Paced(_) => {
+            let mut ticks = load.ticks();
+            let mut times = Vec::with_capacity(SUBMITS);
+            for i in 0..SUBMITS {
+                load.next(&mut ticks).await;
+                let start = Instant::now();
+                engine
+                    .submit(OWNER, &format!("key-{i}"), &intent(i))
+                    .await?;
+                times.push(start.elapsed());
+            }
+            times
+        }
+    };
 
     let before = resident_kib();
     let peak = Arc::new(AtomicU64::new(before));
@@ -40,7 +107,9 @@ pub async fn bulk_resolve(
         tokio::spawn(async move {
             let mut times = Vec::new();
             let mut i = SUBMITS;
+            let mut ticks = load.ticks();
             while running.load(Ordering::Relaxed) {
+                load.next(&mut ticks).await;
                 let start = Instant::now();
                 if engine
                     .submit(OWNER, &format!("key-{i}"), &intent(i))
@@ -73,7 +142,8 @@ pub async fn bulk_resolve(
 
     let op = done.operation;
     println!(
-        "bulk resolve of {n} unknown jobs: {:.0} ms ({} changed, {} skipped; aim < 10 s on SQLite)",
+        "bulk resolve of {n} unknown jobs beside {}: {:.0} ms ({} changed, {} skipped; aim < 10 s on SQLite)",
+        load.name(),
         ms(took),
         op.changed,
         op.skipped.len()

@@ -24,9 +24,10 @@ use super::person::{cancel_in, resolve_in, retry_in};
 use super::read::{blank_is_none, ListFilter};
 use super::{finish, owned_job_row};
 
-/// Jobs decided per transaction: short enough that the executor, the window and other
-/// requests wait at most a moment for the ledger, long enough not to pay a commit per job.
-const BATCH: u32 = 25;
+/// Jobs decided per transaction at most: few, so that a write arriving meanwhile waits for a
+/// small commit, and more than one, so that an operation alone does not pay a commit per job.
+/// On SQLite a batch also ends early, after a job, when another write waits (ADR 0053).
+const BATCH: u32 = 8;
 /// Skipped jobs read per statement when an operation is shown.
 const SKIPPED_PAGE: u32 = 1000;
 /// The outcome of a job the action changed.
@@ -162,10 +163,11 @@ impl Engine {
                 let mut conn = self.read().await?;
                 bulk_rows::undecided(&mut conn, &id, &cursor, BATCH).await?
             };
-            let Some(last) = ids.last().cloned() else {
+            if ids.is_empty() {
                 break;
-            };
-            let (changed, skipped) = self.bulk_batch(owner, &id, &request, &ids).await?;
+            }
+            let (changed, skipped, reached) = self.bulk_batch(owner, &id, &request, &ids).await?;
+            let last = ids[reached.clamp(1, ids.len()) - 1].clone();
             self.wake_executor();
             seen.changed += changed;
             seen.skipped += skipped;
@@ -260,21 +262,29 @@ impl Engine {
         Ok((id, request))
     }
 
-    /// Decides the jobs `ids` of operation `op` in one transaction, each behind a savepoint so
-    /// that one the action refuses leaves nothing of its own but its code: (changed, skipped).
+    /// Decides the jobs `ids` of operation `op`, in order, in one transaction, each behind a
+    /// savepoint so that one the action refuses leaves nothing of its own but its code. Ends
+    /// early, after a job, when another write of this process waits for the writer (SQLite):
+    /// that write waits for one job, not for the batch. (changed, skipped, how many of `ids`
+    /// it reached).
     async fn bulk_batch(
         &self,
         owner: &str,
         op: &str,
         request: &BulkRequest,
         ids: &[String],
-    ) -> Result<(u32, u32)> {
-        let (mut changed, mut skipped) = (0, 0);
+    ) -> Result<(u32, u32, usize)> {
+        let (mut changed, mut skipped, mut reached) = (0, 0, 0);
         let mut tx = self.begin().await?;
         let outcome = async {
             tx.savepoint().await?;
             for job_id in ids {
-                // Taking the item first makes a second run of the same operation wait here, then pass.
+                if reached > 0 && tx.others_waiting() {
+                    break;
+                }
+                reached += 1;
+                // Taking the item first makes a second run of the same operation wait here,
+                // then pass.
                 if !bulk_rows::decide(&mut tx, op, job_id, CHANGED).await? {
                     continue;
                 }
@@ -295,7 +305,7 @@ impl Engine {
                 tx.next_savepoint().await?;
             }
             tx.release_savepoint().await?;
-            Ok((changed, skipped))
+            Ok((changed, skipped, reached))
         }
         .await;
         finish(tx, outcome).await

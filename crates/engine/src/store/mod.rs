@@ -105,6 +105,16 @@ impl Tx {
         }
     }
 
+    /// Whether another write of this process waits for this one to end: on SQLite, where the
+    /// process writes through one connection, a long writer (a bulk operation) commits what it
+    /// has and lets it in. Never on PostgreSQL, whose writers wait only for the rows they share.
+    pub fn others_waiting(&self) -> bool {
+        match self {
+            Tx::Sqlite(tx) => tx.others_waiting(),
+            Tx::Postgres(_) => false,
+        }
+    }
+
     /// Rolls back at once (dropping it does too, a moment later).
     pub async fn rollback(self) -> sqlx::Result<()> {
         match self {

@@ -4,7 +4,7 @@
 
 use std::path::Path;
 use std::str::FromStr;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -227,8 +227,26 @@ pub struct Writer {
     conn: Arc<tokio::sync::Mutex<Option<SqliteConnection>>>,
     /// A guard was dropped with a transaction possibly open.
     left_open: Arc<AtomicBool>,
+    /// How many wait for the writer now: a long holder (a bulk operation) lets them in.
+    waiting: Arc<AtomicUsize>,
     /// The ledger's file as shown.
     location: Arc<str>,
+}
+
+/// One waiter for the writer, counted while it waits (also when its wait is given up).
+struct Waiting<'w>(&'w AtomicUsize);
+
+impl<'w> Waiting<'w> {
+    fn new(count: &'w AtomicUsize) -> Waiting<'w> {
+        count.fetch_add(1, Ordering::SeqCst);
+        Waiting(count)
+    }
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 /// The writer, held by one user at a time.
@@ -244,13 +262,17 @@ impl Writer {
         Writer {
             conn: Arc::new(tokio::sync::Mutex::new(Some(conn))),
             left_open: Arc::new(AtomicBool::new(false)),
+            waiting: Arc::new(AtomicUsize::new(0)),
             location,
         }
     }
 
     /// Waits for the writer; `PoolClosed` once the ledger was closed.
     pub async fn lock(&self) -> sqlx::Result<WriterGuard> {
-        let held = self.conn.clone().lock_owned().await;
+        let held = {
+            let _waiting = Waiting::new(&self.waiting);
+            self.conn.clone().lock_owned().await
+        };
         let mut conn = OwnedMutexGuard::try_map(held, Option::as_mut)
             .map_err(|_| named(&self.location, sqlx::Error::PoolClosed))?;
         if self.left_open.swap(false, Ordering::SeqCst) {
@@ -286,6 +308,11 @@ impl Writer {
 }
 
 impl WriterGuard {
+    /// Whether anyone waits for the writer now.
+    pub fn others_waiting(&self) -> bool {
+        self.writer.waiting.load(Ordering::SeqCst) > 0
+    }
+
     /// The connection.
     pub fn conn(&mut self) -> &mut SqliteConnection {
         &mut self.conn
