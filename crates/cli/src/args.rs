@@ -237,6 +237,15 @@ pub struct Jobs {
     /// Only jobs whose route names this provider, or that ran an attempt at it
     #[arg(long, value_name = "NAME")]
     pub provider: Option<String>,
+    /// Only jobs whose open attempt has this error kind (soft_timeout, connection_broken, lease_expired, …)
+    #[arg(long, value_name = "K")]
+    pub error_kind: Option<String>,
+    /// Only jobs created before this time (RFC 3339, or a date YYYY-MM-DD)
+    #[arg(long, value_name = "T")]
+    pub created_before: Option<String>,
+    /// Only jobs created after this time (RFC 3339, or a date YYYY-MM-DD)
+    #[arg(long, value_name = "T")]
+    pub created_after: Option<String>,
 }
 
 #[derive(Debug, Args)]

@@ -77,6 +77,9 @@ async fn run_once(db: &Path, owner: &str, command: Command) -> Result<Value> {
                 limit: jobs.limit,
                 search: jobs.search,
                 provider: jobs.provider,
+                error_kind: jobs.error_kind,
+                created_before: jobs.created_before,
+                created_after: jobs.created_after,
                 ..JobsQuery::default()
             };
             with_engine(db, async |engine| {

@@ -281,6 +281,51 @@ fn bulk_answers_its_operation_and_refuses_bad_requests_as_every_command_does() {
     assert_eq!(error["details"]["field"], "provider");
 }
 
+/// `onejob jobs` takes the filters `onejob bulk` takes (the open attempt's error kind, the
+/// creation times), and lists what a bulk operation with the same filter would match.
+#[test]
+fn jobs_take_the_error_kind_and_the_creation_times_a_bulk_operation_takes() {
+    let ledger = Ledger::new();
+    let mut stuck = unknown_jobs(&ledger, "kinds", 3);
+    stuck.sort();
+    let queued = id(&ledger.submit("kinds-queued", &intent("1"))["job"]);
+    let listed = |args: &[&str]| {
+        let mut all = vec!["jobs"];
+        all.extend_from_slice(args);
+        let page = ledger.run(&all).ok();
+        let mut ids: Vec<String> = page["jobs"]
+            .as_array()
+            .expect("jobs")
+            .iter()
+            .map(id)
+            .collect();
+        ids.sort();
+        ids
+    };
+    assert_eq!(listed(&["--error-kind", "soft_timeout"]), stuck);
+    assert!(listed(&["--error-kind", "connection_broken"]).is_empty());
+    let mut every = stuck.clone();
+    every.push(queued);
+    every.sort();
+    assert_eq!(listed(&["--created-after", "2000-01-01"]), every);
+    assert!(listed(&["--created-before", "2000-01-01"]).is_empty());
+    let error = ledger
+        .run(&["jobs", "--created-before", "last tuesday"])
+        .err(2);
+    assert_eq!(error["details"]["field"], "created_before");
+
+    let dry = ledger.run(&[
+        "bulk",
+        "resolve",
+        "--as",
+        "abandoned",
+        "--error-kind",
+        "soft_timeout",
+        "--dry-run",
+    ]);
+    assert_eq!(parse(&dry.stdout)["bulk"]["matched"], 3, "{dry:?}");
+}
+
 #[test]
 fn a_bulk_operation_killed_midway_finishes_when_repeated() {
     let ledger = Ledger::new();

@@ -665,6 +665,71 @@ async fn jobs_are_listed_with_their_filters_a_page_at_a_time() {
     }
 }
 
+/// `GET /v1/jobs` takes the filters a bulk operation takes: the open attempt's error kind and
+/// the creation times. (An unknown parameter is ignored, so before they were read these
+/// answered every job.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_jobs_list_takes_the_error_kind_and_the_creation_times() {
+    let (ledger, _server, api) = quiet_server();
+    let queued = job_id(
+        &json(
+            api.submit("kinds-queued", &intent("{}")).await,
+            StatusCode::CREATED,
+        )
+        .await,
+    );
+    let stuck = job_id(
+        &json(
+            api.submit("kinds-stuck", &intent("{}")).await,
+            StatusCode::CREATED,
+        )
+        .await,
+    );
+    let engine = onejob_engine::Engine::open(&ledger.db).await.expect("open");
+    let claimed = engine
+        .claim_attempt(&stuck, "primary")
+        .await
+        .expect("claim");
+    let attempt = &claimed.attempt.id;
+    engine
+        .mark_sent(attempt, "executor-test", Duration::from_secs(60))
+        .await
+        .expect("sent");
+    let why = onejob_engine::AttemptError {
+        kind: "soft_timeout".into(),
+        message: "no answer within 1000 ms".into(),
+    };
+    engine.mark_unknown(attempt, why).await.expect("unknown");
+    engine.close().await;
+
+    assert_eq!(
+        all_job_ids(&api, "error_kind=soft_timeout").await,
+        vec![stuck.clone()]
+    );
+    assert!(all_job_ids(&api, "error_kind=connection_broken")
+        .await
+        .is_empty());
+    assert_eq!(
+        all_job_ids(&api, "created_after=2000-01-01").await,
+        vec![stuck.clone(), queued.clone()]
+    );
+    assert!(all_job_ids(&api, "created_before=2000-01-01")
+        .await
+        .is_empty());
+    assert_eq!(
+        all_job_ids(&api, "error_kind=&created_before=&created_after=").await,
+        vec![stuck, queued],
+        "an empty filter is no filter"
+    );
+    let body = problem(
+        api.get("/v1/jobs?created_before=last%20tuesday").await,
+        StatusCode::BAD_REQUEST,
+        "invalid_input",
+    )
+    .await;
+    assert_eq!(body["details"]["field"], "created_before", "{body}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn cancel_retry_and_resolve_move_a_job_as_the_command_line_does() {
     let (ledger, _server, api) = quiet_server();

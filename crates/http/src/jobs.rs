@@ -212,6 +212,15 @@ pub struct ListQuery {
     /// Only jobs whose idempotency key or id starts with this text.
     #[param(max_length = 255)]
     search: Option<String>,
+    /// Only jobs whose open attempt has this error kind (the rule of SPEC §6 that made it
+    /// `unknown`: `soft_timeout`, `connection_broken`, `lease_expired`, …); empty is no filter.
+    error_kind: Option<String>,
+    /// Only jobs created before this time (RFC 3339, or a date `YYYY-MM-DD` for its midnight
+    /// UTC); empty is no filter.
+    created_before: Option<String>,
+    /// Only jobs created after this time (RFC 3339, or a date `YYYY-MM-DD`); empty is no
+    /// filter.
+    created_after: Option<String>,
     /// Jobs in one page at most (50 when not given); a page of large jobs ends sooner, after
     /// about 4 MiB, and its `next` pages on.
     #[param(value_type = Option<u32>, minimum = 1, maximum = 1000)]
@@ -272,6 +281,9 @@ pub async fn list(
         status,
         search: query.search,
         provider: query.provider,
+        error_kind: query.error_kind,
+        created_before: query.created_before,
+        created_after: query.created_after,
         after: query.after,
         ..JobsQuery::default()
     };
