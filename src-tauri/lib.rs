@@ -188,6 +188,9 @@ pub fn specta_builder<R: Runtime>() -> tauri_specta::Builder<R> {
             status::LedgerStatus,
             view::BulkProgressed
         ])
+        // How many providers a bulk confirmation names at most, so the window can say when there
+        // may be others.
+        .constant("BULK_PROVIDERS_NAMED", onejob_engine::BULK_PROVIDERS_NAMED)
         // The engine's own fields are u32 or strings; the only 64-bit integers are inside
         // `serde_json::Value`'s numbers, which reach JavaScript as JSON numbers anyway.
         .dangerously_cast_bigints_to_number()

@@ -162,6 +162,9 @@ export const events = {
 	openJob: makeEvent<OpenJob, OpenJob>("open-job"),
 };
 
+/* Constants */
+export const BULK_PROVIDERS_NAMED = 10 as const;
+
 /* Types */
 /**  Who wrote an event. */
 export type Actor = "user" | "executor" | "provider" | "system";

@@ -34,6 +34,7 @@ use store::{Db, Tx};
 pub use attempt::{AttemptState, Cause};
 pub use bulk::{
     BulkAction, BulkFilter, BulkOperation, BulkProgress, BulkRequest, BulkSkip, BulkStarted,
+    BULK_PROVIDERS_NAMED,
 };
 pub use error::{Error, Result};
 pub use events::EventKind;

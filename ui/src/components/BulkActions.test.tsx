@@ -7,7 +7,8 @@ import { commands, events, type BulkOperation, type BulkProgressed, type Error a
 import { EVERY_JOB } from "../listFilter";
 import { BulkActions, choicesFor, riskOf, summaryOf, whereOf } from "./BulkActions";
 
-vi.mock("../bindings", () => ({
+vi.mock("../bindings", async (actual) => ({
+  BULK_PROVIDERS_NAMED: (await actual<typeof import("../bindings")>()).BULK_PROVIDERS_NAMED,
   commands: { bulkStart: vi.fn(), bulkRun: vi.fn(), bulkDiscard: vi.fn(() => Promise.resolve({ status: "ok", data: null })) },
   events: { bulkProgressed: { listen: vi.fn() } },
 }));

@@ -7,7 +7,7 @@ import { useEffect, useRef, useState } from "react";
 
 import { CANCEL_RISK, RESOLVE_WORDS, RETRY_RISK, SUCCEEDED_MANY_RISK } from "../actions";
 import { call, useLedger } from "../api";
-import { commands, events, type BulkFilter, type BulkOperation, type BulkRequest, type JobStatus, type Verdict } from "../bindings";
+import { BULK_PROVIDERS_NAMED, commands, events, type BulkFilter, type BulkOperation, type BulkRequest, type JobStatus, type Verdict } from "../bindings";
 import type { Shown } from "../errors";
 import { shortId } from "../format";
 import { narrows } from "../listFilter";
@@ -39,14 +39,11 @@ export function riskOf(choice: Choice): string {
   return RESOLVE_WORDS[choice.verdict].risk;
 }
 
-/** How many providers the backend names at most (`BULK_PROVIDERS_NAMED` in the engine). */
-const BULK_PROVIDERS_NAMED = 10;
-
 /** Where the set's jobs are: the providers the backend named for it, or the filter's one. */
 export function whereOf(providers: string[], provider: string | null): string {
   const named = providers.length > 0 ? providers : provider === null ? [] : [provider];
   if (named.length === 0) return "at every provider";
-  // The backend names at most ten: a set that reached ten may reach further.
+  // The backend names at most BULK_PROVIDERS_NAMED: a set that reached it may reach further.
   const more = providers.length >= BULK_PROVIDERS_NAMED ? " and perhaps others" : "";
   if (named.length === 1) return `at ${named[0]}${more}`;
   const list = more === "" ? `${named.slice(0, -1).join(", ")} and ${named[named.length - 1]}` : named.join(", ");
