@@ -72,8 +72,9 @@ pub async fn lock_skipping(h: &mut impl Handle, id: &str) -> sqlx::Result<bool> 
 }
 
 /// Ends a transaction left open on the SQLite writer, if any; nothing when none is. A lone
-/// [`submit`] is one autocommitted statement and leaves none open, so after it this is a
-/// safeguard only (the lone submit was once `BEGIN IMMEDIATE` … `COMMIT` in one call).
+/// [`submit`](fn@super::submit) is one autocommitted statement and leaves none open, so after
+/// it this is a safeguard only (the lone submit was once `BEGIN IMMEDIATE` … `COMMIT` in one
+/// call).
 pub async fn rollback(h: &mut impl Handle) {
     if let Conn::Sqlite(conn, _) = h.conn() {
         // "No transaction is active" is the common case: a lone submit begins none, and
