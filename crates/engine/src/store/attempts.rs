@@ -9,78 +9,15 @@ use super::queries;
 
 use super::{millis, on_backend, Conn, Handle};
 use crate::attempt::AttemptState;
-use crate::error::{Error, Result};
-use crate::model::{Attempt, AttemptError, Usage};
+use crate::model::AttemptError;
 
-#[derive(FromRow, Clone, serde::Deserialize)]
-pub struct AttemptRow {
-    pub id: String,
-    pub job_id: String,
-    pub number: i64,
-    pub provider: String,
-    pub state: String,
-    pub job_version: i64,
-    pub request_id: Option<String>,
-    pub http_status: Option<i64>,
-    pub error_kind: Option<String>,
-    pub error_message: Option<String>,
-    pub executor_id: Option<String>,
-    pub lease_expires_at: Option<String>,
-    pub flagged_for_review: bool,
-    pub created_at: String,
-    pub sent_at: Option<String>,
-    pub finished_at: Option<String>,
-    pub usage: Option<String>,
-}
-
-impl AttemptRow {
-    /// The attempt's state as the enum.
-    pub fn state(&self) -> Result<AttemptState> {
-        self.state.parse().map_err(|_| {
-            Error::internal(format!(
-                "attempt {} has unknown state {}",
-                self.id, self.state
-            ))
-        })
-    }
-
-    /// The row as the engine's record.
-    pub fn into_attempt(self) -> Result<Attempt> {
-        let state = self.state()?;
-        let error = self.error_kind.map(|kind| AttemptError {
-            kind,
-            message: self.error_message.unwrap_or_default(),
-        });
-        Ok(Attempt {
-            id: self.id,
-            job_id: self.job_id,
-            number: u32::try_from(self.number).unwrap_or(u32::MAX),
-            provider: self.provider,
-            state,
-            job_version: u32::try_from(self.job_version).unwrap_or(u32::MAX),
-            request_id: self.request_id,
-            http_status: self.http_status.and_then(|s| u16::try_from(s).ok()),
-            error,
-            executor_id: self.executor_id,
-            lease_expires_at: self.lease_expires_at,
-            flagged_for_review: self.flagged_for_review,
-            created_at: self.created_at,
-            sent_at: self.sent_at,
-            finished_at: self.finished_at,
-            usage: self
-                .usage
-                .as_deref()
-                .and_then(|u| serde_json::from_str::<serde_json::Value>(u).ok())
-                .as_ref()
-                .and_then(Usage::from_reported),
-        })
-    }
-}
+pub use super::rows::AttemptRow;
+use super::rows::JobRow;
 
 /// What [`insert_next`] wrote: nothing, or the attempt and, when asked, its job as moved.
 pub struct Inserted {
     pub attempt: Option<AttemptRow>,
-    pub job: Option<super::jobs::JobRow>,
+    pub job: Option<JobRow>,
 }
 
 /// Inserts the job's next attempt as `pending`, with its `attempt_created` event written by the
@@ -160,7 +97,7 @@ pub async fn insert_first(
         attempt: None,
         job: None,
     };
-    if !super::jobs::is_canonical_id(job_id) {
+    if !super::ids::is_canonical_id(job_id) {
         return Ok(nothing());
     }
     let firsts = [(id.to_owned(), job_id.to_owned())];
@@ -209,7 +146,7 @@ pub async fn insert_first_many(
 fn inserted_rows(rows: Vec<sqlx::sqlite::SqliteRow>) -> sqlx::Result<Inserted> {
     let mut rows = rows.iter();
     let attempt = rows.next().map(AttemptRow::from_row).transpose()?;
-    let job = rows.next().map(super::jobs::JobRow::from_row).transpose()?;
+    let job = rows.next().map(JobRow::from_row).transpose()?;
     Ok(Inserted { attempt, job })
 }
 

@@ -5,6 +5,8 @@
 //! own file, `sqlite/queries/<table>/<operation>.sql` or `postgres/queries/<table>/<operation>.sql`,
 //! so the two can be read side by side. The operations bind the same values in the same
 //! order on both; where the dialects differ (placeholders, JSON, time), the files say how.
+//! The rows both `jobs` and `attempts` return are in `rows`, and the ids' canonical text in
+//! `ids`, so those two modules depend one way: `jobs` uses `attempts`, never the reverse.
 //!
 //! Times that decide (leases, backoff) are taken from the database's clock: operations take
 //! durations, never instants computed on a host.
@@ -15,10 +17,12 @@ pub mod checks;
 pub mod contracts;
 pub mod events;
 pub mod evidence;
+mod ids;
 pub mod jobs;
 pub mod postgres;
 pub mod providers;
 pub mod retry_keys;
+pub mod rows;
 pub mod sqlite;
 pub mod tokens;
 

@@ -1,0 +1,243 @@
+//! The one SQL statement built at run time: the owner's jobs that pass a [`Filter`], read a
+//! keyset page at a time (whole rows or summaries) or counted. Bulk operations select their
+//! jobs with the same builder ([`build`]).
+
+use sqlx::QueryBuilder;
+
+use super::SummaryRow;
+use crate::job::JobStatus;
+use crate::store::ids::{fits_id_text, HIGHEST_ID, LOWEST_ID};
+use crate::store::rows::JobRow;
+use crate::store::{Conn, Handle};
+
+/// Which of an owner's jobs a page or a count covers.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Filter<'a> {
+    pub status: Option<JobStatus>,
+    /// A prefix of the idempotency key (as given), or of the id (lowercased); non-empty.
+    pub search: Option<&'a str>,
+    /// A provider the job's route names or one of its attempts ran at.
+    pub provider: Option<&'a str>,
+    /// The error kind of the job's open attempt (an `unknown` one's rule of SPEC §6).
+    pub error_kind: Option<&'a str>,
+    /// Created strictly before this time, in the ledger's text form (`…T…:…:….mmmZ`).
+    pub created_before: Option<&'a str>,
+    /// Created strictly after this time, in the ledger's text form.
+    pub created_after: Option<&'a str>,
+}
+
+/// The ids a prefix of an id's canonical text covers, as the lowest and highest id it could
+/// start: a range both backends' indexes serve. `None` when no id can start with it.
+fn id_range(prefix: &str) -> Option<(String, String)> {
+    let prefix = prefix.trim().to_ascii_lowercase();
+    (!prefix.is_empty() && fits_id_text(&prefix)).then(|| {
+        (
+            format!("{prefix}{}", &LOWEST_ID[prefix.len()..]),
+            format!("{prefix}{}", &HIGHEST_ID[prefix.len()..]),
+        )
+    })
+}
+
+/// Builds `SELECT <what> FROM … WHERE …` for the owner's jobs that pass `filter`, on either
+/// backend (`pg` says which), with the keyset `cursor`, order and limit when `page` is given.
+/// Prefixes of ids become ranges (`id_range`) so the indexes serve them; a key prefix is a
+/// range on SQLite (`>= prefix AND < prefix + U+10FFFF`, bytewise) and `starts_with` on
+/// PostgreSQL, whose text order follows the database's collation.
+pub(in crate::store) fn build<'q, DB>(
+    q: &mut QueryBuilder<'q, DB>,
+    pg: bool,
+    owner: &'q str,
+    filter: &Filter<'q>,
+    page: Option<(Option<&'q str>, u32, bool)>,
+) where
+    DB: sqlx::Database,
+    &'q str: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
+    String: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
+    i64: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
+{
+    let as_id = if pg { "::uuid" } else { "" };
+    let order = match filter.provider {
+        Some(provider) => {
+            // Driven from `job_providers`, whose key gives one owner's jobs at one provider in id order.
+            q.push(" FROM job_providers p JOIN jobs j ON j.id = p.job_id WHERE p.provider = ");
+            q.push_bind(provider);
+            q.push(" AND p.owner_id = ");
+            q.push_bind(owner);
+            "p.job_id"
+        }
+        // With a search, each of its two ranges names the owner itself: a separate
+        // `owner_id = ?` would let the planner walk every job of the owner in id order instead.
+        None if filter.search.is_some() => {
+            q.push(" FROM jobs j WHERE 1 = 1");
+            "j.id"
+        }
+        None => {
+            q.push(" FROM jobs j WHERE j.owner_id = ");
+            q.push_bind(owner);
+            "j.id"
+        }
+    };
+    if let Some(status) = filter.status {
+        q.push(" AND j.status = ");
+        q.push_bind(status.as_str());
+    }
+    if let Some(kind) = filter.error_kind {
+        q.push(
+            " AND EXISTS (SELECT 1 FROM attempts a WHERE a.job_id = j.id \
+             AND a.state IN ('pending', 'in_flight', 'unknown') AND a.error_kind = ",
+        );
+        q.push_bind(kind);
+        q.push(")");
+    }
+    let as_time = if pg { "::timestamptz" } else { "" };
+    if let Some(before) = filter.created_before {
+        q.push(" AND j.created_at < ");
+        q.push_bind(before);
+        q.push(as_time);
+    }
+    if let Some(after) = filter.created_after {
+        q.push(" AND j.created_at > ");
+        q.push_bind(after);
+        q.push(as_time);
+    }
+    if let Some(search) = filter.search {
+        q.push(" AND ((j.owner_id = ");
+        q.push_bind(owner);
+        if pg {
+            q.push(" AND starts_with(j.idempotency_key, ");
+            q.push_bind(search.to_owned());
+            q.push(")");
+        } else {
+            q.push(" AND j.idempotency_key >= ");
+            q.push_bind(search.to_owned());
+            q.push(" AND j.idempotency_key < ");
+            q.push_bind(format!("{search}{}", char::MAX));
+        }
+        q.push(")");
+        if let Some((low, high)) = id_range(search) {
+            q.push(" OR (j.owner_id = ");
+            q.push_bind(owner);
+            q.push(" AND j.id >= ");
+            q.push_bind(low);
+            q.push(as_id);
+            q.push(" AND j.id <= ");
+            q.push_bind(high);
+            q.push(as_id);
+            q.push(")");
+        }
+        q.push(")");
+    }
+    if let Some((cursor, limit, oldest_first)) = page {
+        let (beyond, direction) = if oldest_first {
+            (" > ", " ASC")
+        } else {
+            (" < ", " DESC")
+        };
+        if let Some(cursor) = cursor {
+            q.push(format!(" AND {order}{beyond}"));
+            q.push_bind(cursor);
+            q.push(as_id);
+        }
+        q.push(format!(" ORDER BY {order}{direction} LIMIT "));
+        q.push_bind(i64::from(limit));
+    }
+}
+
+/// The columns of a page's rows, as `JobRow` reads them.
+const PAGE_COLUMNS_SQLITE: &str = "SELECT j.id, j.owner_id, j.idempotency_key, j.fingerprint, \
+    j.intent, j.status, j.version, j.completed_by, j.result, j.error, j.flagged_for_review, \
+    j.created_at, j.updated_at, j.finished_at, j.not_before";
+const PAGE_COLUMNS_POSTGRES: &str = "SELECT j.id::text AS id, j.owner_id, j.idempotency_key, \
+    j.fingerprint, j.intent::text AS intent, j.status, j.version, \
+    j.completed_by::text AS completed_by, j.result::text AS result, j.error::text AS error, \
+    j.flagged_for_review, onejob_time(j.created_at) AS created_at, \
+    onejob_time(j.updated_at) AS updated_at, onejob_time(j.finished_at) AS finished_at, \
+    onejob_time(j.not_before) AS not_before";
+
+/// Up to `limit` of the owner's jobs that pass `filter`, newest first and strictly older than
+/// `cursor` (or oldest first and strictly newer, with `oldest_first`).
+pub async fn page(
+    h: &mut impl Handle,
+    owner: &str,
+    filter: &Filter<'_>,
+    cursor: Option<&str>,
+    limit: u32,
+    oldest_first: bool,
+) -> sqlx::Result<Vec<JobRow>> {
+    let columns = [PAGE_COLUMNS_SQLITE, PAGE_COLUMNS_POSTGRES];
+    keyset(h, columns, owner, filter, (cursor, limit, oldest_first)).await
+}
+
+/// One keyset page of the owner's jobs that pass `filter`, each read as `R` from `columns`
+/// (SQLite's, PostgreSQL's).
+async fn keyset<R>(
+    h: &mut impl Handle,
+    columns: [&'static str; 2],
+    owner: &str,
+    filter: &Filter<'_>,
+    page: (Option<&str>, u32, bool),
+) -> sqlx::Result<Vec<R>>
+where
+    R: for<'r> sqlx::FromRow<'r, sqlx::sqlite::SqliteRow>
+        + for<'r> sqlx::FromRow<'r, sqlx::postgres::PgRow>
+        + Send
+        + Unpin,
+{
+    match h.conn() {
+        Conn::Sqlite(conn, at) => {
+            let mut q = QueryBuilder::new(columns[0]);
+            build(&mut q, false, owner, filter, Some(page));
+            q.build_query_as()
+                .fetch_all(conn)
+                .await
+                .map_err(|e| crate::store::sqlite::named(at, e))
+        }
+        Conn::Postgres(conn, watch) => {
+            let mut q = QueryBuilder::new(columns[1]);
+            build(&mut q, true, owner, filter, Some(page));
+            watch.guard(q.build_query_as().fetch_all(conn)).await
+        }
+    }
+}
+
+/// The columns of a page of summaries, as `SummaryRow` reads them: the intent only as its
+/// route, the result not at all.
+const SUMMARY_COLUMNS_SQLITE: &str = "SELECT j.id, j.owner_id, j.idempotency_key, j.status, \
+    j.version, json_extract(j.intent, '$.route') AS route, j.flagged_for_review, \
+    j.created_at, j.updated_at, j.finished_at";
+const SUMMARY_COLUMNS_POSTGRES: &str = "SELECT j.id::text AS id, j.owner_id, \
+    j.idempotency_key, j.status, j.version, (j.intent -> 'route')::text AS route, \
+    j.flagged_for_review, onejob_time(j.created_at) AS created_at, \
+    onejob_time(j.updated_at) AS updated_at, onejob_time(j.finished_at) AS finished_at";
+
+/// [`page`] as a list shows it: summaries, with neither intent nor result read.
+pub async fn summaries(
+    h: &mut impl Handle,
+    owner: &str,
+    filter: &Filter<'_>,
+    cursor: Option<&str>,
+    limit: u32,
+    oldest_first: bool,
+) -> sqlx::Result<Vec<SummaryRow>> {
+    let columns = [SUMMARY_COLUMNS_SQLITE, SUMMARY_COLUMNS_POSTGRES];
+    keyset(h, columns, owner, filter, (cursor, limit, oldest_first)).await
+}
+
+/// How many of the owner's jobs pass `filter`.
+pub async fn count(h: &mut impl Handle, owner: &str, filter: &Filter<'_>) -> sqlx::Result<i64> {
+    match h.conn() {
+        Conn::Sqlite(conn, at) => {
+            let mut q = QueryBuilder::new("SELECT count(*)");
+            build(&mut q, false, owner, filter, None);
+            q.build_query_scalar()
+                .fetch_one(conn)
+                .await
+                .map_err(|e| crate::store::sqlite::named(at, e))
+        }
+        Conn::Postgres(conn, watch) => {
+            let mut q = QueryBuilder::new("SELECT count(*)");
+            build(&mut q, true, owner, filter, None);
+            watch.guard(q.build_query_scalar().fetch_one(conn)).await
+        }
+    }
+}
