@@ -288,7 +288,7 @@ impl Engine {
     /// [`Engine::complete`], for the executor: the write also records the attempt's response
     /// head when it carries it (see [`ResponseHead`]), whatever the answer's outcome. Given the
     /// attempt's `job_id`, the group commit may run its compare-and-swap in one statement with
-    /// other jobs' answers (PostgreSQL, see `group.rs`).
+    /// other jobs' answers (PostgreSQL, see `group/runs.rs`).
     pub(crate) async fn complete_carrying(
         &self,
         job_id: Option<&str>,

@@ -274,7 +274,7 @@ impl Engine {
 
     /// [`Engine::mark_sent`] for an attempt of `job_id`, known to the caller: on PostgreSQL
     /// the group commit may then move it in one statement with other jobs' attempts (see
-    /// `group.rs`).
+    /// `group/runs.rs`).
     pub(crate) async fn mark_sent_of(
         &self,
         job_id: Option<&str>,
@@ -356,7 +356,7 @@ impl Engine {
     /// group or a later one, never before it. The future commits it and gives its outcome.
     /// When the answer takes the head with it ([`ResponseHead::carried_by_answer`]) before this
     /// write runs, this write writes nothing; given the attempt's `job_id`, that answer may then
-    /// run ahead of it in its group (see `group.rs`).
+    /// run ahead of it in its group (see `group/runs.rs`).
     pub(crate) fn queue_response_head(
         &self,
         job_id: Option<&str>,

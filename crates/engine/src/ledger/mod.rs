@@ -89,7 +89,7 @@ async fn job_attempt(
 }
 
 impl crate::Engine {
-    /// Runs one of the executor's writes in the next group commit (see `group.rs`); its
+    /// Runs one of the executor's writes in the next group commit (see `group/`); its
     /// outcome is returned once the commit that holds it is durable.
     async fn group<T, F>(&self, lock: group::Lock, write: F) -> Result<T>
     where
