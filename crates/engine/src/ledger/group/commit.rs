@@ -62,7 +62,7 @@ async fn begin(db: &Db, group: Vec<Queued>) -> Option<(Tx, Vec<Queued>)> {
         }
         Err(e) => {
             for queued in group {
-                (queued.refuse)(e.clone());
+                queued.refuse(e.clone());
             }
             None
         }
@@ -116,7 +116,7 @@ async fn commit_unless_refused(db: &Db, group: Vec<Queued>) -> Option<Vec<Queued
             }
         }
         if kept {
-            let (keep, answer) = (group[at].run)(&mut tx).await;
+            let (keep, answer) = group[at].run(&mut tx).await;
             kept = keep;
             answers.push(answer);
         }
@@ -161,12 +161,12 @@ async fn commit_with_savepoints(db: &Db, group: Vec<Queued>) {
             };
             if let Err(e) = marked {
                 let e = Error::from(e);
-                (queued.refuse)(e.clone());
+                queued.refuse(e.clone());
                 broken = Some(e);
                 break;
             }
         }
-        let (keep, answer) = (queued.run)(&mut tx).await;
+        let (keep, answer) = queued.run(&mut tx).await;
         answers.push(answer);
         if alone {
             if !keep {
@@ -193,7 +193,7 @@ async fn commit_with_savepoints(db: &Db, group: Vec<Queued>) {
     };
     if let Err(e) = &committed {
         for queued in rest {
-            (queued.refuse)(e.clone());
+            queued.refuse(e.clone());
         }
     }
     for answer in answers {
@@ -206,19 +206,34 @@ mod tests {
     #![allow(clippy::unwrap_used)]
 
     use crate::error::Error;
-    use crate::ledger::claim::claim_in;
-    use crate::ledger::group::{Lock, Pending};
+    use crate::ledger::claim::{claim_in, ClaimNext};
+    use crate::ledger::group::{GroupWrite, Lock, Pending, Step};
+    use crate::store::Tx;
     use crate::{Claim, Engine, JobStatus};
 
     fn queue_claim(engine: &Engine, id: &str) -> Pending<Claim> {
-        let id = id.to_owned();
-        engine
-            .writes
-            .queue(Lock::Nothing, move |tx| {
-                let id = id.clone();
-                Box::pin(async move { claim_in(tx, &id).await })
+        let claim = ClaimNext {
+            job_id: id.to_owned(),
+        };
+        engine.writes.queue(claim).unwrap()
+    }
+
+    /// Claims its job, then refuses.
+    struct ClaimThenRefuse(String);
+
+    impl GroupWrite for ClaimThenRefuse {
+        type Out = ();
+
+        fn lock(&self) -> Lock {
+            Lock::Nothing
+        }
+
+        fn run<'t>(&'t self, tx: &'t mut Tx) -> Step<'t, ()> {
+            Box::pin(async move {
+                claim_in(tx, &self.0).await?;
+                Err(Error::internal("refused after writing"))
             })
-            .unwrap()
+        }
     }
 
     #[tokio::test]
@@ -239,16 +254,9 @@ mod tests {
         }
         let first = queue_claim(&engine, &ids[0]);
         // Claims, then refuses: its attempt must not survive the group's commit.
-        let id = ids[1].clone();
         let refused = engine
             .writes
-            .queue(Lock::Nothing, move |tx| {
-                let id = id.clone();
-                Box::pin(async move {
-                    claim_in(tx, &id).await?;
-                    Err::<(), _>(Error::internal("refused after writing"))
-                })
-            })
+            .queue(ClaimThenRefuse(ids[1].clone()))
             .unwrap();
         let third = queue_claim(&engine, &ids[2]);
         engine.writes.lead().await;

@@ -91,8 +91,24 @@ mod tests {
     #![allow(clippy::unwrap_used)]
 
     use super::*;
-    use crate::ledger::group::{Lock, Pending};
+    use crate::ledger::group::{GroupWrite, Lock, Pending, Step};
+    use crate::store::Tx;
     use crate::Engine;
+
+    /// A write that writes nothing and gives its number back.
+    struct Number(usize);
+
+    impl GroupWrite for Number {
+        type Out = usize;
+
+        fn lock(&self) -> Lock {
+            Lock::Nothing
+        }
+
+        fn run<'t>(&'t self, _tx: &'t mut Tx) -> Step<'t, usize> {
+            Box::pin(async move { Ok(self.0) })
+        }
+    }
 
     /// More writes queued than one group holds: each caller is answered, the last ones by a
     /// group of their own.
@@ -101,12 +117,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let engine = Engine::open(dir.path().join("ledger.db")).await.unwrap();
         let queued: Vec<Pending<usize>> = (0..MAX_GROUP + 44)
-            .map(|n| {
-                engine
-                    .writes
-                    .queue(Lock::Nothing, move |_tx| Box::pin(async move { Ok(n) }))
-                    .unwrap()
-            })
+            .map(|n| engine.writes.queue(Number(n)).unwrap())
             .collect();
         for (n, pending) in queued.into_iter().enumerate() {
             let answered = tokio::time::timeout(

@@ -24,7 +24,7 @@
 //!
 //! **A write may run twice after a failed group, so it must be safe to run again.** It only
 //! runs statements on the transaction it is given, and nothing of its first run is kept or
-//! answered.
+//! answered. Every write is a [`GroupWrite`], whose contract says so.
 //!
 //! Writes in one group see each other's rows as writes in a row would: each is still a
 //! transition guarded by its expected state, decided inside one transaction that holds the
@@ -55,27 +55,60 @@ const MAX_GROUP: usize = 256;
 /// A write's statements on the group's transaction, boxed so writes of any type queue together.
 pub(crate) type Step<'t, T> = Pin<Box<dyn Future<Output = Result<T>> + Send + 't>>;
 
-/// `write` as the write [`WriteQueue::run_fast`] takes: a closure's signature, spelled once.
-pub(crate) fn fast_write<T, F>(write: F) -> F
-where
-    F: for<'t> Fn(&'t mut Tx, Option<Ran>) -> Step<'t, T>,
-{
-    write
+/// One of the executor's writes, committed in a group with others (see the module's comment).
+/// Each is a type of its own, holding what it writes; [`WriteQueue::run`] commits it.
+///
+/// **A write may run twice after a failed group, so it must be safe to run again.** When a write
+/// of its group fails, the group's transaction is rolled back, nothing of the first run is kept
+/// or answered, and every write runs again on a fresh transaction under a savepoint of its own.
+/// So [`GroupWrite::run`] (and [`GroupWrite::run_after`]) only run statements on the
+/// transaction they are given, and decide by what they read there: nothing outside that
+/// transaction may depend on a run, since the run may be undone. A write that returns `Err`
+/// is rolled back and leaves nothing behind. Its caller is answered once the commit that holds
+/// its kept run is durable, or with the failure that lost the group.
+pub(crate) trait GroupWrite: Send + Sync + 'static {
+    /// What the write's caller is given once its group is committed.
+    type Out: Send + 'static;
+
+    /// The job the write concerns, locked by the group before any write runs.
+    fn lock(&self) -> Lock;
+
+    /// What the write writes, for moving a run's statement ahead of it (see `runs.rs`), when
+    /// it says more than its common case's job or its lock do. `None` by default: the job of
+    /// its common case, else what its lock says.
+    fn touches(&self) -> Option<Touches> {
+        None
+    }
+
+    /// The write's common case as one guarded statement, which the group may run together
+    /// with its neighbours' (see `runs.rs`). `None` by default: an ordinary write.
+    fn fast(&self) -> Option<Fast> {
+        None
+    }
+
+    /// The write's statements on the group's transaction.
+    fn run<'t>(&'t self, tx: &'t mut Tx) -> Step<'t, Self::Out>;
+
+    /// [`GroupWrite::run`] after the group ran the write's common case in one statement with
+    /// its neighbours': `ran` is what that statement did for it. Given only to a write whose
+    /// [`GroupWrite::fast`] is `Some`, which then takes what was written, or decides by
+    /// reading, as it would alone.
+    fn run_after<'t>(&'t self, tx: &'t mut Tx, ran: Ran) -> Step<'t, Self::Out> {
+        let _ = (tx, ran);
+        let e = Error::internal("a write with no common case was given a run's outcome");
+        Box::pin(async { Err(e) })
+    }
 }
 
 /// Where the group leaves a write's [`Ran`] for the write to take when it runs.
-type Slot = Arc<Mutex<Option<Ran>>>;
+type Slot = Mutex<Option<Ran>>;
 
 /// Answers a caller once its group's commit is known: `Ok` when it is durable.
 type Answer = Box<dyn FnOnce(Result<()>) + Send>;
 
-/// A queued write: run it on the group's transaction; it says whether to keep what it wrote,
-/// and how to answer its caller after the commit. It may run again on a fresh transaction.
-type Run = Box<
-    dyn for<'t> Fn(&'t mut Tx) -> Pin<Box<dyn Future<Output = (bool, Answer)> + Send + 't>>
-        + Send
-        + Sync,
->;
+/// A queued write's run on the group's transaction: whether to keep what it wrote, and how to
+/// answer its caller after the commit.
+type Running<'t> = Pin<Box<dyn Future<Output = (bool, Answer)> + Send + 't>>;
 
 /// The job a queued write concerns: the group locks it before any write runs (see
 /// [`commit::begin`]). A claim locks its job itself, passing over one another host holds.
@@ -89,15 +122,93 @@ pub(crate) enum Lock {
     Nothing,
 }
 
+/// A queued write as the group runs it, whatever its type.
 struct Queued {
     lock: Lock,
     touches: Touches,
     /// The write's common case, which the group may run together with its neighbours'.
     fast: Option<(Fast, Slot)>,
-    run: Run,
+    write: Box<dyn Answered>,
+}
+
+impl Queued {
+    fn new<W: GroupWrite>(write: W) -> (Queued, Pending<W::Out>) {
+        let lock = write.lock();
+        let fast = write.fast();
+        let touches = write.touches().unwrap_or_else(|| match &fast {
+            Some(fast) => Touches::Job(fast.job_id().to_owned()),
+            None => Touches::of(&lock),
+        });
+        let (reply, answer) = oneshot::channel();
+        let write = WithReply {
+            write,
+            reply: Arc::new(Mutex::new(Some(reply))),
+        };
+        let queued = Queued {
+            lock,
+            touches,
+            fast: fast.map(|fast| (fast, Slot::default())),
+            write: Box::new(write),
+        };
+        (queued, Pending(answer))
+    }
+
+    /// Runs the write on the group's transaction, given what a run's statement left for it if
+    /// anything. It may run again on a fresh transaction.
+    fn run<'t>(&'t self, tx: &'t mut Tx) -> Running<'t> {
+        let ran = self.fast.as_ref().and_then(|(_, slot)| take(slot));
+        self.write.run(tx, ran)
+    }
+
     /// Answers the caller when its write never ran (the transaction could not start, or an
     /// earlier write broke it).
-    refuse: Box<dyn FnOnce(Error) + Send + Sync>,
+    fn refuse(&self, e: Error) {
+        self.write.refuse(e);
+    }
+}
+
+/// A write with its caller's answer, behind one type so writes of any type queue together.
+trait Answered: Send + Sync {
+    /// [`GroupWrite::run`], or [`GroupWrite::run_after`] given `ran`.
+    fn run<'t>(&'t self, tx: &'t mut Tx, ran: Option<Ran>) -> Running<'t>;
+    /// Answers the caller with `e` instead.
+    fn refuse(&self, e: Error);
+}
+
+/// Where a caller waits for its write's outcome, taken by whoever answers it.
+type Reply<T> = Arc<Mutex<Option<oneshot::Sender<Result<T>>>>>;
+
+/// A write and where its caller waits. Whichever of `run`'s answer and `refuse` is called
+/// answers; the other finds the sender gone.
+struct WithReply<W: GroupWrite> {
+    write: W,
+    reply: Reply<W::Out>,
+}
+
+impl<W: GroupWrite> Answered for WithReply<W> {
+    fn run<'t>(&'t self, tx: &'t mut Tx, ran: Option<Ran>) -> Running<'t> {
+        let written = match ran {
+            Some(ran) => self.write.run_after(tx, ran),
+            None => self.write.run(tx),
+        };
+        let reply = self.reply.clone();
+        Box::pin(async move {
+            let outcome = written.await;
+            let keep = outcome.is_ok();
+            let answer: Answer = Box::new(move |commit| {
+                if let Some(reply) = take(&reply) {
+                    let _ = reply.send(commit.and(outcome));
+                }
+            });
+            (keep, answer)
+        })
+    }
+
+    fn refuse(&self, e: Error) {
+        if let Some(reply) = take(&self.reply) {
+            let _ = reply.send(Err(e));
+        }
+    }
 }
 
 /// Where the executor's writes wait for their group commit; one per engine.
@@ -125,12 +236,8 @@ impl WriteQueue {
 
     /// Runs `write` in the next group commit and returns its outcome once that commit is
     /// durable. A write that returns `Err` leaves nothing behind.
-    pub(crate) async fn run<T, F>(&self, lock: Lock, write: F) -> Result<T>
-    where
-        T: Send + 'static,
-        F: for<'t> Fn(&'t mut Tx) -> Step<'t, T> + Send + Sync + 'static,
-    {
-        let pending = self.queue(lock, write)?;
+    pub(crate) async fn run<W: GroupWrite>(&self, write: W) -> Result<W::Out> {
+        let pending = self.queue(write)?;
         self.outcome(pending).await
     }
 
@@ -145,92 +252,11 @@ impl WriteQueue {
     }
 
     /// Queues `write` without committing: a later [`WriteQueue::outcome`] commits it with
-    /// whatever else is queued then. `write` only runs statements on the transaction it is
-    /// given: it may be run a second time, on a fresh one (see the module's comment).
-    pub(crate) fn queue<T, F>(&self, lock: Lock, write: F) -> Result<Pending<T>>
-    where
-        T: Send + 'static,
-        F: for<'t> Fn(&'t mut Tx) -> Step<'t, T> + Send + Sync + 'static,
-    {
-        let touches = Touches::of(&lock);
-        self.queue_with(lock, touches, None, write)
-    }
-
-    /// [`WriteQueue::queue`] for a write that says what it `touches`, beyond what its lock says.
-    pub(crate) fn queue_touching<T, F>(
-        &self,
-        lock: Lock,
-        touches: Touches,
-        write: F,
-    ) -> Result<Pending<T>>
-    where
-        T: Send + 'static,
-        F: for<'t> Fn(&'t mut Tx) -> Step<'t, T> + Send + Sync + 'static,
-    {
-        self.queue_with(lock, touches, None, write)
-    }
-
-    /// [`WriteQueue::run`] for a write whose common case is `fast`: `write` is given what the
-    /// group's statement did for it when the group ran `fast` together with its neighbours'
-    /// (see `runs.rs`), or `None` when it did not, and then runs `fast` itself. With
-    /// no `fast`, it is an ordinary write, always given `None`.
-    pub(crate) async fn run_fast<T, F>(&self, lock: Lock, fast: Option<Fast>, write: F) -> Result<T>
-    where
-        T: Send + 'static,
-        F: for<'t> Fn(&'t mut Tx, Option<Ran>) -> Step<'t, T> + Send + Sync + 'static,
-    {
-        let slot: Slot = Arc::default();
-        let ran = slot.clone();
-        let touches = match &fast {
-            Some(fast) => Touches::Job(fast.job_id().to_owned()),
-            None => Touches::of(&lock),
-        };
-        let fast = fast.map(|fast| (fast, slot));
-        let pending = self.queue_with(lock, touches, fast, move |tx| write(tx, take(&ran)))?;
-        self.outcome(pending).await
-    }
-
-    fn queue_with<T, F>(
-        &self,
-        lock: Lock,
-        touches: Touches,
-        fast: Option<(Fast, Slot)>,
-        write: F,
-    ) -> Result<Pending<T>>
-    where
-        T: Send + 'static,
-        F: for<'t> Fn(&'t mut Tx) -> Step<'t, T> + Send + Sync + 'static,
-    {
-        let (reply, answer) = oneshot::channel::<Result<T>>();
-        // Whichever of `run` and `refuse` is called answers; the other finds the sender gone.
-        let reply = Arc::new(Mutex::new(Some(reply)));
-        let refused = reply.clone();
-        let run: Run = Box::new(move |tx| {
-            let (reply, written) = (reply.clone(), write(tx));
-            Box::pin(async move {
-                let outcome = written.await;
-                let keep = outcome.is_ok();
-                let answer: Answer = Box::new(move |commit| {
-                    if let Some(reply) = take(&reply) {
-                        let _ = reply.send(commit.and(outcome));
-                    }
-                });
-                (keep, answer)
-            })
-        });
-        let refuse = Box::new(move |e: Error| {
-            if let Some(reply) = take(&refused) {
-                let _ = reply.send(Err(e));
-            }
-        });
-        self.queued.push(Queued {
-            lock,
-            touches,
-            fast,
-            run,
-            refuse,
-        })?;
-        Ok(Pending(answer))
+    /// whatever else is queued then.
+    pub(crate) fn queue<W: GroupWrite>(&self, write: W) -> Result<Pending<W::Out>> {
+        let (queued, pending) = Queued::new(write);
+        self.queued.push(queued)?;
+        Ok(pending)
     }
 
     /// Takes the group lock and commits what is queued, if anything: a caller whose write an

@@ -223,7 +223,22 @@ mod tests {
     #![allow(clippy::unwrap_used)]
 
     use super::*;
-    use crate::ledger::group::{Answer, Lock, Slot};
+    use crate::ledger::group::{GroupWrite, Lock, Slot, Step};
+
+    /// A write that does nothing.
+    struct Nothing;
+
+    impl GroupWrite for Nothing {
+        type Out = ();
+
+        fn lock(&self) -> Lock {
+            Lock::Nothing
+        }
+
+        fn run<'t>(&'t self, _tx: &'t mut Tx) -> Step<'t, ()> {
+            Box::pin(async { Ok(()) })
+        }
+    }
 
     /// A queued write for `run_from`, never run.
     fn queued(touches: Touches, fast: Option<Fast>) -> Queued {
@@ -231,8 +246,7 @@ mod tests {
             lock: Lock::Nothing,
             touches,
             fast: fast.map(|f| (f, Slot::default())),
-            run: Box::new(|_tx| Box::pin(async { (true, Box::new(|_: Result<()>| {}) as Answer) })),
-            refuse: Box::new(|_| {}),
+            write: Queued::new(Nothing).0.write,
         }
     }
 
