@@ -80,7 +80,7 @@ pub struct Engine {
     work: Arc<Notify>,
     /// Where submits wait for their group commit (see `ledger/submit.rs`).
     submits: Arc<ledger::SubmitQueue>,
-    /// Where the executor's writes wait for theirs (see `ledger/group.rs`).
+    /// Where the executor's writes wait for theirs (see `ledger/group/`).
     writes: Arc<ledger::WriteQueue>,
     /// The change feed every face of this engine shares (see [`Engine::changes`]).
     feed: Arc<tokio::sync::Mutex<Option<Feed>>>,

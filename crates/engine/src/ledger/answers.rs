@@ -14,9 +14,10 @@ use crate::job::JobStatus;
 use crate::model::{Actor, Completion, Outcome};
 use crate::store::attempts::{self as attempt_rows, MoveEvent, Patch};
 use crate::store::jobs::{self as job_rows, JobRow};
+use crate::store::Tx;
 use crate::Engine;
 
-use super::group::{self, Fast, Lock, Ran};
+use super::group::{Fast, GroupWrite, Lock, Ran, Step};
 use super::transition::{close_open, move_attempt, AttemptMove};
 use super::{attempt_row, event, job_row, reread, Note, ResponseHead};
 
@@ -288,7 +289,7 @@ impl Engine {
     /// [`Engine::complete`], for the executor: the write also records the attempt's response
     /// head when it carries it (see [`ResponseHead`]), whatever the answer's outcome. Given the
     /// attempt's `job_id`, the group commit may run its compare-and-swap in one statement with
-    /// other jobs' answers (PostgreSQL, see `group.rs`).
+    /// other jobs' answers (PostgreSQL, see `group/runs.rs`).
     pub(crate) async fn complete_carrying(
         &self,
         job_id: Option<&str>,
@@ -338,64 +339,110 @@ impl Engine {
         }
         let via_detail = Map::from_iter([("via".into(), json!(via))]);
         let (result, detail) = (answer.to_string(), won_detail(answer, &via_detail));
-        let lock = Lock::JobOf(attempt_id.to_owned());
-        let fast = job_id.map(|job_id| Fast::Answer {
-            job_id: job_id.to_owned(),
+        self.group(Complete {
+            job_id: job_id.map(str::to_owned),
             attempt_id: attempt_id.to_owned(),
-            result: result.clone(),
-            detail: detail.clone(),
-            head: head
+            answer: answer.clone(),
+            cause,
+            head,
+            via_detail,
+            result,
+            detail,
+            note,
+        })
+        .await?
+    }
+}
+
+/// An answer's write for the executor: in one statement with other jobs' answers when its
+/// `job_id` is known (PostgreSQL), else its compare-and-swap, then settling it as it stands.
+struct Complete {
+    job_id: Option<String>,
+    attempt_id: String,
+    answer: Value,
+    cause: Cause,
+    head: Option<Arc<ResponseHead>>,
+    via_detail: Map<String, Value>,
+    /// The answer as stored, and its winning event's detail.
+    result: String,
+    detail: String,
+    note: Option<Note>,
+}
+
+impl Complete {
+    /// The write, given what a run's statement did for it, if it ran in one.
+    async fn write(&self, tx: &mut Tx, ran: Option<Ran>) -> Result<Result<Completion>> {
+        let attempt_id = &self.attempt_id;
+        if let Some(note) = &self.note {
+            let row = attempt_row(tx, attempt_id).await?;
+            note.write(tx, &row.job_id, attempt_id).await?;
+        }
+        // The common case in one call: an answer in time that wins; or the group's statement
+        // for a run of answers already said whether it did.
+        let won_now = match ran {
+            Some(Ran::Answered(Some(claimed))) => Some(won(attempt_id, *claimed)?),
+            Some(Ran::Answered(None)) => None,
+            _ => {
+                let head = self.head.as_deref();
+                won_in_time(tx, attempt_id, &self.result, &self.detail, head).await?
+            }
+        };
+        if let Some(won) = won_now {
+            return Ok(Ok(won));
+        }
+        if let Some(head) = &self.head {
+            let (request_id, status) = (head.request_id.as_deref(), head.http_status);
+            attempt_rows::record_response_head(tx, attempt_id, request_id, status).await?;
+        }
+        let row = attempt_row(tx, attempt_id).await?;
+        let via = Via {
+            cause: self.cause,
+            actor: Actor::Provider,
+            win_kind: EventKind::AttemptSucceeded,
+            detail: self.via_detail.clone(),
+        };
+        let settled = match settle(tx, &row, &self.answer, via).await? {
+            Ok(settled) => settled,
+            // A refusal that left its mark, committed with it.
+            Err(refusal) => return Ok(Err(refusal)),
+        };
+        let (job, attempt) = match settled.rows {
+            Some((job, attempt)) => (job.into_job()?, attempt.into_attempt()?),
+            None => reread(tx, &row.job_id, attempt_id).await?,
+        };
+        Ok(Ok(Completion {
+            outcome: settled.outcome,
+            job,
+            attempt,
+        }))
+    }
+}
+
+impl GroupWrite for Complete {
+    type Out = Result<Completion>;
+
+    fn lock(&self) -> Lock {
+        Lock::JobOf(self.attempt_id.clone())
+    }
+
+    fn fast(&self) -> Option<Fast> {
+        Some(Fast::Answer {
+            job_id: self.job_id.clone()?,
+            attempt_id: self.attempt_id.clone(),
+            result: self.result.clone(),
+            detail: self.detail.clone(),
+            head: self
+                .head
                 .as_deref()
                 .map(|h| (h.request_id.clone(), h.http_status)),
-        });
-        let attempt_id = attempt_id.to_owned();
-        let answer = answer.clone();
-        let write = group::fast_write(move |tx, ran| {
-            let (attempt_id, answer, head) = (attempt_id.clone(), answer.clone(), head.clone());
-            let (via_detail, result, detail) = (via_detail.clone(), result.clone(), detail.clone());
-            let note = note.clone();
-            Box::pin(async move {
-                if let Some(note) = &note {
-                    let row = attempt_row(tx, &attempt_id).await?;
-                    note.write(tx, &row.job_id, &attempt_id).await?;
-                }
-                // The common case in one call: an answer in time that wins; or the group's
-                // statement for a run of answers already said whether it did.
-                let won_now = match ran {
-                    Some(Ran::Answered(Some(claimed))) => Some(won(&attempt_id, *claimed)?),
-                    Some(Ran::Answered(None)) => None,
-                    _ => won_in_time(tx, &attempt_id, &result, &detail, head.as_deref()).await?,
-                };
-                if let Some(won) = won_now {
-                    return Ok(Ok(won));
-                }
-                if let Some(head) = &head {
-                    let (request_id, status) = (head.request_id.as_deref(), head.http_status);
-                    attempt_rows::record_response_head(tx, &attempt_id, request_id, status).await?;
-                }
-                let row = attempt_row(tx, &attempt_id).await?;
-                let via = Via {
-                    cause,
-                    actor: Actor::Provider,
-                    win_kind: EventKind::AttemptSucceeded,
-                    detail: via_detail,
-                };
-                let settled = match settle(tx, &row, &answer, via).await? {
-                    Ok(settled) => settled,
-                    // A refusal that left its mark, committed with it.
-                    Err(refusal) => return Ok(Err(refusal)),
-                };
-                let (job, attempt) = match settled.rows {
-                    Some((job, attempt)) => (job.into_job()?, attempt.into_attempt()?),
-                    None => reread(tx, &row.job_id, &attempt_id).await?,
-                };
-                Ok(Ok(Completion {
-                    outcome: settled.outcome,
-                    job,
-                    attempt,
-                }))
-            })
-        });
-        self.writes.run_fast(lock, fast, write).await?
+        })
+    }
+
+    fn run<'t>(&'t self, tx: &'t mut Tx) -> Step<'t, Self::Out> {
+        Box::pin(self.write(tx, None))
+    }
+
+    fn run_after<'t>(&'t self, tx: &'t mut Tx, ran: Ran) -> Step<'t, Self::Out> {
+        Box::pin(self.write(tx, Some(ran)))
     }
 }

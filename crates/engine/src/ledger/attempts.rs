@@ -16,9 +16,10 @@ use crate::model::{Actor, AfterFailure, Attempt, AttemptError, Job, JobAttempt};
 use crate::store::attempts::{self as attempt_rows, Patch};
 use crate::store::jobs::{self as job_rows, JobRow};
 use crate::store::providers as provider_rows;
+use crate::store::Tx;
 use crate::Engine;
 
-use super::group::{self, Fast, Lock, Ran, Touches};
+use super::group::{Fast, GroupWrite, Lock, Ran, Step, Touches};
 use super::transition::{block_job, fail_job, move_attempt, move_from, release_job, AttemptMove};
 use super::{attempt_row, blocked, finish, job_attempt, job_row, Note};
 
@@ -242,20 +243,7 @@ impl Engine {
     /// `succeeded`, `cancelled` or `failed`.
     pub async fn claim_attempt(&self, job_id: &str, provider: &str) -> Result<JobAttempt> {
         let (job_id, provider) = (job_id.to_owned(), provider.to_owned());
-        self.group(Lock::Job(job_id.clone()), move |tx| {
-            let (job_id, provider) = (job_id.clone(), provider.clone());
-            Box::pin(async move {
-                let job = job_row(tx, &job_id).await?.into_job()?;
-                let starter = Starter {
-                    actor: Actor::Executor,
-                    explicit: false,
-                    field: "provider",
-                };
-                let started = start_attempt(tx, &job, &provider, starter).await?;
-                started.into_job_attempt(tx).await
-            })
-        })
-        .await
+        self.group(ClaimAttempt { job_id, provider }).await
     }
 
     /// For the executor: commits `pending → in_flight` with its lease, before a byte is sent.
@@ -274,7 +262,7 @@ impl Engine {
 
     /// [`Engine::mark_sent`] for an attempt of `job_id`, known to the caller: on PostgreSQL
     /// the group commit may then move it in one statement with other jobs' attempts (see
-    /// `group.rs`).
+    /// `group/runs.rs`).
     pub(crate) async fn mark_sent_of(
         &self,
         job_id: Option<&str>,
@@ -284,42 +272,14 @@ impl Engine {
     ) -> Result<Attempt> {
         // The lease runs from the commit by the database's clock; the attempt shows its end.
         let detail = json!({ "executor_id": executor_id, "lease_ms": lease.as_millis() as u64 });
-        let lock = Lock::JobOf(attempt_id.to_owned());
-        let fast = job_id.map(|job_id| Fast::Send {
-            job_id: job_id.to_owned(),
+        self.group(MarkSent {
+            job_id: job_id.map(str::to_owned),
             attempt_id: attempt_id.to_owned(),
             executor_id: executor_id.to_owned(),
             lease,
-            detail: detail.to_string(),
-        });
-        let (attempt_id, executor_id) = (attempt_id.to_owned(), executor_id.to_owned());
-        let write = group::fast_write(move |tx, ran| {
-            let (attempt_id, executor_id, detail) =
-                (attempt_id.clone(), executor_id.clone(), detail.clone());
-            Box::pin(async move {
-                if let Some(Ran::Sent(Some(moved))) = ran {
-                    return moved.into_attempt();
-                }
-                let m = AttemptMove {
-                    to: AttemptState::InFlight,
-                    cause: Cause::Executor,
-                    patch: Patch {
-                        executor_id: Some(&executor_id),
-                        lease: Some(lease),
-                        sent: true,
-                        ..Default::default()
-                    },
-                    event: EventKind::AttemptSent,
-                    actor: Actor::Executor,
-                    detail,
-                };
-                // Only a pending attempt is sent: the move's guard is the only check.
-                move_from(tx, &attempt_id, AttemptState::Pending, m)
-                    .await?
-                    .into_attempt()
-            })
-        });
-        self.writes.run_fast(lock, fast, write).await
+            detail,
+        })
+        .await
     }
 
     /// For the executor: extends its lease on an attempt it holds in flight; false when it no
@@ -331,11 +291,10 @@ impl Engine {
         lease: Duration,
     ) -> Result<bool> {
         let (attempt_id, executor_id) = (attempt_id.to_owned(), executor_id.to_owned());
-        self.group(Lock::JobOf(attempt_id.clone()), move |tx| {
-            let (attempt_id, executor_id) = (attempt_id.clone(), executor_id.clone());
-            Box::pin(async move {
-                Ok(attempt_rows::renew_lease(tx, &attempt_id, &executor_id, lease).await?)
-            })
+        self.group(RenewLease {
+            attempt_id,
+            executor_id,
+            lease,
         })
         .await
     }
@@ -356,42 +315,18 @@ impl Engine {
     /// group or a later one, never before it. The future commits it and gives its outcome.
     /// When the answer takes the head with it ([`ResponseHead::carried_by_answer`]) before this
     /// write runs, this write writes nothing; given the attempt's `job_id`, that answer may then
-    /// run ahead of it in its group (see `group.rs`).
+    /// run ahead of it in its group (see `group/runs.rs`).
     pub(crate) fn queue_response_head(
         &self,
         job_id: Option<&str>,
         attempt_id: &str,
         head: Arc<ResponseHead>,
     ) -> Result<impl std::future::Future<Output = Result<()>> + Send + 'static> {
-        let attempt_id = attempt_id.to_owned();
-        let touches = match job_id {
-            Some(job) => Touches::Head {
-                job: job.to_owned(),
-                attempt: attempt_id.clone(),
-            },
-            None => Touches::Anything,
-        };
-        let pending =
-            self.writes
-                .queue_touching(Lock::JobOf(attempt_id.clone()), touches, move |tx| {
-                    let (attempt_id, head) = (attempt_id.clone(), head.clone());
-                    Box::pin(async move {
-                        if !head.written_by_own_write() {
-                            return Ok(());
-                        }
-                        let recorded = attempt_rows::record_response_head(
-                            tx,
-                            &attempt_id,
-                            head.request_id.as_deref(),
-                            head.http_status,
-                        )
-                        .await?;
-                        match recorded {
-                            true => Ok(()),
-                            false => Err(Error::not_found("attempt", &attempt_id)),
-                        }
-                    })
-                })?;
+        let pending = self.writes.queue(RecordHead {
+            job_id: job_id.map(str::to_owned),
+            attempt_id: attempt_id.to_owned(),
+            head,
+        })?;
         let writes = self.writes.clone();
         Ok(async move { writes.outcome(pending).await })
     }
@@ -400,27 +335,7 @@ impl Engine {
     /// person or a reconciliation.
     pub async fn mark_unknown(&self, attempt_id: &str, why: AttemptError) -> Result<Attempt> {
         let attempt_id = attempt_id.to_owned();
-        self.group(Lock::JobOf(attempt_id.clone()), move |tx| {
-            let (attempt_id, why) = (attempt_id.clone(), why.clone());
-            Box::pin(async move {
-                let row = attempt_row(tx, &attempt_id).await?;
-                let m = AttemptMove {
-                    to: AttemptState::Unknown,
-                    cause: Cause::Executor,
-                    patch: Patch {
-                        error: Some(&why),
-                        ..Default::default()
-                    },
-                    event: EventKind::AttemptUnknown,
-                    actor: Actor::Executor,
-                    detail: json!({ "kind": why.kind, "reason": why.message }),
-                };
-                let moved = move_attempt(tx, &row, m).await?;
-                block_job(tx, &row.job_id).await?;
-                moved.into_attempt()
-            })
-        })
-        .await
+        self.group(MarkUnknown { attempt_id, why }).await
     }
 
     /// For the executor: a failure found before sending (a missing key, a provider removed
@@ -428,25 +343,7 @@ impl Engine {
     /// marked `in_flight` is left alone (`invalid_transition`), since its request may be out.
     pub async fn fail_unsent(&self, attempt_id: &str, why: AttemptError) -> Result<JobAttempt> {
         let attempt_id = attempt_id.to_owned();
-        let done = self
-            .group(Lock::JobOf(attempt_id.clone()), move |tx| {
-                let (attempt_id, why) = (attempt_id.clone(), why.clone());
-                Box::pin(async move {
-                    let row = attempt_row(tx, &attempt_id).await?;
-                    let state = row.state()?;
-                    if state != AttemptState::Pending {
-                        return Err(Error::invalid_transition(
-                            "attempt",
-                            &attempt_id,
-                            state.as_str(),
-                            "failed before sending",
-                        ));
-                    }
-                    fail_in(tx, &row, &why, None, &AfterFailure::Requeue).await?;
-                    job_attempt(tx, &row.job_id, &attempt_id).await
-                })
-            })
-            .await?;
+        let done = self.group(FailUnsent { attempt_id, why }).await?;
         self.wake_executor();
         Ok(done)
     }
@@ -476,17 +373,12 @@ impl Engine {
     ) -> Result<JobAttempt> {
         let attempt_id = attempt_id.to_owned();
         let done = self
-            .group(Lock::JobOf(attempt_id.clone()), move |tx| {
-                let (attempt_id, why, after) = (attempt_id.clone(), why.clone(), after.clone());
-                let note = note.clone();
-                Box::pin(async move {
-                    let row = attempt_row(tx, &attempt_id).await?;
-                    if let Some(note) = &note {
-                        note.write(tx, &row.job_id, &attempt_id).await?;
-                    }
-                    fail_in(tx, &row, &why, http_status, &after).await?;
-                    job_attempt(tx, &row.job_id, &attempt_id).await
-                })
+            .group(FailAttempt {
+                attempt_id,
+                why,
+                http_status,
+                after,
+                note,
             })
             .await?;
         self.wake_executor();
@@ -562,6 +454,253 @@ impl Engine {
         }
         .await;
         finish(tx, outcome).await
+    }
+}
+
+/// [`Engine::claim_attempt`]'s write.
+struct ClaimAttempt {
+    job_id: String,
+    provider: String,
+}
+
+impl GroupWrite for ClaimAttempt {
+    type Out = JobAttempt;
+
+    fn lock(&self) -> Lock {
+        Lock::Job(self.job_id.clone())
+    }
+
+    fn run<'t>(&'t self, tx: &'t mut Tx) -> Step<'t, JobAttempt> {
+        Box::pin(async move {
+            let job = job_row(tx, &self.job_id).await?.into_job()?;
+            let starter = Starter {
+                actor: Actor::Executor,
+                explicit: false,
+                field: "provider",
+            };
+            let started = start_attempt(tx, &job, &self.provider, starter).await?;
+            started.into_job_attempt(tx).await
+        })
+    }
+}
+
+/// [`Engine::mark_sent_of`]'s write: `pending → in_flight`, in one statement with other
+/// jobs' attempts when its `job_id` is known (PostgreSQL).
+struct MarkSent {
+    job_id: Option<String>,
+    attempt_id: String,
+    executor_id: String,
+    lease: Duration,
+    detail: serde_json::Value,
+}
+
+impl GroupWrite for MarkSent {
+    type Out = Attempt;
+
+    fn lock(&self) -> Lock {
+        Lock::JobOf(self.attempt_id.clone())
+    }
+
+    fn fast(&self) -> Option<Fast> {
+        Some(Fast::Send {
+            job_id: self.job_id.clone()?,
+            attempt_id: self.attempt_id.clone(),
+            executor_id: self.executor_id.clone(),
+            lease: self.lease,
+            detail: self.detail.to_string(),
+        })
+    }
+
+    fn run<'t>(&'t self, tx: &'t mut Tx) -> Step<'t, Attempt> {
+        Box::pin(async move {
+            let m = AttemptMove {
+                to: AttemptState::InFlight,
+                cause: Cause::Executor,
+                patch: Patch {
+                    executor_id: Some(&self.executor_id),
+                    lease: Some(self.lease),
+                    sent: true,
+                    ..Default::default()
+                },
+                event: EventKind::AttemptSent,
+                actor: Actor::Executor,
+                detail: self.detail.clone(),
+            };
+            // Only a pending attempt is sent: the move's guard is the only check.
+            move_from(tx, &self.attempt_id, AttemptState::Pending, m)
+                .await?
+                .into_attempt()
+        })
+    }
+
+    fn run_after<'t>(&'t self, tx: &'t mut Tx, ran: Ran) -> Step<'t, Attempt> {
+        match ran {
+            Ran::Sent(Some(moved)) => Box::pin(async move { moved.into_attempt() }),
+            _ => self.run(tx),
+        }
+    }
+}
+
+/// [`Engine::renew_lease`]'s write.
+struct RenewLease {
+    attempt_id: String,
+    executor_id: String,
+    lease: Duration,
+}
+
+impl GroupWrite for RenewLease {
+    type Out = bool;
+
+    fn lock(&self) -> Lock {
+        Lock::JobOf(self.attempt_id.clone())
+    }
+
+    fn run<'t>(&'t self, tx: &'t mut Tx) -> Step<'t, bool> {
+        Box::pin(async move {
+            let (attempt_id, executor_id) = (&self.attempt_id, &self.executor_id);
+            Ok(attempt_rows::renew_lease(tx, attempt_id, executor_id, self.lease).await?)
+        })
+    }
+}
+
+/// [`Engine::queue_response_head`]'s write: nothing when the answer took the head with it.
+struct RecordHead {
+    job_id: Option<String>,
+    attempt_id: String,
+    head: Arc<ResponseHead>,
+}
+
+impl GroupWrite for RecordHead {
+    type Out = ();
+
+    fn lock(&self) -> Lock {
+        Lock::JobOf(self.attempt_id.clone())
+    }
+
+    fn touches(&self) -> Option<Touches> {
+        Some(match &self.job_id {
+            Some(job) => Touches::Head {
+                job: job.clone(),
+                attempt: self.attempt_id.clone(),
+            },
+            None => Touches::Anything,
+        })
+    }
+
+    fn run<'t>(&'t self, tx: &'t mut Tx) -> Step<'t, ()> {
+        Box::pin(async move {
+            let (attempt_id, head) = (&self.attempt_id, &self.head);
+            if !head.written_by_own_write() {
+                return Ok(());
+            }
+            let recorded = attempt_rows::record_response_head(
+                tx,
+                attempt_id,
+                head.request_id.as_deref(),
+                head.http_status,
+            )
+            .await?;
+            match recorded {
+                true => Ok(()),
+                false => Err(Error::not_found("attempt", attempt_id)),
+            }
+        })
+    }
+}
+
+/// [`Engine::mark_unknown`]'s write.
+struct MarkUnknown {
+    attempt_id: String,
+    why: AttemptError,
+}
+
+impl GroupWrite for MarkUnknown {
+    type Out = Attempt;
+
+    fn lock(&self) -> Lock {
+        Lock::JobOf(self.attempt_id.clone())
+    }
+
+    fn run<'t>(&'t self, tx: &'t mut Tx) -> Step<'t, Attempt> {
+        Box::pin(async move {
+            let why = &self.why;
+            let row = attempt_row(tx, &self.attempt_id).await?;
+            let m = AttemptMove {
+                to: AttemptState::Unknown,
+                cause: Cause::Executor,
+                patch: Patch {
+                    error: Some(why),
+                    ..Default::default()
+                },
+                event: EventKind::AttemptUnknown,
+                actor: Actor::Executor,
+                detail: json!({ "kind": why.kind, "reason": why.message }),
+            };
+            let moved = move_attempt(tx, &row, m).await?;
+            block_job(tx, &row.job_id).await?;
+            moved.into_attempt()
+        })
+    }
+}
+
+/// [`Engine::fail_unsent`]'s write.
+struct FailUnsent {
+    attempt_id: String,
+    why: AttemptError,
+}
+
+impl GroupWrite for FailUnsent {
+    type Out = JobAttempt;
+
+    fn lock(&self) -> Lock {
+        Lock::JobOf(self.attempt_id.clone())
+    }
+
+    fn run<'t>(&'t self, tx: &'t mut Tx) -> Step<'t, JobAttempt> {
+        Box::pin(async move {
+            let attempt_id = &self.attempt_id;
+            let row = attempt_row(tx, attempt_id).await?;
+            let state = row.state()?;
+            if state != AttemptState::Pending {
+                return Err(Error::invalid_transition(
+                    "attempt",
+                    attempt_id,
+                    state.as_str(),
+                    "failed before sending",
+                ));
+            }
+            fail_in(tx, &row, &self.why, None, &AfterFailure::Requeue).await?;
+            job_attempt(tx, &row.job_id, attempt_id).await
+        })
+    }
+}
+
+/// [`Engine::fail_attempt_noted`]'s write.
+struct FailAttempt {
+    attempt_id: String,
+    why: AttemptError,
+    http_status: Option<u16>,
+    after: AfterFailure,
+    note: Option<Note>,
+}
+
+impl GroupWrite for FailAttempt {
+    type Out = JobAttempt;
+
+    fn lock(&self) -> Lock {
+        Lock::JobOf(self.attempt_id.clone())
+    }
+
+    fn run<'t>(&'t self, tx: &'t mut Tx) -> Step<'t, JobAttempt> {
+        Box::pin(async move {
+            let attempt_id = &self.attempt_id;
+            let row = attempt_row(tx, attempt_id).await?;
+            if let Some(note) = &self.note {
+                note.write(tx, &row.job_id, attempt_id).await?;
+            }
+            fail_in(tx, &row, &self.why, self.http_status, &self.after).await?;
+            job_attempt(tx, &row.job_id, attempt_id).await
+        })
     }
 }
 

@@ -14,7 +14,7 @@ use crate::Engine;
 
 use super::attempts::{start_attempt, Starter};
 use super::contracts::validated_in;
-use super::group::Lock;
+use super::group::{GroupWrite, Lock, Step};
 use super::job_row;
 use super::transition::fail_job;
 
@@ -162,11 +162,7 @@ impl Engine {
     /// providers — is read inside the claiming transaction.
     pub async fn claim_next(&self, job_id: &str) -> Result<Claim> {
         let job_id = job_id.to_owned();
-        self.group(Lock::Nothing, move |tx| {
-            let job_id = job_id.clone();
-            Box::pin(async move { claim_in(tx, &job_id).await })
-        })
-        .await
+        self.group(ClaimNext { job_id }).await
     }
 
     /// For the executor: [`Engine::claim_next`] for several jobs, committed together (one
@@ -176,10 +172,7 @@ impl Engine {
         let mut pending = Vec::with_capacity(job_ids.len());
         for job_id in job_ids {
             let job_id = job_id.clone();
-            pending.push(self.writes.queue(Lock::Nothing, move |tx| {
-                let job_id = job_id.clone();
-                Box::pin(async move { claim_in(tx, &job_id).await })
-            })?);
+            pending.push(self.writes.queue(ClaimNext { job_id })?);
         }
         let mut outcomes = Vec::with_capacity(pending.len());
         for claim in pending {
@@ -192,39 +185,7 @@ impl Engine {
     /// reads them locked (passing over jobs another host is claiming) and claims each; their
     /// ids beside the outcomes. A claim that fails fails the write, which is then run alone.
     pub async fn claim_sendable(&self, limit: u32) -> Result<Vec<(String, Claim)>> {
-        self.writes
-            .run(Lock::Nothing, move |tx| {
-                Box::pin(async move {
-                    // Read locked: each is claimed without taking its lock again.
-                    let ids = job_rows::sendable_locking(tx, limit).await?;
-                    // Their first attempts in one statement (PostgreSQL); a job it did not
-                    // start (a retry, a backoff, a provider removed) is claimed alone, by the
-                    // policy.
-                    let firsts: Vec<(String, String)> = ids
-                        .iter()
-                        .map(|id| (uuid::Uuid::now_v7().to_string(), id.clone()))
-                        .collect();
-                    let mut started = match firsts.len() {
-                        0 | 1 => None,
-                        _ => attempt_rows::insert_first_many(tx, &firsts, created()).await?,
-                    };
-                    let mut claims = Vec::with_capacity(ids.len());
-                    for id in ids {
-                        let first = started.as_mut().map(|started| started.remove(&id));
-                        let claim = match first {
-                            Some(Some(inserted)) => match first_claimed(&id, inserted)? {
-                                Some(claimed) => Claim::Attempt(Box::new(claimed)),
-                                None => claim_locked(tx, &id, false).await?,
-                            },
-                            Some(None) => claim_locked(tx, &id, false).await?,
-                            None => claim_locked(tx, &id, true).await?,
-                        };
-                        claims.push((id, claim));
-                    }
-                    Ok(claims)
-                })
-            })
-            .await
+        self.group(ClaimSendable { limit }).await
     }
 
     /// For the executor: ids of queued jobs whose backoff has passed, oldest first.
@@ -294,5 +255,69 @@ impl Engine {
         super::attempt_row(&mut conn, attempt_id)
             .await?
             .into_attempt()
+    }
+}
+
+/// [`Engine::claim_next`]'s write: the job's next attempt by the route policy, or the job
+/// failed when the policy allows none.
+pub(super) struct ClaimNext {
+    pub(super) job_id: String,
+}
+
+impl GroupWrite for ClaimNext {
+    type Out = Claim;
+
+    fn lock(&self) -> Lock {
+        Lock::Nothing
+    }
+
+    fn run<'t>(&'t self, tx: &'t mut Tx) -> Step<'t, Claim> {
+        Box::pin(claim_in(tx, &self.job_id))
+    }
+}
+
+/// [`Engine::claim_sendable`]'s write: up to `limit` sendable jobs, read locked and claimed.
+struct ClaimSendable {
+    limit: u32,
+}
+
+impl GroupWrite for ClaimSendable {
+    type Out = Vec<(String, Claim)>;
+
+    fn lock(&self) -> Lock {
+        Lock::Nothing
+    }
+
+    fn run<'t>(&'t self, tx: &'t mut Tx) -> Step<'t, Self::Out> {
+        let limit = self.limit;
+        Box::pin(async move {
+            // Read locked: each is claimed without taking its lock again.
+            let ids = job_rows::sendable_locking(tx, limit).await?;
+            // Their first attempts in one statement (PostgreSQL); a job it did not
+            // start (a retry, a backoff, a provider removed) is claimed alone, by the
+            // policy.
+            let firsts: Vec<(String, String)> = ids
+                .iter()
+                .map(|id| (uuid::Uuid::now_v7().to_string(), id.clone()))
+                .collect();
+            let mut started = match firsts.len() {
+                0 | 1 => None,
+                _ => attempt_rows::insert_first_many(tx, &firsts, created()).await?,
+            };
+            let mut claims = Vec::with_capacity(ids.len());
+            for id in ids {
+                let first = started.as_mut().map(|started| started.remove(&id));
+                let claim = match first {
+                    Some(Some(inserted)) => match first_claimed(&id, inserted)? {
+                        Some(claimed) => Claim::Attempt(Box::new(claimed)),
+                        None => claim_locked(tx, &id, false).await?,
+                    },
+                    Some(None) => claim_locked(tx, &id, false).await?,
+                    None => claim_locked(tx, &id, true).await?,
+                };
+                claims.push((id, claim));
+            }
+            Ok(claims)
+        })
     }
 }

@@ -15,11 +15,12 @@ use crate::model::OpenJobs;
 use crate::store::checks::{self as check_rows, CheckRow};
 use crate::store::contracts::{self as contract_rows, ContractRow, Upserted};
 use crate::store::{
-    attempts as attempt_rows, jobs as job_rows, json_column, providers as provider_rows,
+    attempts as attempt_rows, jobs as job_rows, json_column, providers as provider_rows, Tx,
 };
 use crate::Engine;
 
 use super::finish;
+use super::group::{GroupWrite, Lock, Step};
 
 /// What `add_contract` did.
 #[derive(Debug, Clone, PartialEq)]
@@ -163,14 +164,10 @@ impl Engine {
     ) -> Result<()> {
         let usage = usage.map(Value::to_string);
         let (attempt_id, answer_id) = (attempt_id.to_owned(), answer_id.map(str::to_owned));
-        self.group(super::group::Lock::JobOf(attempt_id.clone()), move |tx| {
-            let (attempt_id, answer_id, usage) =
-                (attempt_id.clone(), answer_id.clone(), usage.clone());
-            Box::pin(async move {
-                attempt_rows::record_usage(tx, &attempt_id, answer_id.as_deref(), usage.as_deref())
-                    .await?;
-                Ok(())
-            })
+        self.group(RecordUsage {
+            attempt_id,
+            answer_id,
+            usage,
         })
         .await
     }
@@ -182,6 +179,29 @@ impl Engine {
             .await?
             .as_deref()
             .map(json_column))
+    }
+}
+
+/// [`Engine::record_usage`]'s write.
+struct RecordUsage {
+    attempt_id: String,
+    answer_id: Option<String>,
+    usage: Option<String>,
+}
+
+impl GroupWrite for RecordUsage {
+    type Out = ();
+
+    fn lock(&self) -> Lock {
+        Lock::JobOf(self.attempt_id.clone())
+    }
+
+    fn run<'t>(&'t self, tx: &'t mut Tx) -> Step<'t, ()> {
+        Box::pin(async move {
+            let (answer_id, usage) = (self.answer_id.as_deref(), self.usage.as_deref());
+            attempt_rows::record_usage(tx, &self.attempt_id, answer_id, usage).await?;
+            Ok(())
+        })
     }
 }
 

@@ -8,8 +8,10 @@ use crate::error::Result;
 use crate::known::{self, EndRecord, Known, KnownReceived, KnownSent, SentRecord};
 use crate::model::{Attempt, Event};
 use crate::store::evidence::{self as evidence_rows, EvidenceRow, NewEnd, NewSent};
-use crate::store::json_column;
+use crate::store::{json_column, Tx};
 use crate::Engine;
+
+use super::group::{GroupWrite, Lock, Step};
 
 impl Engine {
     /// Records what executor `executor_id` sends for an attempt, as the request leaves.
@@ -22,28 +24,11 @@ impl Engine {
         let headers = serde_json::to_string(&sent.headers).unwrap_or_else(|_| "{}".to_owned());
         let (attempt_id, executor_id, sent) =
             (attempt_id.to_owned(), executor_id.to_owned(), sent.clone());
-        self.group(super::group::Lock::JobOf(attempt_id.clone()), move |tx| {
-            let (attempt_id, executor_id, sent, headers) = (
-                attempt_id.clone(),
-                executor_id.clone(),
-                sent.clone(),
-                headers.clone(),
-            );
-            Box::pin(async move {
-                let row = NewSent {
-                    attempt_id: &attempt_id,
-                    executor_id: &executor_id,
-                    method: &sent.method,
-                    url: &sent.url,
-                    headers: &headers,
-                    body_bytes: i64::from(sent.body_bytes),
-                    body_sha256: &sent.body_sha256,
-                    body: &sent.body,
-                    keyed: sent.keyed,
-                };
-                evidence_rows::record_sent(tx, &row).await?;
-                Ok(())
-            })
+        self.group(RecordSent {
+            attempt_id,
+            executor_id,
+            sent,
+            headers,
         })
         .await
     }
@@ -55,21 +40,77 @@ impl Engine {
             .as_ref()
             .map(|r| serde_json::to_string(&r.headers).unwrap_or_else(|_| "{}".to_owned()));
         let (attempt_id, end) = (attempt_id.to_owned(), end.clone());
-        self.group(super::group::Lock::JobOf(attempt_id.clone()), move |tx| {
-            let (attempt_id, end, headers) = (attempt_id.clone(), end.clone(), headers.clone());
-            Box::pin(async move {
-                let row = NewEnd {
-                    attempt_id: &attempt_id,
-                    rule: end.rule.as_deref(),
-                    status: end.received.as_ref().map(|r| i32::from(r.status)),
-                    headers: headers.as_deref(),
-                    bytes: end.received.as_ref().map(|r| i64::from(r.bytes)),
-                };
-                evidence_rows::record_end(tx, &row).await?;
-                Ok(())
-            })
+        self.group(RecordEnd {
+            attempt_id,
+            end,
+            headers,
         })
         .await
+    }
+}
+
+/// [`Engine::record_sent`]'s write, with the request's headers as stored.
+struct RecordSent {
+    attempt_id: String,
+    executor_id: String,
+    sent: SentRecord,
+    headers: String,
+}
+
+impl GroupWrite for RecordSent {
+    type Out = ();
+
+    fn lock(&self) -> Lock {
+        Lock::JobOf(self.attempt_id.clone())
+    }
+
+    fn run<'t>(&'t self, tx: &'t mut Tx) -> Step<'t, ()> {
+        Box::pin(async move {
+            let sent = &self.sent;
+            let row = NewSent {
+                attempt_id: &self.attempt_id,
+                executor_id: &self.executor_id,
+                method: &sent.method,
+                url: &sent.url,
+                headers: &self.headers,
+                body_bytes: i64::from(sent.body_bytes),
+                body_sha256: &sent.body_sha256,
+                body: &sent.body,
+                keyed: sent.keyed,
+            };
+            evidence_rows::record_sent(tx, &row).await?;
+            Ok(())
+        })
+    }
+}
+
+/// [`Engine::record_end`]'s write, with the response's headers as stored, if any came.
+struct RecordEnd {
+    attempt_id: String,
+    end: EndRecord,
+    headers: Option<String>,
+}
+
+impl GroupWrite for RecordEnd {
+    type Out = ();
+
+    fn lock(&self) -> Lock {
+        Lock::JobOf(self.attempt_id.clone())
+    }
+
+    fn run<'t>(&'t self, tx: &'t mut Tx) -> Step<'t, ()> {
+        Box::pin(async move {
+            let end = &self.end;
+            let row = NewEnd {
+                attempt_id: &self.attempt_id,
+                rule: end.rule.as_deref(),
+                status: end.received.as_ref().map(|r| i32::from(r.status)),
+                headers: self.headers.as_deref(),
+                bytes: end.received.as_ref().map(|r| i64::from(r.bytes)),
+            };
+            evidence_rows::record_end(tx, &row).await?;
+            Ok(())
+        })
     }
 }
 

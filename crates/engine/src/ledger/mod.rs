@@ -89,14 +89,10 @@ async fn job_attempt(
 }
 
 impl crate::Engine {
-    /// Runs one of the executor's writes in the next group commit (see `group.rs`); its
+    /// Runs one of the executor's writes in the next group commit (see `group/`); its
     /// outcome is returned once the commit that holds it is durable.
-    async fn group<T, F>(&self, lock: group::Lock, write: F) -> Result<T>
-    where
-        T: Send + 'static,
-        F: for<'t> Fn(&'t mut crate::store::Tx) -> group::Step<'t, T> + Send + Sync + 'static,
-    {
-        self.writes.run(lock, write).await
+    async fn group<W: group::GroupWrite>(&self, write: W) -> Result<W::Out> {
+        self.writes.run(write).await
     }
 }
 

@@ -14,10 +14,10 @@ use crate::events::EventKind;
 use crate::model::{Actor, Attempt, AttemptError};
 use crate::providers::Provider;
 use crate::store::attempts as attempt_rows;
-use crate::store::Handle;
+use crate::store::{Handle, Tx};
 use crate::Engine;
 
-use super::group::Lock;
+use super::group::{GroupWrite, Lock, Step};
 use super::{attempt_row, event};
 
 /// Of a provider's key retention, the part a replay leaves unused: the provider's clock and
@@ -206,36 +206,21 @@ impl Engine {
     /// flagged, or another executor's replay holds it still.
     pub(crate) async fn hold_replay(&self, attempt_id: &str, hold: Duration) -> Result<bool> {
         let attempt_id = attempt_id.to_owned();
-        self.group(Lock::JobOf(attempt_id.clone()), move |tx| {
-            let attempt_id = attempt_id.clone();
-            Box::pin(async move { Ok(attempt_rows::hold_replay(tx, &attempt_id, hold).await?) })
-        })
-        .await
+        self.group(HoldReplay { attempt_id, hold }).await
     }
 
     /// Lets go of a replay's hold once its answer is recorded (an answer that settles the
     /// attempt lets go by itself: only an `unknown` attempt is held).
     pub(crate) async fn release_replay(&self, attempt_id: &str) -> Result<()> {
         let attempt_id = attempt_id.to_owned();
-        self.group(Lock::JobOf(attempt_id.clone()), move |tx| {
-            let attempt_id = attempt_id.clone();
-            Box::pin(async move { Ok(attempt_rows::release_replay(tx, &attempt_id).await?) })
-        })
-        .await
+        self.group(ReleaseReplay { attempt_id }).await
     }
 
     /// Records a replay or a lookup that changed nothing: its event alone.
     #[doc(hidden)]
     pub async fn note(&self, attempt_id: &str, note: Note) -> Result<()> {
         let attempt_id = attempt_id.to_owned();
-        self.group(Lock::JobOf(attempt_id.clone()), move |tx| {
-            let (attempt_id, note) = (attempt_id.clone(), note.clone());
-            Box::pin(async move {
-                let row = attempt_row(tx, &attempt_id).await?;
-                note.write(tx, &row.job_id, &attempt_id).await
-            })
-        })
-        .await
+        self.group(WriteNote { attempt_id, note }).await
     }
 
     /// Flags an attempt that is still `unknown` for review, with the note that says why, in one
@@ -246,18 +231,91 @@ impl Engine {
     #[doc(hidden)]
     pub async fn flag_unknown(&self, attempt_id: &str, note: Note) -> Result<bool> {
         let attempt_id = attempt_id.to_owned();
-        self.group(Lock::JobOf(attempt_id.clone()), move |tx| {
-            let (attempt_id, note) = (attempt_id.clone(), note.clone());
-            Box::pin(async move {
-                let row = attempt_row(tx, &attempt_id).await?;
-                note.write(tx, &row.job_id, &attempt_id).await?;
-                if row.state()? != AttemptState::Unknown {
-                    return Ok(false);
-                }
-                attempt_rows::flag(tx, &attempt_id).await?;
-                Ok(true)
-            })
+        self.group(FlagUnknown { attempt_id, note }).await
+    }
+}
+
+/// [`Engine::hold_replay`]'s write.
+struct HoldReplay {
+    attempt_id: String,
+    hold: Duration,
+}
+
+impl GroupWrite for HoldReplay {
+    type Out = bool;
+
+    fn lock(&self) -> Lock {
+        Lock::JobOf(self.attempt_id.clone())
+    }
+
+    fn run<'t>(&'t self, tx: &'t mut Tx) -> Step<'t, bool> {
+        Box::pin(
+            async move { Ok(attempt_rows::hold_replay(tx, &self.attempt_id, self.hold).await?) },
+        )
+    }
+}
+
+/// [`Engine::release_replay`]'s write.
+struct ReleaseReplay {
+    attempt_id: String,
+}
+
+impl GroupWrite for ReleaseReplay {
+    type Out = ();
+
+    fn lock(&self) -> Lock {
+        Lock::JobOf(self.attempt_id.clone())
+    }
+
+    fn run<'t>(&'t self, tx: &'t mut Tx) -> Step<'t, ()> {
+        Box::pin(async move { Ok(attempt_rows::release_replay(tx, &self.attempt_id).await?) })
+    }
+}
+
+/// [`Engine::note`]'s write.
+struct WriteNote {
+    attempt_id: String,
+    note: Note,
+}
+
+impl GroupWrite for WriteNote {
+    type Out = ();
+
+    fn lock(&self) -> Lock {
+        Lock::JobOf(self.attempt_id.clone())
+    }
+
+    fn run<'t>(&'t self, tx: &'t mut Tx) -> Step<'t, ()> {
+        Box::pin(async move {
+            let row = attempt_row(tx, &self.attempt_id).await?;
+            self.note.write(tx, &row.job_id, &self.attempt_id).await
         })
-        .await
+    }
+}
+
+/// [`Engine::flag_unknown`]'s write.
+struct FlagUnknown {
+    attempt_id: String,
+    note: Note,
+}
+
+impl GroupWrite for FlagUnknown {
+    type Out = bool;
+
+    fn lock(&self) -> Lock {
+        Lock::JobOf(self.attempt_id.clone())
+    }
+
+    fn run<'t>(&'t self, tx: &'t mut Tx) -> Step<'t, bool> {
+        Box::pin(async move {
+            let attempt_id = &self.attempt_id;
+            let row = attempt_row(tx, attempt_id).await?;
+            self.note.write(tx, &row.job_id, attempt_id).await?;
+            if row.state()? != AttemptState::Unknown {
+                return Ok(false);
+            }
+            attempt_rows::flag(tx, attempt_id).await?;
+            Ok(true)
+        })
     }
 }
