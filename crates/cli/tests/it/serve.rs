@@ -2023,7 +2023,7 @@ fn hold_the_file(path: &str) -> std::process::Child {
 /// A SQLite ledger held busy by another process past the busy timeout (30 s): the POST is a 503
 /// with `Retry-After` whose detail names the file and what to check, in onejob's words; sent
 /// again once the file is free, it makes its job. (A PostgreSQL ledger whose server is down is
-/// `tests/outage.rs`.)
+/// `outage.rs`.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn storage_is_503_with_retry_after_and_names_the_ledger() {
     if onejob_testkit::sqlite_only("a SQLite file held busy by another process") {

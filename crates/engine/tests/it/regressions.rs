@@ -1,4 +1,4 @@
-//! Behaviours the model-based test (`model.rs`) found at odds with SPEC.md, each reproduced
+//! Behaviours the model-based test (`model/`) found at odds with SPEC.md, each reproduced
 //! on its own, deterministically.
 
 use crate::common;
