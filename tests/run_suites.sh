@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Runs test binaries, LANES (default 2) at a time, each in its package's folder as cargo runs
 # it. LIST has one line per run: the package's folder, a tab, the executable, and optionally a
-# tab and the arguments it is given, separated by spaces (test filters, `--skip NAME`), so one
-# binary may run as two, each on its own tests. A run's output is printed whole once it ends,
-# so two never interleave; the run fails if any failed, and every one runs. Most of a suite's
-# time is spent waiting (on the database, on timers), so a second lane fills the cores a
-# single one leaves idle; each test makes a ledger of its own, so suites running side by side
-# never share one.
+# tab and the arguments it is given, separated by spaces (a test filter such as `ledger::`), so
+# one binary may run several times, each time on its own tests. A run's output is printed
+# whole once it ends, so two never interleave; the run fails if any failed, and every one
+# runs. Most of a suite's time is spent waiting (on the database, on timers), so a second lane
+# fills the cores a single one leaves idle; each test makes a ledger of its own, so suites
+# running side by side never share one.
 #
 #   tests/run_suites.sh LIST [LANES]
 set -uo pipefail
