@@ -1,0 +1,227 @@
+//! `provider add|list|remove`: configuration in, never a secret.
+
+use crate::common;
+
+use common::{intent, Ledger, PRIMARY};
+use serde_json::Value;
+
+#[test]
+fn providers_are_added_listed_replaced_and_removed() {
+    let ledger = Ledger::empty();
+    let added = ledger.run(&["provider", "add", "--json", PRIMARY]).ok();
+    assert_eq!(added["replaced"], false);
+    assert_eq!(added["provider"]["name"], "primary");
+    assert_eq!(added["provider"]["kind"], "http");
+    assert_eq!(added["provider"]["base_url"], "http://127.0.0.1:9/echo");
+
+    let file = ledger.home().join("fallback.json");
+    std::fs::write(
+        &file,
+        r#"{"name":"fallback","kind":"openai","base_url":"http://127.0.0.1:9/v1","model":"m","api_key_env":"FALLBACK_KEY","soft_timeout_ms":500,"hard_timeout_ms":500,"honours_idempotency_key":true}"#,
+    )
+    .expect("write provider");
+    let added = ledger
+        .run(&["provider", "add", "--json", &format!("@{}", file.display())])
+        .ok();
+    assert_eq!(added["replaced"], false);
+    assert_eq!(added["provider"]["api_key_env"], "FALLBACK_KEY");
+
+    let replaced = ledger
+        .run(&[
+            "provider",
+            "add",
+            "--json",
+            &PRIMARY.replace("1000,", "2000,"),
+        ])
+        .ok();
+    assert_eq!(replaced["replaced"], true);
+    assert_eq!(replaced["provider"]["soft_timeout_ms"], 2000);
+
+    let list = ledger.run(&["provider", "list"]).ok();
+    let names: Vec<&Value> = list["providers"]
+        .as_array()
+        .expect("providers")
+        .iter()
+        .map(|p| &p["name"])
+        .collect();
+    // A new ledger comes with the built-in sandbox.
+    assert_eq!(names, ["fallback", "primary", "sandbox"]);
+
+    let removed = ledger.run(&["provider", "remove", "fallback"]).ok();
+    assert_eq!(
+        removed,
+        serde_json::json!({ "removed": "fallback", "open_jobs": {"queued": 0, "running": 0, "unknown": 0} })
+    );
+    let list = ledger.run(&["provider", "list"]).ok();
+    assert_eq!(list["providers"].as_array().map(Vec::len), Some(2));
+
+    let error = ledger.run(&["provider", "remove", "nope"]).err(5);
+    assert_eq!(error["code"], "not_found");
+    assert_eq!(error["details"]["entity"], "provider");
+    assert_eq!(error["details"]["id"], "nope");
+}
+
+#[test]
+fn provider_add_refuses_secrets_and_bad_config() {
+    let ledger = Ledger::empty();
+    let with_key = PRIMARY.replace(r#""kind""#, r#""api_key":"sk-live-123","kind""#);
+    let run = ledger.run(&["provider", "add", "--json", &with_key]);
+    assert!(!run.stderr.contains("sk-live-123"), "{run:?}");
+    let error = run.err(2);
+    assert_eq!(error["code"], "invalid_input");
+    assert_eq!(error["details"]["field"], "provider.api_key");
+
+    for (json, field) in [
+        ("{", "provider"),
+        (r#"{"name":"p"}"#, "provider.kind"),
+        (
+            &PRIMARY.replace("http://127.0.0.1:9/echo", "ftp://x"),
+            "provider.base_url",
+        ),
+    ] {
+        let error = ledger.run(&["provider", "add", "--json", json]).err(2);
+        assert_eq!(error["details"]["field"], field, "{json}");
+    }
+    let missing = format!("@{}", ledger.home().join("nope.json").display());
+    let error = ledger.run(&["provider", "add", "--json", &missing]).err(2);
+    assert_eq!(error["details"]["field"], "provider");
+
+    let list = ledger.run(&["provider", "list"]).ok();
+    let names: Vec<&Value> = list["providers"]
+        .as_array()
+        .expect("providers")
+        .iter()
+        .map(|p| &p["name"])
+        .collect();
+    assert_eq!(names, ["sandbox"], "nothing refused was added");
+}
+
+#[test]
+fn provider_add_refuses_unknown_fields_and_credentials_in_urls_without_repeating_them() {
+    let ledger = Ledger::empty();
+    let planted = "sk-planted";
+    let unknown = PRIMARY.replace(
+        r#""kind""#,
+        &format!(r#""authorization":"Bearer {planted}","kind""#),
+    );
+    let user_info = PRIMARY.replace("http://", &format!("http://user:{planted}@"));
+    let secret_query = PRIMARY.replace("/echo", &format!("/echo?api_key={planted}"));
+    for (json, field) in [
+        (unknown, "provider.authorization"),
+        (user_info, "provider.base_url"),
+        (secret_query, "provider.base_url"),
+    ] {
+        let run = ledger.run(&["provider", "add", "--json", &json]);
+        assert!(!run.stderr.contains(planted), "{run:?}");
+        let error = run.err(2);
+        assert_eq!(error["code"], "invalid_input", "{json}");
+        assert_eq!(error["details"]["field"], field, "{json}");
+    }
+
+    let harmless = PRIMARY.replace("/echo", "/echo?mode=fast");
+    let added = ledger.run(&["provider", "add", "--json", &harmless]).ok();
+    assert_eq!(
+        added["provider"]["base_url"],
+        "http://127.0.0.1:9/echo?mode=fast"
+    );
+    let list = ledger.run(&["provider", "list"]).ok();
+    assert!(!list.to_string().contains(planted), "{list}");
+    let primary = list["providers"]
+        .as_array()
+        .expect("providers")
+        .iter()
+        .find(|p| p["name"] == "primary")
+        .expect("primary listed");
+    let mut fields: Vec<&str> = primary
+        .as_object()
+        .expect("object")
+        .keys()
+        .map(String::as_str)
+        .collect();
+    fields.sort_unstable();
+    // `key` says where the API key comes from, never the key.
+    assert_eq!(
+        primary["key"],
+        serde_json::json!({"source": "not_set", "required": false})
+    );
+    assert_eq!(
+        fields,
+        [
+            "base_url",
+            "created_at",
+            "hard_timeout_ms",
+            "honours_idempotency_key",
+            "key",
+            "kind",
+            "name",
+            "soft_timeout_ms",
+            "updated_at"
+        ]
+    );
+}
+
+#[test]
+fn a_removed_provider_can_no_longer_be_routed_to() {
+    let ledger = Ledger::new();
+    ledger.run(&["provider", "remove", "primary"]).ok();
+    let error = ledger
+        .run(&["submit", "--key", "k", "--intent", &intent("1")])
+        .err(2);
+    assert_eq!(error["details"]["field"], "intent.route.0");
+}
+
+#[test]
+fn removing_a_provider_says_which_open_jobs_named_it() {
+    let ledger = Ledger::new();
+    for key in ["a", "b", "c"] {
+        ledger.submit(key, &intent("1"));
+    }
+    let running = common::id(&ledger.submit("d", &intent("2"))["job"]);
+    ledger.retry(&running);
+    let cancelled = common::id(&ledger.submit("e", &intent("3"))["job"]);
+    ledger.run(&["cancel", &cancelled]).ok();
+    ledger
+        .run(&[
+            "--owner",
+            "someone-else",
+            "submit",
+            "--key",
+            "a",
+            "--intent",
+            &intent("1"),
+        ])
+        .ok();
+
+    let removed = ledger.run(&["provider", "remove", "primary"]).ok();
+    assert_eq!(
+        removed,
+        serde_json::json!({ "removed": "primary", "open_jobs": {"queued": 4, "running": 1, "unknown": 0} }),
+        "three queued and one running here, one queued of another owner; the cancelled one is closed"
+    );
+}
+
+#[test]
+fn a_key_retention_is_listed_and_refused_by_name_without_honoured_keys() {
+    let ledger = Ledger::empty();
+    let keyed = PRIMARY.replace(
+        "\"honours_idempotency_key\":false",
+        "\"honours_idempotency_key\":true,\"key_retention_s\":86400",
+    );
+    assert_ne!(keyed, PRIMARY);
+    let added = ledger.run(&["provider", "add", "--json", &keyed]).ok();
+    assert_eq!(added["provider"]["key_retention_s"], 86400);
+    let list = ledger.run(&["provider", "list"]).ok();
+    let sandbox = list["providers"]
+        .as_array()
+        .and_then(|all| all.iter().find(|p| p["name"] == "sandbox"))
+        .expect("the built-in sandbox");
+    assert_eq!(sandbox["key_retention_s"], 86400);
+
+    let unkeyed = PRIMARY.replace(
+        "\"honours_idempotency_key\":false",
+        "\"honours_idempotency_key\":false,\"key_retention_s\":86400",
+    );
+    let error = ledger.run(&["provider", "add", "--json", &unkeyed]).err(2);
+    assert_eq!(error["code"], "invalid_input");
+    assert_eq!(error["details"]["field"], "provider.key_retention_s");
+}
