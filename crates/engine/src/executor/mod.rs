@@ -7,7 +7,7 @@
 //! (in one process or several) never send the same attempt.
 //!
 //! - this file: the loop — claim, recover, schedule; no single job stops it.
-//! - `send.rs`: one attempt over HTTP, from `in_flight` to its outcome.
+//! - `send/`: one attempt over HTTP, from `in_flight` to its outcome.
 //! - `reconcile.rs`: status lookups of `unknown` attempts, beside the loop.
 //! - `replay.rs`: keyed replays of `unknown` attempts, beside the loop.
 //! - `check.rs`, `tokens.rs`: contract checks, which send samples and count their tokens.
