@@ -8,7 +8,7 @@
 //! seed; `ONEJOB_MODEL_SEED=<seed> cargo test -p onejob-engine --test model` replays exactly it.
 //!
 //! How the world is played (no HTTP; the schedule chooses every outcome):
-//! - executors E1, E2 and E3 claim, send and settle attempts as `executor/send.rs` does, each on
+//! - executors E1, E2 and E3 claim, send and settle attempts as `executor/send/` does, each on
 //!   its own `Engine` on the ledger, as two processes would; the person uses a third one;
 //! - a provider's reply to a sent attempt is one of SPEC §6's outcomes, classified by the
 //!   provider's kind the way the HTTP client classifies it. The model also keeps what the
@@ -322,7 +322,7 @@ impl Reply {
 }
 
 /// How the executor records a reply, as `providers/http.rs` classifies it and
-/// `executor/send.rs` settles it.
+/// `executor/send/settle.rs` settles it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Settle {
     Answer,
