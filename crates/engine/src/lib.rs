@@ -78,7 +78,7 @@ pub struct Engine {
     /// The file path, or the URL without its password.
     location: String,
     work: Arc<Notify>,
-    /// Where submits wait for their group commit (see `ledger/submit.rs`).
+    /// Where submits wait for their group commit (see `ledger/submit/`).
     submits: Arc<ledger::SubmitQueue>,
     /// Where the executor's writes wait for theirs (see `ledger/group/`).
     writes: Arc<ledger::WriteQueue>,

@@ -1,5 +1,5 @@
 //! Gathering a group: callers queue their items and take turns at the group lock. Shared by
-//! the executor's writes (`WriteQueue`) and by submits (`submit.rs`).
+//! the executor's writes (`WriteQueue`) and by submits (`submit/`).
 
 use std::future::Future;
 use std::sync::Mutex;

@@ -48,7 +48,7 @@ mod runs;
 pub(crate) use gathering::Gathering;
 pub(crate) use runs::{Fast, Ran, Touches};
 
-/// The most items one commit holds (writes here, submits in `submit.rs`): enough to turn a
+/// The most items one commit holds (writes here, submits in `submit/`): enough to turn a
 /// storm into a few commits, few enough that the write lock is never held long.
 const MAX_GROUP: usize = 256;
 

@@ -9,7 +9,7 @@
 //! exactly it.
 //!
 //! How the world is played (no HTTP; the schedule chooses every outcome):
-//! - executors E1, E2 and E3 claim, send and settle attempts as `executor/send.rs` does, each on
+//! - executors E1, E2 and E3 claim, send and settle attempts as `executor/send/` does, each on
 //!   its own `Engine` on the ledger, as two processes would; the person uses a third one;
 //! - a provider's reply to a sent attempt is one of SPEC §6's outcomes, classified by the
 //!   provider's kind the way the HTTP client classifies it. The model also keeps what the

@@ -264,7 +264,7 @@ impl Reply {
 }
 
 /// How the executor records a reply, as `providers/http.rs` classifies it and
-/// `executor/send.rs` settles it.
+/// `executor/send/settle.rs` settles it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Settle {
     Answer,

@@ -1,0 +1,383 @@
+//! Sending an attempt: `pending → in_flight` under the executor's lease, the lease's renewal
+//! while the answer is awaited, and the provider's response head as soon as it arrives.
+
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::json;
+
+use crate::attempt::{AttemptState, Cause};
+use crate::error::{Error, Result};
+use crate::events::EventKind;
+use crate::ledger::group::{Fast, GroupWrite, Lock, Ran, Step, Touches};
+use crate::ledger::transition::{move_from, AttemptMove};
+use crate::model::{Actor, Attempt};
+use crate::store::attempts::{self as attempt_rows, Patch};
+use crate::store::Tx;
+use crate::Engine;
+
+/// A provider's response head on its way to the ledger: its request id and HTTP status (SPEC
+/// §4). A write of its own is queued the moment it arrives; when the answer is settled before
+/// that write has run, the answer's write takes the head instead and the head's own write
+/// writes nothing. Both were queued before the group that would hold the head's write began,
+/// so the head is committed no later than it would have been, and one statement fewer runs.
+pub(crate) struct ResponseHead {
+    pub request_id: Option<String>,
+    pub http_status: Option<u16>,
+    writer: AtomicU8,
+}
+
+impl ResponseHead {
+    /// Nobody has written it yet.
+    const WAITING: u8 = 0;
+    /// Its own write has run, and runs again should its group run again.
+    const OWN: u8 = 1;
+    /// The answer's write carries it; its own write writes nothing.
+    const ANSWER: u8 = 2;
+
+    pub(crate) fn new(request_id: Option<String>, http_status: Option<u16>) -> Arc<ResponseHead> {
+        Arc::new(ResponseHead {
+            request_id,
+            http_status,
+            writer: AtomicU8::new(Self::WAITING),
+        })
+    }
+
+    /// For its own write, as it runs: whether to write the head (no once the answer took it).
+    fn written_by_own_write(&self) -> bool {
+        match self.writer.compare_exchange(
+            Self::WAITING,
+            Self::OWN,
+            Ordering::SeqCst,
+            Ordering::SeqCst,
+        ) {
+            Ok(_) => true,
+            Err(now) => now == Self::OWN,
+        }
+    }
+
+    /// For the answer, before its write is queued: whether that write must carry the head,
+    /// because the head's own write has not run (and now will write nothing).
+    pub(crate) fn carried_by_answer(&self) -> bool {
+        self.writer
+            .compare_exchange(
+                Self::WAITING,
+                Self::ANSWER,
+                Ordering::SeqCst,
+                Ordering::SeqCst,
+            )
+            .is_ok()
+    }
+}
+
+impl Engine {
+    /// For the executor: commits `pending → in_flight` with its lease, before a byte is sent.
+    /// Refused unless the attempt is `pending` and its job `running` with no result: only the
+    /// executor whose move succeeds may send it. Committed with the executor's other writes
+    /// of the moment (a group commit); it returns only once that commit is durable.
+    pub async fn mark_sent(
+        &self,
+        attempt_id: &str,
+        executor_id: &str,
+        lease: Duration,
+    ) -> Result<Attempt> {
+        self.mark_sent_of(None, attempt_id, executor_id, lease)
+            .await
+    }
+
+    /// [`Engine::mark_sent`] for an attempt of `job_id`, known to the caller: on PostgreSQL
+    /// the group commit may then move it in one statement with other jobs' attempts (see
+    /// `group/runs.rs`).
+    pub(crate) async fn mark_sent_of(
+        &self,
+        job_id: Option<&str>,
+        attempt_id: &str,
+        executor_id: &str,
+        lease: Duration,
+    ) -> Result<Attempt> {
+        // The lease runs from the commit by the database's clock; the attempt shows its end.
+        let detail = json!({ "executor_id": executor_id, "lease_ms": lease.as_millis() as u64 });
+        self.group(MarkSent {
+            job_id: job_id.map(str::to_owned),
+            attempt_id: attempt_id.to_owned(),
+            executor_id: executor_id.to_owned(),
+            lease,
+            detail,
+        })
+        .await
+    }
+
+    /// For the executor: extends its lease on an attempt it holds in flight; false when it no
+    /// longer holds one (the attempt moved on).
+    pub async fn renew_lease(
+        &self,
+        attempt_id: &str,
+        executor_id: &str,
+        lease: Duration,
+    ) -> Result<bool> {
+        let (attempt_id, executor_id) = (attempt_id.to_owned(), executor_id.to_owned());
+        self.group(RenewLease {
+            attempt_id,
+            executor_id,
+            lease,
+        })
+        .await
+    }
+
+    /// For the executor: saves the provider's request id and HTTP status as soon as headers arrive.
+    pub async fn record_response_head(
+        &self,
+        attempt_id: &str,
+        request_id: Option<&str>,
+        http_status: Option<u16>,
+    ) -> Result<()> {
+        let head = ResponseHead::new(request_id.map(str::to_owned), http_status);
+        self.queue_response_head(None, attempt_id, head)?.await
+    }
+
+    /// For the executor: [`Engine::record_response_head`] without waiting: the write is queued
+    /// at once, so a write the caller queues after it (the answer) is committed in the same
+    /// group or a later one, never before it. The future commits it and gives its outcome.
+    /// When the answer takes the head with it ([`ResponseHead::carried_by_answer`]) before this
+    /// write runs, this write writes nothing; given the attempt's `job_id`, that answer may then
+    /// run ahead of it in its group (see `group/runs.rs`).
+    pub(crate) fn queue_response_head(
+        &self,
+        job_id: Option<&str>,
+        attempt_id: &str,
+        head: Arc<ResponseHead>,
+    ) -> Result<impl std::future::Future<Output = Result<()>> + Send + 'static> {
+        let pending = self.writes.queue(RecordHead {
+            job_id: job_id.map(str::to_owned),
+            attempt_id: attempt_id.to_owned(),
+            head,
+        })?;
+        let writes = self.writes.clone();
+        Ok(async move { writes.outcome(pending).await })
+    }
+}
+
+/// [`Engine::mark_sent_of`]'s write: `pending → in_flight`, in one statement with other
+/// jobs' attempts when its `job_id` is known (PostgreSQL).
+struct MarkSent {
+    job_id: Option<String>,
+    attempt_id: String,
+    executor_id: String,
+    lease: Duration,
+    detail: serde_json::Value,
+}
+
+impl GroupWrite for MarkSent {
+    type Out = Attempt;
+
+    fn lock(&self) -> Lock {
+        Lock::JobOf(self.attempt_id.clone())
+    }
+
+    fn fast(&self) -> Option<Fast> {
+        Some(Fast::Send {
+            job_id: self.job_id.clone()?,
+            attempt_id: self.attempt_id.clone(),
+            executor_id: self.executor_id.clone(),
+            lease: self.lease,
+            detail: self.detail.to_string(),
+        })
+    }
+
+    fn run<'t>(&'t self, tx: &'t mut Tx) -> Step<'t, Attempt> {
+        Box::pin(async move {
+            let m = AttemptMove {
+                to: AttemptState::InFlight,
+                cause: Cause::Executor,
+                patch: Patch {
+                    executor_id: Some(&self.executor_id),
+                    lease: Some(self.lease),
+                    sent: true,
+                    ..Default::default()
+                },
+                event: EventKind::AttemptSent,
+                actor: Actor::Executor,
+                detail: self.detail.clone(),
+            };
+            // Only a pending attempt is sent: the move's guard is the only check.
+            move_from(tx, &self.attempt_id, AttemptState::Pending, m)
+                .await?
+                .into_attempt()
+        })
+    }
+
+    fn run_after<'t>(&'t self, tx: &'t mut Tx, ran: Ran) -> Step<'t, Attempt> {
+        match ran {
+            Ran::Sent(Some(moved)) => Box::pin(async move { moved.into_attempt() }),
+            _ => self.run(tx),
+        }
+    }
+}
+
+/// [`Engine::renew_lease`]'s write.
+struct RenewLease {
+    attempt_id: String,
+    executor_id: String,
+    lease: Duration,
+}
+
+impl GroupWrite for RenewLease {
+    type Out = bool;
+
+    fn lock(&self) -> Lock {
+        Lock::JobOf(self.attempt_id.clone())
+    }
+
+    fn run<'t>(&'t self, tx: &'t mut Tx) -> Step<'t, bool> {
+        Box::pin(async move {
+            let (attempt_id, executor_id) = (&self.attempt_id, &self.executor_id);
+            Ok(attempt_rows::renew_lease(tx, attempt_id, executor_id, self.lease).await?)
+        })
+    }
+}
+
+/// [`Engine::queue_response_head`]'s write: nothing when the answer took the head with it.
+struct RecordHead {
+    job_id: Option<String>,
+    attempt_id: String,
+    head: Arc<ResponseHead>,
+}
+
+impl GroupWrite for RecordHead {
+    type Out = ();
+
+    fn lock(&self) -> Lock {
+        Lock::JobOf(self.attempt_id.clone())
+    }
+
+    fn touches(&self) -> Option<Touches> {
+        Some(match &self.job_id {
+            Some(job) => Touches::Head {
+                job: job.clone(),
+                attempt: self.attempt_id.clone(),
+            },
+            None => Touches::Anything,
+        })
+    }
+
+    fn run<'t>(&'t self, tx: &'t mut Tx) -> Step<'t, ()> {
+        Box::pin(async move {
+            let (attempt_id, head) = (&self.attempt_id, &self.head);
+            if !head.written_by_own_write() {
+                return Ok(());
+            }
+            let recorded = attempt_rows::record_response_head(
+                tx,
+                attempt_id,
+                head.request_id.as_deref(),
+                head.http_status,
+            )
+            .await?;
+            match recorded {
+                true => Ok(()),
+                false => Err(Error::not_found("attempt", attempt_id)),
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+    use crate::{Cause, Outcome};
+
+    /// A ledger on either backend, as the test run chooses.
+    async fn open(dir: &tempfile::TempDir) -> Engine {
+        let location = onejob_testkit::ledger_location(&dir.path().join("ledger.db"));
+        Engine::open(&location).await.unwrap()
+    }
+
+    async fn in_flight(engine: &Engine) -> Attempt {
+        let intent = r#"{"route": ["sandbox"], "input": {}}"#;
+        let job = engine.submit("local", "k", intent).await.unwrap().job;
+        let claimed = engine.claim_attempt(&job.id, "sandbox").await.unwrap();
+        let lease = Duration::from_secs(10);
+        engine
+            .mark_sent(&claimed.attempt.id, "x", lease)
+            .await
+            .unwrap()
+    }
+
+    /// The answer took the head before the head's own write ran: that write writes nothing,
+    /// and the head is recorded all the same, by the answer's write, in the same commit.
+    #[tokio::test]
+    async fn a_head_the_answer_carries_is_recorded_by_the_answers_write() {
+        let dir = tempfile::tempdir().unwrap();
+        let engine = open(&dir).await;
+        let attempt = in_flight(&engine).await;
+        let head = ResponseHead::new(Some("req-7".into()), Some(200));
+        let own = engine
+            .queue_response_head(Some(&attempt.job_id), &attempt.id, head.clone())
+            .unwrap();
+        assert!(head.carried_by_answer());
+        let answer = serde_json::json!({"ok": true});
+        let done = engine
+            .complete_carrying(
+                Some(&attempt.job_id),
+                &attempt.id,
+                &answer,
+                Cause::Answer,
+                Some(head.clone()),
+            )
+            .await
+            .unwrap();
+        own.await.unwrap();
+        assert_eq!(done.outcome, Outcome::Won);
+        assert_eq!(done.attempt.request_id.as_deref(), Some("req-7"));
+        assert_eq!(done.attempt.http_status, Some(200));
+        let read = engine.attempt_by_id(&attempt.id).await.unwrap();
+        assert_eq!(read.request_id.as_deref(), Some("req-7"));
+        assert_eq!(read.http_status, Some(200));
+    }
+
+    /// The head's own write ran first: the answer may no longer take it, and the head stays
+    /// as that write recorded it.
+    #[tokio::test]
+    async fn a_head_written_on_its_own_is_not_carried_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let engine = open(&dir).await;
+        let attempt = in_flight(&engine).await;
+        let head = ResponseHead::new(Some("req-8".into()), Some(200));
+        engine
+            .queue_response_head(Some(&attempt.job_id), &attempt.id, head.clone())
+            .unwrap()
+            .await
+            .unwrap();
+        assert!(!head.carried_by_answer());
+        let read = engine.attempt_by_id(&attempt.id).await.unwrap();
+        assert_eq!(read.request_id.as_deref(), Some("req-8"));
+    }
+
+    /// An answer that loses still records the head it carries: the request id is how a person
+    /// finds the work at the provider.
+    #[tokio::test]
+    async fn a_losing_answer_records_the_head_it_carries() {
+        let dir = tempfile::tempdir().unwrap();
+        let engine = open(&dir).await;
+        let attempt = in_flight(&engine).await;
+        engine.cancel("local", &attempt.job_id).await.unwrap();
+        let head = ResponseHead::new(Some("req-9".into()), Some(200));
+        assert!(head.carried_by_answer());
+        let answer = serde_json::json!({"late": true});
+        let done = engine
+            .complete_carrying(
+                Some(&attempt.job_id),
+                &attempt.id,
+                &answer,
+                Cause::Answer,
+                Some(head),
+            )
+            .await
+            .unwrap();
+        assert_ne!(done.outcome, Outcome::Won);
+        assert_eq!(done.attempt.request_id.as_deref(), Some("req-9"));
+    }
+}
