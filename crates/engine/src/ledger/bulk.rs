@@ -17,17 +17,22 @@ use crate::job::JobStatus;
 use crate::model::{Resolution, Verdict};
 use crate::store::bulk::{self as bulk_rows, BulkRow, NewBulk, FIRST_CURSOR};
 use crate::store::{attempts as attempt_rows, jobs as job_rows, providers as provider_rows};
-use crate::store::{Handle, Tx};
+use crate::store::{Db, Handle, Tx};
 use crate::{AttemptState, Engine};
 
 use super::person::{cancel_in, resolve_in, retry_in};
 use super::read::{blank_is_none, ListFilter};
 use super::{finish, owned_job_row};
 
-/// Jobs decided per transaction at most: few, so that a write arriving meanwhile waits for a
-/// small commit, and more than one, so that an operation alone does not pay a commit per job.
-/// On SQLite a batch also ends early, after a job, when another write waits (ADR 0053).
+/// Jobs decided per transaction at most on PostgreSQL: few, so that another host's write to
+/// one of them waits for a small commit, and more than one, so that an operation alone does not
+/// pay a commit per job.
 const BATCH: u32 = 8;
+/// The same on SQLite, where a batch ends early, after a job, when another write of this
+/// process waits (ADR 0053), and waiting submits ride in its commit (ADR 0057): more jobs per
+/// commit leave fewer commits for a write to arrive in. Another process sharing the file waits
+/// in SQLite's busy loop for at most one batch.
+const BATCH_SQLITE: u32 = 32;
 /// Skipped jobs read per statement when an operation is shown.
 const SKIPPED_PAGE: u32 = 1000;
 /// The outcome of a job the action changed.
@@ -157,11 +162,15 @@ impl Engine {
                 decided: count(counts.changed + counts.skipped),
             }
         };
+        let batch = match self.db {
+            Db::Sqlite(_) => BATCH_SQLITE,
+            Db::Postgres(_) => BATCH,
+        };
         let mut cursor = FIRST_CURSOR.to_owned();
         loop {
             let ids = {
                 let mut conn = self.read().await?;
-                bulk_rows::undecided(&mut conn, &id, &cursor, BATCH).await?
+                bulk_rows::undecided(&mut conn, &id, &cursor, batch).await?
             };
             if ids.is_empty() {
                 break;
@@ -265,8 +274,9 @@ impl Engine {
     /// Decides the jobs `ids` of operation `op`, in order, in one transaction, each behind a
     /// savepoint so that one the action refuses leaves nothing of its own but its code. Ends
     /// early, after a job, when another write of this process waits for the writer (SQLite):
-    /// that write waits for one job, not for the batch. (changed, skipped, how many of `ids`
-    /// it reached).
+    /// that write waits for one job, not for the batch. Submits waiting for the writer then
+    /// ride in this transaction (ADR 0057): committed by its commit, they wait for no commit
+    /// of the batch's own. (changed, skipped, how many of `ids` it reached).
     async fn bulk_batch(
         &self,
         owner: &str,
@@ -308,7 +318,30 @@ impl Engine {
             Ok((changed, skipped, reached))
         }
         .await;
-        finish(tx, outcome).await
+        // Taken only once the batch's own work stands, so a batch that fails fails no submit.
+        let riders = match outcome {
+            Ok(_) if tx.others_waiting() => self.submits.riders(),
+            _ => None,
+        };
+        let Some(riders) = riders else {
+            return finish(tx, outcome).await;
+        };
+        let ridden = riders.run(&mut tx).await;
+        let outcome = match ridden {
+            Ok(ridden) => outcome.map(|done| (done, ridden)),
+            Err(e) => Err(e),
+        };
+        let committed = finish(tx, outcome).await;
+        match committed {
+            Ok((done, ridden)) => {
+                riders.answer(&self.work, Ok(ridden));
+                Ok(done)
+            }
+            Err(e) => {
+                riders.answer(&self.work, Err(e.clone()));
+                Err(e)
+            }
+        }
     }
 
     /// Checks a request and puts it in one form: a resolve's verdict, a retry's provider, the
@@ -492,5 +525,102 @@ fn without_nulls(value: Value) -> Value {
                 .collect(),
         ),
         other => other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use std::time::Duration;
+
+    use super::*;
+    use crate::bulk::BulkFilter;
+    use crate::store::sqlite::WriterGuard;
+
+    const INTENT: &str = r#"{"route": ["sandbox"], "input": {"n": 1}}"#;
+
+    /// Yields until `n` wait for the writer `held` holds.
+    async fn until_waiting(held: &WriterGuard, n: usize) {
+        tokio::time::timeout(Duration::from_secs(60), async {
+            while held.waiting() < n {
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+        })
+        .await
+        .expect("waiting for the writer");
+    }
+
+    /// A submit that waits for the SQLite writer while a bulk batch holds it is committed by
+    /// that batch (ADR 0057): answered while a third write, queued before it, holds the writer
+    /// after the batch. Without the hand-off it would wait for that third write to end.
+    #[tokio::test]
+    async fn a_submit_waiting_beside_a_bulk_batch_is_committed_by_the_batch() {
+        let dir = tempfile::tempdir().unwrap();
+        let engine = Engine::open(dir.path().join("ledger.db")).await.unwrap();
+        for i in 0..20 {
+            engine
+                .submit("local", &format!("queued-{i}"), INTENT)
+                .await
+                .unwrap();
+        }
+        let request = BulkRequest {
+            action: BulkAction::Cancel,
+            filter: BulkFilter {
+                status: Some(JobStatus::Queued),
+                ..Default::default()
+            },
+            verdict: None,
+            provider: None,
+            dry_run: false,
+        };
+        let started = engine
+            .bulk_start("local", "cancel", &request)
+            .await
+            .unwrap();
+        let id = started.operation.id.unwrap();
+        let Db::Sqlite(db) = &engine.db else {
+            unreachable!("a file's ledger")
+        };
+        let held = db.writer.lock().await.unwrap();
+        let run = {
+            let engine = engine.clone();
+            tokio::spawn(async move { engine.bulk_run("local", &id, |_| {}).await })
+        };
+        until_waiting(&held, 1).await;
+        let (holding, mut holds) = tokio::sync::oneshot::channel();
+        let (release, released) = tokio::sync::oneshot::channel::<()>();
+        let third = {
+            let writer = db.writer.clone();
+            tokio::spawn(async move {
+                let guard = writer.lock().await.unwrap();
+                holding.send(()).unwrap();
+                released.await.unwrap();
+                drop(guard);
+            })
+        };
+        until_waiting(&held, 2).await;
+        let submit = {
+            let engine = engine.clone();
+            tokio::spawn(async move { engine.submit("local", "beside", INTENT).await })
+        };
+        until_waiting(&held, 3).await;
+        drop(held);
+
+        let submitted = tokio::time::timeout(Duration::from_secs(60), submit)
+            .await
+            .expect("the submit is answered while the third write holds the writer")
+            .unwrap()
+            .unwrap();
+        assert!(!submitted.replayed);
+        // The batch went first, and the third write holds the writer still.
+        holds.try_recv().expect("the third write holds the writer");
+        release.send(()).unwrap();
+        third.await.unwrap();
+        let done = run.await.unwrap().unwrap();
+        assert_eq!((done.matched, done.changed), (20, 20));
+        // Not in the operation's set, fixed before it was submitted.
+        let job = engine.job("local", &submitted.job.id).await.unwrap().job;
+        assert_eq!(job.status, JobStatus::Queued);
     }
 }

@@ -385,10 +385,33 @@ impl Db {
     /// A connection for writes outside a group's transaction; on SQLite the writer, so the
     /// write queues in this process instead of in SQLite's busy loop.
     pub async fn write(&self) -> Result<Writing> {
+        self.write_held(None).await
+    }
+
+    /// On SQLite, waits for the writer and holds it, with nothing begun, for
+    /// [`Db::begin_held`] or [`Db::write_held`]; `None` on PostgreSQL, which has no one writer.
+    pub async fn hold(&self) -> Result<Option<sqlite::WriterGuard>> {
+        Ok(match self {
+            Db::Sqlite(db) => Some(db.writer.lock().await?),
+            Db::Postgres(_) => None,
+        })
+    }
+
+    /// [`Db::begin`] on the writer [`Db::hold`] gave, if it gave one.
+    pub async fn begin_held(&self, held: Option<sqlite::WriterGuard>) -> Result<Tx> {
+        match (self, held) {
+            (Db::Sqlite(_), Some(writer)) => Ok(Tx::Sqlite(writer.begin().await?)),
+            _ => self.begin().await,
+        }
+    }
+
+    /// [`Db::write`] on the writer [`Db::hold`] gave, if it gave one.
+    pub async fn write_held(&self, held: Option<sqlite::WriterGuard>) -> Result<Writing> {
         Ok(Writing {
-            conn: match self {
-                Db::Sqlite(db) => WritingConn::Sqlite(db.writer.lock().await?),
-                Db::Postgres(db) => {
+            conn: match (self, held) {
+                (Db::Sqlite(_), Some(writer)) => WritingConn::Sqlite(writer),
+                (Db::Sqlite(db), None) => WritingConn::Sqlite(db.writer.lock().await?),
+                (Db::Postgres(db), _) => {
                     WritingConn::Postgres(db.acquire().await.map_err(|e| db.failure(e))?)
                 }
             },

@@ -288,13 +288,7 @@ impl Writer {
 
     /// Waits for the writer and begins a transaction holding the file's write lock.
     pub async fn begin(&self) -> sqlx::Result<WriterGuard> {
-        let mut writer = self.lock().await?;
-        writer.open = true;
-        sqlx::query("BEGIN IMMEDIATE")
-            .execute(writer.conn())
-            .await
-            .map_err(|e| named(&self.location, e))?;
-        Ok(writer)
+        self.lock().await?.begin().await
     }
 
     /// Waits for whoever holds the writer, then closes it.
@@ -308,9 +302,25 @@ impl Writer {
 }
 
 impl WriterGuard {
+    /// Begins a transaction holding the file's write lock on the writer held.
+    pub async fn begin(mut self) -> sqlx::Result<WriterGuard> {
+        self.open = true;
+        let (conn, location) = self.parts();
+        sqlx::query("BEGIN IMMEDIATE")
+            .execute(conn)
+            .await
+            .map_err(|e| named(location, e))?;
+        Ok(self)
+    }
+
     /// Whether anyone waits for the writer now.
     pub fn others_waiting(&self) -> bool {
-        self.writer.waiting.load(Ordering::SeqCst) > 0
+        self.waiting() > 0
+    }
+
+    /// How many wait for the writer now.
+    pub fn waiting(&self) -> usize {
+        self.writer.waiting.load(Ordering::SeqCst)
     }
 
     /// The connection.

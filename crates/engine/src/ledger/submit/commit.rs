@@ -7,20 +7,51 @@ use tokio::sync::Notify;
 
 use crate::error::{Error, Result};
 use crate::model::Job;
+use crate::store::sqlite::WriterGuard;
 use crate::store::{
     contracts as contract_rows, jobs as job_rows, providers as provider_rows, Db, Handle, Tx,
 };
 
 use crate::ledger::finish;
 
+use super::offer::Offered;
 use super::ToSubmit;
 
 /// Commits the group, then answers each of its callers. The group's keys go in in one order,
 /// (owner, key), so two hosts' groups that share keys wait for each other's index entries in
-/// that order, never in a circle.
-pub(super) async fn commit_and_answer(db: &Db, work: &Notify, mut group: Vec<ToSubmit>) {
+/// that order, never in a circle. On SQLite the group is offered while it waits for the writer
+/// (see `offer.rs`): taken, it is answered by the one that took it.
+pub(super) async fn commit_and_answer(
+    db: &Db,
+    work: &Notify,
+    offered: &Offered,
+    mut group: Vec<ToSubmit>,
+) {
     group.sort_by(|a, b| (&a.owner, &a.key).cmp(&(&b.owner, &b.key)));
-    match commit_group(db, &group).await {
+    let held = if matches!(db, Db::Sqlite(_)) {
+        let Some((held, back)) = offered.wait_for_writer(db, group).await else {
+            return;
+        };
+        group = back;
+        held
+    } else {
+        Ok(None)
+    };
+    let committed = match held {
+        Ok(held) => commit_group(db, held, &group).await,
+        Err(e) => Err(e),
+    };
+    answer(work, group, committed);
+}
+
+/// Answers each submit of a group with what its commit gave it, or every one with the failure
+/// that lost the group; wakes the executor when a job was created.
+pub(super) fn answer(
+    work: &Notify,
+    group: Vec<ToSubmit>,
+    committed: Result<Vec<Result<(Job, bool)>>>,
+) {
+    match committed {
         Ok(outcomes) => {
             if outcomes.iter().any(|o| matches!(o, Ok((_, false)))) {
                 crate::wake(work);
@@ -42,11 +73,16 @@ pub(super) async fn commit_and_answer(db: &Db, work: &Notify, mut group: Vec<ToS
 /// fails (one submit names a provider or contract that is not configured), the group is
 /// committed again with a savepoint per submit, so the refusal answers its caller alone. The
 /// outcomes in order; an error fails the whole group.
-async fn commit_group(db: &Db, group: &[ToSubmit]) -> Result<Vec<Result<(Job, bool)>>> {
+/// `held` is the SQLite writer, when the caller waited for it already.
+async fn commit_group(
+    db: &Db,
+    held: Option<WriterGuard>,
+    group: &[ToSubmit],
+) -> Result<Vec<Result<(Job, bool)>>> {
     if let [alone] = group {
-        return Ok(vec![submit_alone(db, alone).await]);
+        return Ok(vec![submit_alone(db, held, alone).await]);
     }
-    if let Some(outcomes) = commit_together(db, group).await? {
+    if let Some(outcomes) = commit_together(db, held, group).await? {
         return Ok(outcomes);
     }
     let mut tx = db.begin().await?;
@@ -63,7 +99,11 @@ async fn commit_group(db: &Db, group: &[ToSubmit]) -> Result<Vec<Result<(Job, bo
 
 /// The whole group in one statement and one read; `None`, with nothing committed, when the
 /// database refused the statement.
-async fn commit_together(db: &Db, group: &[ToSubmit]) -> Result<Option<Vec<Result<(Job, bool)>>>> {
+async fn commit_together(
+    db: &Db,
+    held: Option<WriterGuard>,
+    group: &[ToSubmit],
+) -> Result<Option<Vec<Result<(Job, bool)>>>> {
     let ids: Vec<String> = group
         .iter()
         .map(|_| uuid::Uuid::now_v7().to_string())
@@ -83,7 +123,7 @@ async fn commit_together(db: &Db, group: &[ToSubmit]) -> Result<Option<Vec<Resul
         .collect();
     let rows = serde_json::to_string(&rows)
         .map_err(|e| Error::internal(format!("cannot write the group's rows: {e}")))?;
-    let mut tx = db.begin().await?;
+    let mut tx = db.begin_held(held).await?;
     let outcome = async {
         match job_rows::insert_many(&mut tx, &rows).await {
             Ok(_) => {}
@@ -125,8 +165,12 @@ async fn commit_together(db: &Db, group: &[ToSubmit]) -> Result<Option<Vec<Resul
 /// unique constraint arbitrates the key and the schema's triggers check the route's and the
 /// contract's names inside the INSERT; only when it is refused are the names looked up, to say
 /// which one. The answer comes after the commit has returned success.
-async fn submit_alone(db: &Db, pending: &ToSubmit) -> Result<(Job, bool)> {
-    let mut writer = db.write().await?;
+async fn submit_alone(
+    db: &Db,
+    held: Option<WriterGuard>,
+    pending: &ToSubmit,
+) -> Result<(Job, bool)> {
+    let mut writer = db.write_held(held).await?;
     // If the caller goes away while the statement runs, nothing was answered; and should a
     // transaction be open on the writer, it is rolled back before anything else runs there.
     writer.settle(false);
@@ -147,7 +191,7 @@ async fn submit_alone(db: &Db, pending: &ToSubmit) -> Result<(Job, bool)> {
 /// One submit inside a group's transaction, under a savepoint of its own: refused, it is
 /// undone alone and answers only its caller. The outer error (a savepoint that cannot be
 /// rolled back) fails the group.
-async fn submit_step(tx: &mut Tx, pending: &ToSubmit) -> Result<Result<(Job, bool)>> {
+pub(super) async fn submit_step(tx: &mut Tx, pending: &ToSubmit) -> Result<Result<(Job, bool)>> {
     let id = uuid::Uuid::now_v7().to_string();
     // SQLite's statements take their savepoint themselves, in the same call.
     let outer = matches!(tx, Tx::Postgres(_));

@@ -12,10 +12,20 @@
 //! first's row.
 
 //!
+//! On SQLite, a group waiting for the process's one writer is offered meanwhile to whoever
+//! holds it: a bulk operation (`ledger/bulk.rs`) that sees it waiting takes it into its own
+//! transaction, so the submits are committed by the bulk's next commit instead of after it
+//! (ADR 0057). The leader takes its group back once it holds the writer; a group taken is
+//! answered by the one that took it, after its commit.
+//!
 //! - this file: the queue submits wait in, and the engine's calls.
 //! - `commit.rs`: committing a group, and what each of its submits is answered.
+//! - `offer.rs`: the group offered while its leader waits for the writer.
 
 mod commit;
+mod offer;
+
+pub(crate) use offer::Riders;
 
 use std::sync::Arc;
 
@@ -45,6 +55,8 @@ type Answer = oneshot::Receiver<Result<(Job, bool)>>;
 /// Where submits wait for their group commit; one per engine, shared by its clones.
 pub(crate) struct SubmitQueue {
     queued: Gathering<ToSubmit>,
+    /// The group its leader waits for the SQLite writer with, if any.
+    offered: Arc<offer::Offered>,
     db: Db,
     work: Arc<Notify>,
 }
@@ -55,6 +67,7 @@ impl SubmitQueue {
     pub(crate) fn new(db: Db, work: Arc<Notify>) -> SubmitQueue {
         SubmitQueue {
             queued: Gathering::new(),
+            offered: Arc::default(),
             db,
             work,
         }
@@ -87,14 +100,24 @@ impl SubmitQueue {
         match group.len() {
             0 => {}
             // In the caller's own task: a hand-off to another task costs a thread wake-up.
-            1 => commit_and_answer(&self.db, &self.work, group).await,
+            1 => commit_and_answer(&self.db, &self.work, &self.offered, group).await,
             // Others' answers ride on this commit: it finishes even if this caller goes away.
             _ => {
-                let (db, work) = (self.db.clone(), self.work.clone());
+                let (db, work, offered) =
+                    (self.db.clone(), self.work.clone(), self.offered.clone());
                 let _ =
-                    tokio::spawn(async move { commit_and_answer(&db, &work, group).await }).await;
+                    tokio::spawn(
+                        async move { commit_and_answer(&db, &work, &offered, group).await },
+                    )
+                    .await;
             }
         }
+    }
+
+    /// The group offered while its leader waits for the SQLite writer, taken by the caller,
+    /// who holds the writer: the caller commits it and answers it (see [`Riders`]).
+    pub(crate) fn riders(&self) -> Option<Riders> {
+        self.offered.take().map(Riders::new)
     }
 }
 
