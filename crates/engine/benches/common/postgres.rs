@@ -54,14 +54,15 @@ pub async fn raw_inserts(
     Ok(times)
 }
 
-/// The lone submit's own statement (the engine's `jobs/submit.sql`), one autocommit each on a
+/// The lone submit's own statement, `statement` (the engine's `jobs/submit.sql` as its build
+/// writes it out, which only the engine's own benches can include), one autocommit each on a
 /// plain connection to a ledger: what the server does for a submit, without the engine's pool,
 /// queue and parsing around it. The latency of each.
 pub async fn submit_statements(
     conn: &mut PgConnection,
+    statement: &str,
     keys: std::ops::Range<usize>,
 ) -> Result<Vec<Duration>, sqlx::Error> {
-    let statement = include_str!("../../src/store/postgres/queries/jobs/submit.sql");
     let mut times = Vec::with_capacity(keys.len());
     for i in keys {
         let body = intent(i);

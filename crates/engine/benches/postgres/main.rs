@@ -38,6 +38,12 @@ use onejob_engine::Engine;
 use onejob_testkit::Postgres;
 use sqlx::{Connection, PgConnection};
 
+/// The engine's lone submit on PostgreSQL, its columns filled in as the engine's build wrote it.
+const SUBMIT: &str = include_str!(concat!(
+    env!("OUT_DIR"),
+    "/postgres/queries/jobs/submit.sql"
+));
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     // Run again as a worker process by the `processes` and `frozen` parts.
     if let Ok(url) = std::env::var(workers::WORKER) {
@@ -152,7 +158,7 @@ async fn sequential(cluster: &Postgres, n: usize) -> Result<f64, Box<dyn std::er
         triggered.extend(raw_inserts(&mut with_triggers, range.clone()).await?);
         without_notify.extend(raw_inserts(&mut no_notify, range.clone()).await?);
         with_names_only.extend(raw_inserts(&mut names_only, range.clone()).await?);
-        statements.extend(submit_statements(&mut statement_conn, range.clone()).await?);
+        statements.extend(submit_statements(&mut statement_conn, SUBMIT, range.clone()).await?);
         by_hand.extend(minimal_submits(&mut hand, range).await?);
     }
     engine.close().await;

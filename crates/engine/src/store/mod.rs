@@ -5,6 +5,11 @@
 //! own file, `sqlite/queries/<table>/<operation>.sql` or `postgres/queries/<table>/<operation>.sql`,
 //! so the two can be read side by side. The operations bind the same values in the same
 //! order on both; where the dialects differ (placeholders, JSON, time), the files say how.
+//! The columns of a whole job or attempt, which many statements return, are written once per
+//! backend, in `queries/columns/job.sql` and `queries/columns/attempt.sql`, and a statement
+//! names them by a placeholder, `{job_columns}` or `{a.attempt_columns}` (each taken from `a`),
+//! which the build fills in (`crates/engine/build.rs`, docs/adr/0058); the statements are
+//! included as it writes them out (`query!`).
 //! The rows both `jobs` and `attempts` return are in `rows`, and the ids' canonical text in
 //! `ids`, so those two modules depend one way: `jobs` uses `attempts`, never the reverse.
 //!
@@ -25,6 +30,12 @@ pub mod retry_keys;
 pub mod rows;
 pub mod sqlite;
 pub mod tokens;
+
+/// How the build fills in the queries' column lists (`crates/engine/build.rs`), compiled here
+/// only for its tests.
+#[cfg(test)]
+#[path = "../../build/columns.rs"]
+mod columns;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -273,31 +284,40 @@ impl Drop for Writing {
     }
 }
 
+/// The text of query `$file` of one backend (`sqlite` or `postgres`): the file
+/// `$file.sql` under that backend's `queries/` folder, with its column lists filled in, as the
+/// build wrote it (`crates/engine/build.rs`; a query spells a row's columns as a placeholder,
+/// `{job_columns}`, which `queries/columns/job.sql` holds once per backend).
+macro_rules! query {
+    (sqlite, $file:literal) => {
+        include_str!(concat!(env!("OUT_DIR"), "/sqlite/queries/", $file, ".sql"))
+    };
+    (postgres, $file:literal) => {
+        include_str!(concat!(
+            env!("OUT_DIR"),
+            "/postgres/queries/",
+            $file,
+            ".sql"
+        ))
+    };
+}
+pub(crate) use query;
+
 /// Runs `$body` on the handle's backend: `$conn` is that backend's connection and `$sql` the
-/// text of `$file` under its `queries/` folder. The body is written once and compiled for
-/// each backend, so both bind the same values in the same order. On PostgreSQL it runs under
-/// the connection's [`Watch`], so a server that stopped answering fails it in seconds; on
-/// either, a failure names the ledger.
+/// text of `$file` under its `queries/` folder (see [`query!`]). The body is written once and
+/// compiled for each backend, so both bind the same values in the same order. On PostgreSQL it
+/// runs under the connection's [`Watch`], so a server that stopped answering fails it in
+/// seconds; on either, a failure names the ledger.
 macro_rules! on_backend {
     ($handle:expr, $file:literal, |$conn:ident, $sql:ident| $body:expr) => {
         match $crate::store::Handle::conn(&mut *$handle) {
             $crate::store::Conn::Sqlite($conn, at) => {
-                let $sql: &'static str = include_str!(concat!(
-                    env!("CARGO_MANIFEST_DIR"),
-                    "/src/store/sqlite/queries/",
-                    $file,
-                    ".sql"
-                ));
+                let $sql: &'static str = $crate::store::query!(sqlite, $file);
                 let done: sqlx::Result<_> = async { $body }.await;
                 done.map_err(|e| $crate::store::sqlite::named(at, e))
             }
             $crate::store::Conn::Postgres($conn, watch) => {
-                let $sql: &'static str = include_str!(concat!(
-                    env!("CARGO_MANIFEST_DIR"),
-                    "/src/store/postgres/queries/",
-                    $file,
-                    ".sql"
-                ));
+                let $sql: &'static str = $crate::store::query!(postgres, $file);
                 watch.guard(async { $body }).await
             }
         }
@@ -309,18 +329,8 @@ pub(crate) use on_backend;
 macro_rules! queries {
     ($file:literal) => {
         $crate::store::Queries {
-            sqlite: include_str!(concat!(
-                env!("CARGO_MANIFEST_DIR"),
-                "/src/store/sqlite/queries/",
-                $file,
-                ".sql"
-            )),
-            postgres: include_str!(concat!(
-                env!("CARGO_MANIFEST_DIR"),
-                "/src/store/postgres/queries/",
-                $file,
-                ".sql"
-            )),
+            sqlite: $crate::store::query!(sqlite, $file),
+            postgres: $crate::store::query!(postgres, $file),
         }
     };
 }
@@ -490,6 +500,7 @@ mod query_trees {
             .join("/")
     }
 
+    /// The column lists under `columns/` count too: both backends have the same rows.
     #[test]
     fn both_backends_hold_the_same_queries_but_the_named_backend_only_ones() {
         let (sqlite, postgres) = (files("sqlite"), files("postgres"));
@@ -503,5 +514,41 @@ mod query_trees {
             named(&POSTGRES_ONLY),
             "PostgreSQL only"
         );
+    }
+
+    /// Each query as the build wrote it out, its column lists filled in, compared without its
+    /// comments and with its words one space apart: two of one backend that say the same are
+    /// one operation under two names.
+    #[test]
+    fn no_two_queries_of_one_backend_are_the_same_statement() {
+        for backend in ["sqlite", "postgres"] {
+            let mut seen = std::collections::BTreeMap::new();
+            for name in files(backend) {
+                if name.starts_with("columns/") {
+                    continue;
+                }
+                let path: PathBuf = [env!("OUT_DIR"), backend, "queries", &name]
+                    .iter()
+                    .collect();
+                let text = std::fs::read_to_string(&path).expect("the build wrote every query");
+                let statement = statement(&text);
+                assert!(
+                    !statement.contains("_columns}"),
+                    "{backend}: {name} was not filled in"
+                );
+                if let Some(other) = seen.insert(statement, name.clone()) {
+                    panic!("{backend}: {other} and {name} are the same statement");
+                }
+            }
+        }
+    }
+
+    /// A query's statement without its comments, its words one space apart.
+    fn statement(text: &str) -> String {
+        text.lines()
+            .filter(|l| !l.trim_start().starts_with("--"))
+            .flat_map(str::split_whitespace)
+            .collect::<Vec<_>>()
+            .join(" ")
     }
 }

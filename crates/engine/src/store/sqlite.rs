@@ -466,10 +466,10 @@ mod tests {
             .await
             .unwrap();
         let queries = [
-            include_str!("sqlite/queries/jobs/sendable.sql"),
-            include_str!("sqlite/queries/jobs/next_not_before.sql"),
-            include_str!("sqlite/queries/jobs/open_naming_contract.sql"),
-            include_str!("sqlite/queries/jobs/open_naming_provider.sql"),
+            crate::store::query!(sqlite, "jobs/sendable"),
+            crate::store::query!(sqlite, "jobs/next_not_before"),
+            crate::store::query!(sqlite, "jobs/open_naming_contract"),
+            crate::store::query!(sqlite, "jobs/open_naming_provider"),
         ];
         let mut writer = db.writer.lock().await.unwrap();
         for sql in queries {

@@ -73,7 +73,7 @@ pub async fn insert_first(
 ) -> sqlx::Result<Inserted> {
     let (kind, actor) = created;
     if let Conn::Sqlite(conn, at) = h.conn() {
-        let sql = include_str!("../sqlite/queries/attempts/insert_first.sql");
+        let sql = crate::store::query!(sqlite, "attempts/insert_first");
         let rows = sqlx::query(sql)
             .bind(id)
             .bind(job_id)
@@ -113,7 +113,7 @@ pub async fn insert_first_many(
         return Ok(None);
     };
     let (kind, actor) = created;
-    let sql = include_str!("../postgres/queries/attempts/insert_first_many.sql");
+    let sql = crate::store::query!(postgres, "attempts/insert_first_many");
     let inserting = sqlx::query(sql)
         .bind(firsts.iter().map(|(id, _)| id.as_str()).collect::<Vec<_>>())
         .bind(

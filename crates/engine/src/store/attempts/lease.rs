@@ -31,7 +31,7 @@ pub async fn renew_lease(
 pub async fn lock_expired(h: &mut impl Handle) -> sqlx::Result<Option<Vec<String>>> {
     match h.conn() {
         crate::store::Conn::Postgres(conn, watch) => {
-            let sql = include_str!("../postgres/queries/attempts/lock_expired.sql");
+            let sql = crate::store::query!(postgres, "attempts/lock_expired");
             let locking = sqlx::query_scalar(sql).fetch_all(conn);
             Ok(Some(watch.guard(locking).await?))
         }

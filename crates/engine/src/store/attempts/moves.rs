@@ -90,7 +90,7 @@ pub async fn send_many(
     let Conn::Postgres(conn, watch) = h.conn() else {
         return Ok(None);
     };
-    let sql = include_str!("../postgres/queries/attempts/send_many.sql");
+    let sql = crate::store::query!(postgres, "attempts/send_many");
     let sent = sqlx::query_as(sql)
         .bind(sending.iter().map(|s| s.id).collect::<Vec<_>>())
         .bind(sending.iter().map(|s| s.executor_id).collect::<Vec<_>>())

@@ -60,7 +60,7 @@ pub async fn pending(h: &mut impl Handle, limit: u32) -> sqlx::Result<Vec<Attemp
 pub async fn pending_left(h: &mut impl Handle, limit: u32) -> sqlx::Result<Vec<AttemptRow>> {
     match h.conn() {
         crate::store::Conn::Postgres(conn, watch) => {
-            let sql = include_str!("../postgres/queries/attempts/pending_left.sql");
+            let sql = crate::store::query!(postgres, "attempts/pending_left");
             let reading = sqlx::query_as(sql).bind(i64::from(limit)).fetch_all(conn);
             watch.guard(reading).await
         }

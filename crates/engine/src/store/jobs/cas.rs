@@ -92,7 +92,7 @@ pub async fn claim_answer(
 ) -> sqlx::Result<Option<ClaimedAnswer>> {
     if let Conn::Sqlite(conn, at) = h.conn() {
         let (request_id, http_status) = head.unwrap_or_default();
-        let sql = include_str!("../sqlite/queries/jobs/claim_answer.sql");
+        let sql = crate::store::query!(sqlite, "jobs/claim_answer");
         let rows = sqlx::query(sql)
             .bind(attempt_id)
             .bind(result)
@@ -151,7 +151,7 @@ pub async fn claim_answers(
     let Conn::Postgres(conn, watch) = h.conn() else {
         return Ok(None);
     };
-    let sql = include_str!("../postgres/queries/jobs/claim_answers.sql");
+    let sql = crate::store::query!(postgres, "jobs/claim_answers");
     let claiming = sqlx::query(sql)
         .bind(answers.iter().map(|a| a.attempt_id).collect::<Vec<_>>())
         .bind(answers.iter().map(|a| a.result).collect::<Vec<_>>())

@@ -15,7 +15,7 @@ pub async fn lock(
     attempt_ids: &[String],
 ) -> sqlx::Result<()> {
     if let Conn::Postgres(conn, watch) = h.conn() {
-        let sql = include_str!("../postgres/queries/jobs/lock.sql");
+        let sql = crate::store::query!(postgres, "jobs/lock");
         let locking = sqlx::query(sql)
             .bind(canonical_uuids(job_ids))
             .bind(canonical_uuids(attempt_ids))
@@ -36,7 +36,7 @@ pub async fn lock_free(
 ) -> sqlx::Result<Vec<(String, Option<String>)>> {
     match h.conn() {
         Conn::Postgres(conn, watch) => {
-            let sql = include_str!("../postgres/queries/jobs/lock_free.sql");
+            let sql = crate::store::query!(postgres, "jobs/lock_free");
             let locking = sqlx::query_as(sql)
                 .bind(canonical_uuids(job_ids))
                 .bind(canonical_uuids(attempt_ids))
@@ -62,7 +62,7 @@ fn canonical_uuids(ids: &[String]) -> Vec<&str> {
 pub async fn lock_skipping(h: &mut impl Handle, id: &str) -> sqlx::Result<bool> {
     match h.conn() {
         Conn::Postgres(conn, watch) => {
-            let sql = include_str!("../postgres/queries/jobs/lock_skipping.sql");
+            let sql = crate::store::query!(postgres, "jobs/lock_skipping");
             let locking = sqlx::query_scalar(sql).bind(id).fetch_optional(conn);
             let locked: Option<String> = watch.guard(locking).await?;
             Ok(locked.is_some())

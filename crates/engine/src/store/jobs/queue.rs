@@ -20,7 +20,7 @@ pub async fn sendable(h: &mut impl Handle, limit: u32) -> sqlx::Result<Vec<Strin
 pub async fn sendable_locking(h: &mut impl Handle, limit: u32) -> sqlx::Result<Vec<String>> {
     match h.conn() {
         Conn::Postgres(conn, watch) => {
-            let sql = include_str!("../postgres/queries/jobs/sendable_locking.sql");
+            let sql = crate::store::query!(postgres, "jobs/sendable_locking");
             let reading = sqlx::query_scalar(sql)
                 .bind(i64::from(limit))
                 .fetch_all(conn);

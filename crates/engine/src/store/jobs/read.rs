@@ -26,10 +26,7 @@ pub async fn with_attempts(
     id: &str,
 ) -> sqlx::Result<Option<(JobRow, Vec<AttemptRow>)>> {
     if let Conn::Sqlite(conn, at) = h.conn() {
-        let sql = include_str!(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/src/store/sqlite/queries/jobs/with_attempts.sql"
-        ));
+        let sql = crate::store::query!(sqlite, "jobs/with_attempts");
         let rows = sqlx::query(sql)
             .bind(id)
             .fetch_all(conn)

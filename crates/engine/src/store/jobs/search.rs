@@ -1,6 +1,7 @@
 //! The one SQL statement built at run time: the owner's jobs that pass a [`Filter`], read a
-//! keyset page at a time (whole rows or summaries) or counted. Bulk operations select their
-//! jobs with the same builder ([`build`]).
+//! keyset page at a time (whole rows or summaries, their columns the head of the statement,
+//! `jobs/page.sql` and `jobs/summaries.sql`) or counted. Bulk operations select their jobs with
+//! the same builder ([`build`]).
 
 use sqlx::QueryBuilder;
 
@@ -8,7 +9,7 @@ use super::SummaryRow;
 use crate::job::JobStatus;
 use crate::store::ids::{fits_id_text, HIGHEST_ID, LOWEST_ID};
 use crate::store::rows::JobRow;
-use crate::store::{Conn, Handle};
+use crate::store::{queries, Conn, Handle, Queries};
 
 /// Which of an owner's jobs a page or a count covers.
 #[derive(Debug, Clone, Copy, Default)]
@@ -143,17 +144,6 @@ pub(in crate::store) fn build<'q, DB>(
     }
 }
 
-/// The columns of a page's rows, as `JobRow` reads them.
-const PAGE_COLUMNS_SQLITE: &str = "SELECT j.id, j.owner_id, j.idempotency_key, j.fingerprint, \
-    j.intent, j.status, j.version, j.completed_by, j.result, j.error, j.flagged_for_review, \
-    j.created_at, j.updated_at, j.finished_at, j.not_before";
-const PAGE_COLUMNS_POSTGRES: &str = "SELECT j.id::text AS id, j.owner_id, j.idempotency_key, \
-    j.fingerprint, j.intent::text AS intent, j.status, j.version, \
-    j.completed_by::text AS completed_by, j.result::text AS result, j.error::text AS error, \
-    j.flagged_for_review, onejob_time(j.created_at) AS created_at, \
-    onejob_time(j.updated_at) AS updated_at, onejob_time(j.finished_at) AS finished_at, \
-    onejob_time(j.not_before) AS not_before";
-
 /// Up to `limit` of the owner's jobs that pass `filter`, newest first and strictly older than
 /// `cursor` (or oldest first and strictly newer, with `oldest_first`).
 pub async fn page(
@@ -164,15 +154,21 @@ pub async fn page(
     limit: u32,
     oldest_first: bool,
 ) -> sqlx::Result<Vec<JobRow>> {
-    let columns = [PAGE_COLUMNS_SQLITE, PAGE_COLUMNS_POSTGRES];
-    keyset(h, columns, owner, filter, (cursor, limit, oldest_first)).await
+    keyset(
+        h,
+        queries!("jobs/page"),
+        owner,
+        filter,
+        (cursor, limit, oldest_first),
+    )
+    .await
 }
 
-/// One keyset page of the owner's jobs that pass `filter`, each read as `R` from `columns`
-/// (SQLite's, PostgreSQL's).
+/// One keyset page of the owner's jobs that pass `filter`, each read as `R` from the columns
+/// `head` starts the statement with (`jobs/page.sql`, `jobs/summaries.sql`).
 async fn keyset<R>(
     h: &mut impl Handle,
-    columns: [&'static str; 2],
+    head: Queries,
     owner: &str,
     filter: &Filter<'_>,
     page: (Option<&str>, u32, bool),
@@ -185,7 +181,7 @@ where
 {
     match h.conn() {
         Conn::Sqlite(conn, at) => {
-            let mut q = QueryBuilder::new(columns[0]);
+            let mut q = QueryBuilder::new(head.sqlite);
             build(&mut q, false, owner, filter, Some(page));
             q.build_query_as()
                 .fetch_all(conn)
@@ -193,22 +189,12 @@ where
                 .map_err(|e| crate::store::sqlite::named(at, e))
         }
         Conn::Postgres(conn, watch) => {
-            let mut q = QueryBuilder::new(columns[1]);
+            let mut q = QueryBuilder::new(head.postgres);
             build(&mut q, true, owner, filter, Some(page));
             watch.guard(q.build_query_as().fetch_all(conn)).await
         }
     }
 }
-
-/// The columns of a page of summaries, as `SummaryRow` reads them: the intent only as its
-/// route, the result not at all.
-const SUMMARY_COLUMNS_SQLITE: &str = "SELECT j.id, j.owner_id, j.idempotency_key, j.status, \
-    j.version, json_extract(j.intent, '$.route') AS route, j.flagged_for_review, \
-    j.created_at, j.updated_at, j.finished_at";
-const SUMMARY_COLUMNS_POSTGRES: &str = "SELECT j.id::text AS id, j.owner_id, \
-    j.idempotency_key, j.status, j.version, (j.intent -> 'route')::text AS route, \
-    j.flagged_for_review, onejob_time(j.created_at) AS created_at, \
-    onejob_time(j.updated_at) AS updated_at, onejob_time(j.finished_at) AS finished_at";
 
 /// [`page`] as a list shows it: summaries, with neither intent nor result read.
 pub async fn summaries(
@@ -219,8 +205,14 @@ pub async fn summaries(
     limit: u32,
     oldest_first: bool,
 ) -> sqlx::Result<Vec<SummaryRow>> {
-    let columns = [SUMMARY_COLUMNS_SQLITE, SUMMARY_COLUMNS_POSTGRES];
-    keyset(h, columns, owner, filter, (cursor, limit, oldest_first)).await
+    keyset(
+        h,
+        queries!("jobs/summaries"),
+        owner,
+        filter,
+        (cursor, limit, oldest_first),
+    )
+    .await
 }
 
 /// How many of the owner's jobs pass `filter`.

@@ -95,16 +95,13 @@ pub async fn submit_step(h: &mut impl Handle, job: &NewJob<'_>) -> sqlx::Result<
         };
     }
     match h.conn() {
-        Conn::Sqlite(conn, ledger) => {
-            bound!(include_str!("../sqlite/queries/jobs/submit_step.sql"))
-                .fetch_all(conn)
-                .await
-                .map(|rows| rows.into_iter().next())
-                .map_err(|e| crate::store::sqlite::named(ledger, e))
-        }
+        Conn::Sqlite(conn, ledger) => bound!(crate::store::query!(sqlite, "jobs/submit_step"))
+            .fetch_all(conn)
+            .await
+            .map(|rows| rows.into_iter().next())
+            .map_err(|e| crate::store::sqlite::named(ledger, e)),
         Conn::Postgres(conn, watch) => {
-            let submitted =
-                bound!(include_str!("../postgres/queries/jobs/submit.sql")).fetch_all(conn);
+            let submitted = bound!(crate::store::query!(postgres, "jobs/submit")).fetch_all(conn);
             watch
                 .guard(submitted)
                 .await

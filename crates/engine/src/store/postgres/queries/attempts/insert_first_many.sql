@@ -6,7 +6,7 @@
 -- and its primary is configured, and its contract, if it names one, too. The jobs are locked
 -- in id order first.
 -- Rows: each attempt inserted, beside its job as moved (JSON text with the columns of
--- jobs/by_id.sql); a job with no row had nothing written, and its caller decides by the policy.
+-- columns/job.sql); a job with no row had nothing written, and its caller decides by the policy.
 WITH i AS (
     SELECT * FROM unnest((SELECT $1::uuid[]), (SELECT $2::uuid[])) AS i (id, job_id)
 ), j AS (
@@ -36,16 +36,8 @@ WITH i AS (
     WHERE jobs.id = a.job_id AND jobs.status = 'queued'
     RETURNING jobs.*
 )
-SELECT a.id::text AS id, a.job_id::text AS job_id, a.number, a.provider, a.state, a.job_version,
-       a.request_id, a.http_status, a.error_kind, a.error_message, a.executor_id,
-       onejob_time(a.lease_expires_at) AS lease_expires_at, a.flagged_for_review,
-       onejob_time(a.created_at) AS created_at, onejob_time(a.sent_at) AS sent_at,
-       onejob_time(a.finished_at) AS finished_at, a.usage::text AS usage,
+SELECT {a.attempt_columns},
        (SELECT row_to_json(r)::text FROM (
-            SELECT m.id::text AS id, m.owner_id, m.idempotency_key, m.fingerprint,
-                   m.intent::text AS intent, m.status, m.version, m.completed_by::text AS completed_by,
-                   m.result::text AS result, m.error::text AS error, m.flagged_for_review,
-                   onejob_time(m.created_at) AS created_at, onejob_time(m.updated_at) AS updated_at,
-                   onejob_time(m.finished_at) AS finished_at, onejob_time(m.not_before) AS not_before
+            SELECT {m.job_columns}
             FROM moved m WHERE m.id = a.job_id) r) AS job
 FROM a

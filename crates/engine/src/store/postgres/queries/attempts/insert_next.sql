@@ -7,7 +7,7 @@
 -- $7 whether a person chose the provider; $9 the bulk operation that applied a person's
 -- action, which the event names (`"bulk": id`), or NULL.
 -- Row: the attempt as inserted, beside its job as moved (JSON text with the columns of
--- jobs/by_id.sql; NULL when the job was not moved); none when nothing was written. The job
+-- columns/job.sql; NULL when the job was not moved); none when nothing was written. The job
 -- comes back in the same row, not read again by a second statement.
 WITH a AS (
     INSERT INTO attempts (id, job_id, number, provider, state, job_version, created_at)
@@ -32,16 +32,8 @@ WITH a AS (
     WHERE id = $2::uuid AND $8 AND status = 'queued' AND EXISTS (SELECT 1 FROM a)
     RETURNING *
 )
-SELECT a.id::text AS id, a.job_id::text AS job_id, a.number, a.provider, a.state, a.job_version,
-       a.request_id, a.http_status, a.error_kind, a.error_message, a.executor_id,
-       onejob_time(a.lease_expires_at) AS lease_expires_at, a.flagged_for_review,
-       onejob_time(a.created_at) AS created_at, onejob_time(a.sent_at) AS sent_at,
-       onejob_time(a.finished_at) AS finished_at, a.usage::text AS usage,
+SELECT {a.attempt_columns},
        (SELECT row_to_json(r)::text FROM (
-            SELECT m.id::text AS id, m.owner_id, m.idempotency_key, m.fingerprint,
-                   m.intent::text AS intent, m.status, m.version, m.completed_by::text AS completed_by,
-                   m.result::text AS result, m.error::text AS error, m.flagged_for_review,
-                   onejob_time(m.created_at) AS created_at, onejob_time(m.updated_at) AS updated_at,
-                   onejob_time(m.finished_at) AS finished_at, onejob_time(m.not_before) AS not_before
+            SELECT {m.job_columns}
             FROM moved m) r) AS job
 FROM a

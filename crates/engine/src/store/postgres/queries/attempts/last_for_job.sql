@@ -1,7 +1,3 @@
 -- The job's last attempt, if any.
-SELECT a.id::text AS id, a.job_id::text AS job_id, a.number, a.provider, a.state, a.job_version,
-       a.request_id, a.http_status, a.error_kind, a.error_message, a.executor_id,
-       onejob_time(a.lease_expires_at) AS lease_expires_at, a.flagged_for_review,
-       onejob_time(a.created_at) AS created_at, onejob_time(a.sent_at) AS sent_at,
-       onejob_time(a.finished_at) AS finished_at, a.usage::text AS usage
+SELECT {a.attempt_columns}
 FROM attempts a WHERE a.job_id = onejob_uuid($1) ORDER BY a.number DESC LIMIT 1

@@ -1,7 +1,3 @@
 -- An attempt by id if its job belongs to owner $2.
-SELECT a.id::text AS id, a.job_id::text AS job_id, a.number, a.provider, a.state, a.job_version,
-       a.request_id, a.http_status, a.error_kind, a.error_message, a.executor_id,
-       onejob_time(a.lease_expires_at) AS lease_expires_at, a.flagged_for_review,
-       onejob_time(a.created_at) AS created_at, onejob_time(a.sent_at) AS sent_at,
-       onejob_time(a.finished_at) AS finished_at, a.usage::text AS usage
+SELECT {a.attempt_columns}
 FROM attempts a JOIN jobs j ON j.id = a.job_id WHERE a.id = onejob_uuid($1) AND j.owner_id = $2

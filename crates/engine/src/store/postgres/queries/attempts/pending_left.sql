@@ -1,11 +1,7 @@
 -- pending.sql for a pass, less the attempts an executor claimed in the last 2 s: those are
 -- their claimer's to send; one left longer was left by a host that stopped. An attempt a person
 -- started (a retry) is anyone's to send at once. $1 how many.
-SELECT a.id::text AS id, a.job_id::text AS job_id, a.number, a.provider, a.state, a.job_version,
-       a.request_id, a.http_status, a.error_kind, a.error_message, a.executor_id,
-       onejob_time(a.lease_expires_at) AS lease_expires_at, a.flagged_for_review,
-       onejob_time(a.created_at) AS created_at, onejob_time(a.sent_at) AS sent_at,
-       onejob_time(a.finished_at) AS finished_at, a.usage::text AS usage
+SELECT {a.attempt_columns}
 FROM attempts a JOIN jobs j ON j.id = a.job_id
 WHERE a.state = 'pending' AND j.status = 'running'
   AND (a.created_at < now() - interval '2 seconds'

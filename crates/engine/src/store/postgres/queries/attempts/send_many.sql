@@ -4,7 +4,7 @@
 -- taking executor $2[i] and a lease of $3[i] milliseconds from the moment it is written
 -- (clock_timestamp(), by the database's clock: never from the start of a transaction that waited),
 -- and gets its event ($5 kind, $6 actor, detail $4[i], JSON text). Returns the attempts that
--- moved, with the columns of attempts/by_id.sql; one not returned wrote nothing, and its
+-- moved, with the columns of columns/attempt.sql; one not returned wrote nothing, and its
 -- caller reads why, as after `move.sql`.
 WITH i AS (
     SELECT * FROM unnest((SELECT $1::uuid[]), (SELECT $2::text[]), (SELECT $3::bigint[]),
@@ -23,9 +23,5 @@ WITH i AS (
     INSERT INTO job_events (job_id, attempt_id, at, kind, actor, detail)
     SELECT a.job_id, a.id, onejob_now(), $5, $6, a.event_detail::json FROM a
 )
-SELECT a.id::text AS id, a.job_id::text AS job_id, a.number, a.provider, a.state, a.job_version,
-       a.request_id, a.http_status, a.error_kind, a.error_message, a.executor_id,
-       onejob_time(a.lease_expires_at) AS lease_expires_at, a.flagged_for_review,
-       onejob_time(a.created_at) AS created_at, onejob_time(a.sent_at) AS sent_at,
-       onejob_time(a.finished_at) AS finished_at, a.usage::text AS usage
+SELECT {a.attempt_columns}
 FROM a

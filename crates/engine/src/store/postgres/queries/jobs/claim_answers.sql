@@ -8,8 +8,8 @@
 -- from added as "from"). Attempts are locked in id order, under their jobs' locks, which the
 -- group took first.
 -- Returns, for each answer that won, the job as it then stands and the attempt as moved (JSON
--- text with the columns of attempts/by_id.sql); an answer not returned wrote nothing, and its
--- caller reads why.
+-- text with the columns of columns/attempt.sql); an answer not returned wrote nothing, and
+-- its caller reads why.
 WITH i AS (
     SELECT * FROM unnest((SELECT $1::uuid[]), (SELECT $2::text[]), (SELECT $3::text[]),
                          (SELECT $4::text[]), (SELECT $5::bigint[]))
@@ -41,17 +41,8 @@ WITH i AS (
            jsonb_set(a.detail::jsonb, '{from}', to_jsonb(a.state))::json
     FROM a JOIN moved ON moved.id = a.id
 )
-SELECT won.id::text AS id, owner_id, idempotency_key, fingerprint, intent::text AS intent, status,
-       version, completed_by::text AS completed_by, result::text AS result, error::text AS error,
-       flagged_for_review, onejob_time(created_at) AS created_at,
-       onejob_time(updated_at) AS updated_at, onejob_time(finished_at) AS finished_at,
-       onejob_time(not_before) AS not_before,
+SELECT {won.job_columns},
        (SELECT row_to_json(r)::text FROM (
-            SELECT m.id::text AS id, m.job_id::text AS job_id, m.number, m.provider, m.state,
-                   m.job_version, m.request_id, m.http_status, m.error_kind, m.error_message,
-                   m.executor_id, onejob_time(m.lease_expires_at) AS lease_expires_at,
-                   m.flagged_for_review, onejob_time(m.created_at) AS created_at,
-                   onejob_time(m.sent_at) AS sent_at, onejob_time(m.finished_at) AS finished_at,
-                   m.usage::text AS usage
+            SELECT {m.attempt_columns}
             FROM moved m WHERE m.id = won.completed_by) r) AS attempt
 FROM won

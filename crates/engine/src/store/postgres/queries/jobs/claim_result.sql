@@ -7,8 +7,4 @@ UPDATE jobs SET status = 'succeeded', result = $1::json, completed_by = $2::uuid
        version = version + 1, not_before = NULL, updated_at = onejob_now(), finished_at = onejob_now()
 WHERE id = onejob_uuid($3) AND version = $4 AND completed_by IS NULL
   AND status IN ('queued', 'running', 'unknown')
-RETURNING id::text AS id, owner_id, idempotency_key, fingerprint, intent::text AS intent, status,
-       version, completed_by::text AS completed_by, result::text AS result, error::text AS error,
-       flagged_for_review, onejob_time(created_at) AS created_at,
-       onejob_time(updated_at) AS updated_at, onejob_time(finished_at) AS finished_at,
-       onejob_time(not_before) AS not_before
+RETURNING {job_columns}

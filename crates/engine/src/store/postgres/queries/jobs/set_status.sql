@@ -9,8 +9,4 @@ UPDATE jobs SET status = $1,
     not_before = CASE WHEN $6 THEN NULL ELSE not_before END,
     updated_at = onejob_now()
 WHERE id = onejob_uuid($7) AND status = $8
-RETURNING id::text AS id, owner_id, idempotency_key, fingerprint, intent::text AS intent, status,
-       version, completed_by::text AS completed_by, result::text AS result, error::text AS error,
-       flagged_for_review, onejob_time(created_at) AS created_at,
-       onejob_time(updated_at) AS updated_at, onejob_time(finished_at) AS finished_at,
-       onejob_time(not_before) AS not_before
+RETURNING {job_columns}

@@ -15,9 +15,7 @@ WHERE j.id = ?2 AND j.status = 'queued' AND j.not_before IS NULL
   AND (json_extract(j.intent, '$.contract') IS NULL
        OR EXISTS (SELECT 1 FROM contracts WHERE name = json_extract(j.intent, '$.contract')))
 ON CONFLICT (job_id) WHERE state IN ('pending', 'in_flight', 'unknown') DO NOTHING
-RETURNING id, job_id, number, provider, state, job_version, request_id,
-       http_status, error_kind, error_message, executor_id, lease_expires_at,
-       flagged_for_review, created_at, sent_at, finished_at, usage;
+RETURNING {attempt_columns};
 -- changes() counts the rows the INSERT above added itself (1 or 0).
 INSERT INTO job_events (job_id, attempt_id, at, kind, actor, detail)
 SELECT job_id, id, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), ?3, ?4,
@@ -26,5 +24,4 @@ FROM attempts WHERE id = ?1 AND changes() = 1;
 UPDATE jobs SET status = 'running', not_before = NULL,
     updated_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now')
 WHERE id = ?2 AND status = 'queued' AND EXISTS (SELECT 1 FROM attempts WHERE id = ?1)
-RETURNING id, owner_id, idempotency_key, fingerprint, intent, status, version, completed_by,
-       result, error, flagged_for_review, created_at, updated_at, finished_at, not_before;
+RETURNING {job_columns};

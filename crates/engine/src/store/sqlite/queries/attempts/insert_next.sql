@@ -11,9 +11,7 @@ SELECT ?1, ?2, (SELECT coalesce(max(number), 0) + 1 FROM attempts WHERE job_id =
        'pending', ?4, strftime('%Y-%m-%dT%H:%M:%fZ', 'now')
 WHERE EXISTS (SELECT 1 FROM providers WHERE name = ?3)
 ON CONFLICT (job_id) WHERE state IN ('pending', 'in_flight', 'unknown') DO NOTHING
-RETURNING id, job_id, number, provider, state, job_version, request_id,
-       http_status, error_kind, error_message, executor_id, lease_expires_at,
-       flagged_for_review, created_at, sent_at, finished_at, usage;
+RETURNING {attempt_columns};
 -- changes() counts the rows the INSERT above added itself (1 or 0).
 INSERT INTO job_events (job_id, attempt_id, at, kind, actor, detail)
 SELECT job_id, id, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), ?5, ?6,
@@ -28,5 +26,4 @@ FROM attempts WHERE id = ?1 AND changes() = 1;
 UPDATE jobs SET status = 'running', not_before = NULL,
     updated_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now')
 WHERE id = ?2 AND ?8 AND status = 'queued' AND EXISTS (SELECT 1 FROM attempts WHERE id = ?1)
-RETURNING id, owner_id, idempotency_key, fingerprint, intent, status, version, completed_by,
-       result, error, flagged_for_review, created_at, updated_at, finished_at, not_before;
+RETURNING {job_columns};

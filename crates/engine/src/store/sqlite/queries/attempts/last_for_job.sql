@@ -1,5 +1,3 @@
 -- The job's last attempt, if any.
-SELECT a.id, a.job_id, a.number, a.provider, a.state, a.job_version, a.request_id,
-       a.http_status, a.error_kind, a.error_message, a.executor_id, a.lease_expires_at,
-       a.flagged_for_review, a.created_at, a.sent_at, a.finished_at, a.usage
+SELECT {a.attempt_columns}
 FROM attempts a WHERE a.job_id = ?1 ORDER BY a.number DESC LIMIT 1

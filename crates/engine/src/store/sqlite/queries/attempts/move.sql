@@ -16,9 +16,7 @@ UPDATE attempts SET state = ?1,
 WHERE id = ?10 AND state = ?11
   AND (NOT ?12 OR EXISTS (SELECT 1 FROM jobs j WHERE j.id = attempts.job_id
                           AND j.status = 'running' AND j.completed_by IS NULL))
-RETURNING id, job_id, number, provider, state, job_version, request_id,
-       http_status, error_kind, error_message, executor_id, lease_expires_at,
-       flagged_for_review, created_at, sent_at, finished_at, usage;
+RETURNING {attempt_columns};
 -- changes() counts the rows the UPDATE above changed itself (1 or 0).
 INSERT INTO job_events (job_id, attempt_id, at, kind, actor, detail)
 SELECT job_id, id, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), ?13, ?14, ?15

@@ -1,6 +1,4 @@
 -- Up to ?1 attempts committed pending (never sent) whose job is running, oldest first.
-SELECT a.id, a.job_id, a.number, a.provider, a.state, a.job_version, a.request_id,
-       a.http_status, a.error_kind, a.error_message, a.executor_id, a.lease_expires_at,
-       a.flagged_for_review, a.created_at, a.sent_at, a.finished_at, a.usage
+SELECT {a.attempt_columns}
 FROM attempts a JOIN jobs j ON j.id = a.job_id
 WHERE a.state = 'pending' AND j.status = 'running' ORDER BY a.id LIMIT ?1

@@ -4,9 +4,7 @@
 -- its retention less the margin (?2 of it, at least ?3 ms) not yet run out since the key's
 -- first use at that provider (the earliest send of any of the job's attempts there). Every
 -- time by the database's clock.
-SELECT a.id, a.job_id, a.number, a.provider, a.state, a.job_version, a.request_id,
-       a.http_status, a.error_kind, a.error_message, a.executor_id, a.lease_expires_at,
-       a.flagged_for_review, a.created_at, a.sent_at, a.finished_at, a.usage
+SELECT {a.attempt_columns}
 FROM attempts a JOIN providers p ON p.name = a.provider
 WHERE a.state = 'unknown' AND a.flagged_for_review = 0
   AND json_extract(p.config, '$.honours_idempotency_key') = 1

@@ -13,8 +13,7 @@ UPDATE jobs SET status = 'succeeded', result = ?2, completed_by = ?1, error = NU
 WHERE id = (SELECT job_id FROM attempts WHERE id = ?1 AND state IN ('in_flight', 'unknown'))
   AND version = (SELECT job_version FROM attempts WHERE id = ?1)
   AND completed_by IS NULL AND status IN ('queued', 'running', 'unknown')
-RETURNING id, owner_id, idempotency_key, fingerprint, intent, status, version, completed_by,
-       result, error, flagged_for_review, created_at, updated_at, finished_at, not_before;
+RETURNING {job_columns};
 -- changes() counts the rows the UPDATE above changed itself (1 or 0); the event is written
 -- before the move so that it can name the state moved from.
 INSERT INTO job_events (job_id, attempt_id, at, kind, actor, detail)
@@ -24,6 +23,4 @@ UPDATE attempts SET state = 'succeeded', lease_expires_at = NULL,
     request_id = coalesce(?6, request_id), http_status = coalesce(?7, http_status),
     finished_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now')
 WHERE id = ?1 AND state IN ('in_flight', 'unknown') AND changes() = 1
-RETURNING id, job_id, number, provider, state, job_version, request_id,
-       http_status, error_kind, error_message, executor_id, lease_expires_at,
-       flagged_for_review, created_at, sent_at, finished_at, usage;
+RETURNING {attempt_columns};

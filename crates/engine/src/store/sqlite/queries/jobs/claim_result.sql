@@ -5,5 +5,4 @@ UPDATE jobs SET status = 'succeeded', result = ?1, completed_by = ?2, error = NU
        version = version + 1, not_before = NULL, updated_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), finished_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now')
 WHERE id = ?3 AND version = ?4 AND completed_by IS NULL
   AND status IN ('queued', 'running', 'unknown')
-RETURNING id, owner_id, idempotency_key, fingerprint, intent, status, version, completed_by,
-       result, error, flagged_for_review, created_at, updated_at, finished_at, not_before
+RETURNING {job_columns}

@@ -1,5 +1,4 @@
 -- The jobs holding the keys of a group: one row per job.
 -- ?1 the group's JSON array of [id, owner, key, …], as for insert_many.
-SELECT id, owner_id, idempotency_key, fingerprint, intent, status, version, completed_by,
-       result, error, flagged_for_review, created_at, updated_at, finished_at, not_before
+SELECT {job_columns}
 FROM jobs WHERE (owner_id, idempotency_key) IN (SELECT value ->> 1, value ->> 2 FROM json_each(?1))

@@ -1,4 +1,3 @@
 -- The owner's job by id.
-SELECT id, owner_id, idempotency_key, fingerprint, intent, status, version, completed_by,
-       result, error, flagged_for_review, created_at, updated_at, finished_at, not_before
+SELECT {job_columns}
 FROM jobs WHERE id = ?1 AND owner_id = ?2

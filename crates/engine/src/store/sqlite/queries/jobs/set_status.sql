@@ -9,5 +9,4 @@ UPDATE jobs SET status = ?1,
     not_before = CASE WHEN ?6 THEN NULL ELSE not_before END,
     updated_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now')
 WHERE id = ?7 AND status = ?8
-RETURNING id, owner_id, idempotency_key, fingerprint, intent, status, version, completed_by,
-       result, error, flagged_for_review, created_at, updated_at, finished_at, not_before
+RETURNING {job_columns}

@@ -8,7 +8,6 @@ SAVEPOINT onejob_step;
 INSERT INTO jobs (id, owner_id, idempotency_key, fingerprint, intent, status, version, created_at, updated_at)
 VALUES (?1, ?2, ?3, ?4, ?5, 'queued', 0, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))
 ON CONFLICT (owner_id, idempotency_key) DO NOTHING;
-SELECT id, owner_id, idempotency_key, fingerprint, intent, status, version, completed_by,
-       result, error, flagged_for_review, created_at, updated_at, finished_at, not_before
+SELECT {job_columns}
 FROM jobs WHERE owner_id = ?2 AND idempotency_key = ?3;
 RELEASE onejob_step;
