@@ -129,7 +129,7 @@ describe("the provider form", () => {
   it("explains each price field, refuses a price it cannot read beside its field, and saves decimal strings", async () => {
     saveProvider.mockImplementation((json) => Promise.resolve({ status: "ok", data: view({ config: JSON.parse(json) }) }));
     render(<ProviderForm provider={view({})} onDone={() => undefined} />);
-    expect(document.getElementById("provider-price_per_1k_output_tokens-hint")?.textContent).toMatch(/per thousand output tokens.*money at risk/);
+    expect(document.getElementById("provider-price_per_1k_output_tokens-hint")?.textContent).toMatch(/per thousand output \(completion\) tokens/);
     expect(document.getElementById("provider-price_currency-hint")?.textContent).toMatch(/ISO 4217/);
     type("provider-price_per_request", "0,01");
     type("provider-price_per_1k_input_tokens", "0.0000000001");

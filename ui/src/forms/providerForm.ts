@@ -140,13 +140,13 @@ export function explain(field: ProviderField, d: ProviderDraft): string {
     case "anthropic_version":
       return "The anthropic-version header sent; empty: the default.";
     case "price_currency":
-      return "The currency of the prices below: three capital letters (ISO 4217), such as USD or EUR. All price fields empty: the provider is unpriced and its attempts cost nothing known.";
+      return "The currency of the prices below: three capital letters (ISO 4217), such as USD or EUR. All price fields empty: the provider has no price.";
     case "price_per_request":
-      return "Charged for every request sent, as a decimal such as 0.01 (at most 9 decimal places). An unknown attempt counts it as money at risk until it is resolved.";
+      return "Charged for every request sent, as a decimal such as 0.01 (at most 9 decimal places).";
     case "price_per_1k_input_tokens":
       return "Charged per thousand prompt tokens, such as 0.15, from the provider's price list.";
     case "price_per_1k_output_tokens":
-      return "Charged per thousand output tokens, such as 0.60. An unknown attempt counts its max_tokens (or the context window) of output at this price as money at risk.";
+      return "Charged per thousand output (completion) tokens, such as 0.60, from the provider's price list.";
   }
 }
 
