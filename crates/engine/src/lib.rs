@@ -17,6 +17,7 @@ pub mod job;
 pub mod known;
 mod ledger;
 pub mod model;
+pub mod money;
 pub mod policy;
 pub mod providers;
 pub mod sandbox;

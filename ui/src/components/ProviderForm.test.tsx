@@ -125,4 +125,44 @@ describe("the provider form", () => {
     const saved = JSON.parse(saveProvider.mock.calls[0]?.[0] ?? "{}") as Record<string, unknown>;
     expect(saved).not.toHaveProperty("key_retention_s");
   });
+
+  it("explains each price field, refuses a price it cannot read beside its field, and saves decimal strings", async () => {
+    saveProvider.mockImplementation((json) => Promise.resolve({ status: "ok", data: view({ config: JSON.parse(json) }) }));
+    render(<ProviderForm provider={view({})} onDone={() => undefined} />);
+    expect(document.getElementById("provider-price_per_1k_output_tokens-hint")?.textContent).toMatch(/per thousand output \(completion\) tokens/);
+    expect(document.getElementById("provider-price_currency-hint")?.textContent).toMatch(/ISO 4217/);
+    type("provider-price_per_request", "0,01");
+    type("provider-price_per_1k_input_tokens", "0.0000000001");
+    fireEvent.click(screen.getByTestId("provider-save"));
+    expect(screen.getByTestId("provider-error-price_per_request").textContent).toMatch(/decimal such as 0.15/);
+    expect(screen.getByTestId("provider-error-price_per_1k_input_tokens").textContent).toMatch(/at most 9 decimal places/);
+    expect(screen.getByTestId("provider-error-price_currency").textContent).toMatch(/Required with a price/);
+    expect(saveProvider).not.toHaveBeenCalled();
+    type("provider-price_currency", "USD");
+    type("provider-price_per_request", "0.01");
+    type("provider-price_per_1k_input_tokens", "0.15");
+    type("provider-price_per_1k_output_tokens", "0.60");
+    await act(async () => fireEvent.click(screen.getByTestId("provider-save")));
+    const saved = JSON.parse(saveProvider.mock.calls[0]?.[0] ?? "{}") as Record<string, unknown>;
+    expect(saved["price"]).toEqual({ currency: "USD", per_request: "0.01", per_1k_input_tokens: "0.15", per_1k_output_tokens: "0.60" });
+  });
+
+  it("shows a stored price for editing, puts the engine's error on a price's part beside it, and leaves an empty price out", async () => {
+    saveProvider.mockResolvedValueOnce({
+      status: "error",
+      error: { code: "invalid_input", message: "\"XYZ1\" is not a currency code", details: { field: "provider.price.currency" } },
+    });
+    const priced = view({ config: { price: { currency: "EUR", per_1k_input_tokens: "0.15" } } });
+    render(<ProviderForm provider={priced} onDone={() => undefined} />);
+    expect((screen.getByTestId("provider-price_currency") as HTMLInputElement).value).toBe("EUR");
+    expect((screen.getByTestId("provider-price_per_1k_input_tokens") as HTMLInputElement).value).toBe("0.15");
+    await act(async () => fireEvent.click(screen.getByTestId("provider-save")));
+    expect(screen.getByTestId("provider-error-price_currency").textContent).toMatch(/not a currency code/);
+    saveProvider.mockImplementation((json) => Promise.resolve({ status: "ok", data: view({ config: JSON.parse(json) }) }));
+    type("provider-price_currency", "");
+    type("provider-price_per_1k_input_tokens", "");
+    await act(async () => fireEvent.click(screen.getByTestId("provider-save")));
+    const saved = JSON.parse(saveProvider.mock.calls[1]?.[0] ?? "{}") as Record<string, unknown>;
+    expect(saved).not.toHaveProperty("price");
+  });
 });

@@ -207,7 +207,7 @@ function Field({
         <input
           {...common}
           type="text"
-          inputMode={numeric ? "numeric" : undefined}
+          inputMode={numeric ? "numeric" : field.startsWith("price_per") ? "decimal" : undefined}
           spellCheck={false}
           // A provider's name is its identity: renaming would be another provider.
           readOnly={field === "name" && editing}

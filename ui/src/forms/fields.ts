@@ -21,7 +21,11 @@ export type FieldErrors = Partial<Record<string, string>>;
 export function placeError(error: Shown, prefix: string, shownFields: readonly string[]): FieldErrors {
   const named = error.code === "invalid_input" ? error.details?.["field"] : undefined;
   if (typeof named === "string" && named.startsWith(`${prefix}.`)) {
-    const field = named.slice(prefix.length + 1).split(".")[0] ?? "";
+    const rest = named.slice(prefix.length + 1);
+    // A part of a nested field (`provider.price.currency`) shown as a field of its own.
+    const flat = rest.replace(/\./g, "_");
+    if (shownFields.includes(flat)) return { [flat]: error.message };
+    const field = rest.split(".")[0] ?? "";
     if (shownFields.includes(field)) return { [field]: error.message };
   }
   return { form: `${error.code}: ${error.message}` };

@@ -18,7 +18,19 @@ export type ProviderField =
   | "context_window"
   | "supports_json_schema"
   | "tokenizer"
-  | "anthropic_version";
+  | "anthropic_version"
+  | "price_currency"
+  | "price_per_request"
+  | "price_per_1k_input_tokens"
+  | "price_per_1k_output_tokens";
+
+/** The price's fields, as the form names them, and as the configuration's `price` does. */
+export const PRICE_PARTS = [
+  ["price_currency", "currency"],
+  ["price_per_request", "per_request"],
+  ["price_per_1k_input_tokens", "per_1k_input_tokens"],
+  ["price_per_1k_output_tokens", "per_1k_output_tokens"],
+] as const;
 
 /** What the form holds while it is edited: text as typed, checked before saving. */
 export interface ProviderDraft {
@@ -38,16 +50,23 @@ export interface ProviderDraft {
   supports_json_schema: "" | "true" | "false";
   tokenizer: "" | "tiktoken" | "llama_tokenize";
   anthropic_version: string;
+  /** The price (SPEC §17), as typed: decimal strings; all empty leaves the provider unpriced. */
+  price_currency: string;
+  price_per_request: string;
+  price_per_1k_input_tokens: string;
+  price_per_1k_output_tokens: string;
 }
 
 export const KINDS: readonly ProviderKind[] = ["openai", "anthropic", "http", "sandbox"];
 
+const PRICED_BY_TOKENS: readonly ProviderField[] = ["price_currency", "price_per_request", "price_per_1k_input_tokens", "price_per_1k_output_tokens"];
+
 /** The fields each kind has, in the order the form shows them. */
 export const FIELDS: Record<ProviderKind, readonly ProviderField[]> = {
-  openai: ["name", "kind", "base_url", "model", "api_key_env", "soft_timeout_ms", "hard_timeout_ms", "honours_idempotency_key", "key_retention_s", "status_url", "context_window", "supports_json_schema", "tokenizer"],
-  anthropic: ["name", "kind", "base_url", "model", "api_key_env", "soft_timeout_ms", "hard_timeout_ms", "honours_idempotency_key", "key_retention_s", "status_url", "context_window", "tokenizer", "anthropic_version"],
-  http: ["name", "kind", "base_url", "api_key_env", "soft_timeout_ms", "hard_timeout_ms", "honours_idempotency_key", "key_retention_s", "status_url"],
-  sandbox: ["name", "kind", "base_url", "soft_timeout_ms", "hard_timeout_ms", "honours_idempotency_key", "key_retention_s", "status_url"],
+  openai: ["name", "kind", "base_url", "model", "api_key_env", "soft_timeout_ms", "hard_timeout_ms", "honours_idempotency_key", "key_retention_s", "status_url", "context_window", "supports_json_schema", "tokenizer", ...PRICED_BY_TOKENS],
+  anthropic: ["name", "kind", "base_url", "model", "api_key_env", "soft_timeout_ms", "hard_timeout_ms", "honours_idempotency_key", "key_retention_s", "status_url", "context_window", "tokenizer", "anthropic_version", ...PRICED_BY_TOKENS],
+  http: ["name", "kind", "base_url", "api_key_env", "soft_timeout_ms", "hard_timeout_ms", "honours_idempotency_key", "key_retention_s", "status_url", "price_currency", "price_per_request"],
+  sandbox: ["name", "kind", "base_url", "soft_timeout_ms", "hard_timeout_ms", "honours_idempotency_key", "key_retention_s", "status_url", ...PRICED_BY_TOKENS],
 };
 
 /** Whether a kind takes an API key (typed into the app, or from `api_key_env`). */
@@ -71,6 +90,10 @@ export const LABEL: Record<ProviderField, string> = {
   supports_json_schema: "JSON schema in response_format",
   tokenizer: "Tokenizer",
   anthropic_version: "anthropic-version",
+  price_currency: "Price currency",
+  price_per_request: "Price per request",
+  price_per_1k_input_tokens: "Price per 1k input tokens",
+  price_per_1k_output_tokens: "Price per 1k output tokens",
 };
 
 /** A few words on each field; some depend on the kind or on the value. */
@@ -116,6 +139,14 @@ export function explain(field: ProviderField, d: ProviderDraft): string {
       return "How the contract check counts a prompt's tokens. Unset: OpenAI's encodings for OpenAI models, otherwise not checked.";
     case "anthropic_version":
       return "The anthropic-version header sent; empty: the default.";
+    case "price_currency":
+      return "The currency of the prices below: three capital letters (ISO 4217), such as USD or EUR. All price fields empty: the provider has no price.";
+    case "price_per_request":
+      return "Charged for every request sent, as a decimal such as 0.01 (at most 9 decimal places).";
+    case "price_per_1k_input_tokens":
+      return "Charged per thousand prompt tokens, such as 0.15, from the provider's price list.";
+    case "price_per_1k_output_tokens":
+      return "Charged per thousand output (completion) tokens, such as 0.60, from the provider's price list.";
   }
 }
 
@@ -152,9 +183,14 @@ export function draftOf(view: ProviderView | null): ProviderDraft {
       supports_json_schema: "",
       tokenizer: "",
       anthropic_version: "",
+      price_currency: "",
+      price_per_request: "",
+      price_per_1k_input_tokens: "",
+      price_per_1k_output_tokens: "",
     };
   }
   const config = objectOf(view.config);
+  const price = objectOf(config["price"] ?? null);
   const flag = config["supports_json_schema"];
   const tokenizer = config["tokenizer"];
   return {
@@ -172,6 +208,10 @@ export function draftOf(view: ProviderView | null): ProviderDraft {
     supports_json_schema: flag === true ? "true" : flag === false ? "false" : "",
     tokenizer: tokenizer === "tiktoken" || tokenizer === "llama_tokenize" ? tokenizer : "",
     anthropic_version: text(config["anthropic_version"]),
+    price_currency: text(price["currency"]),
+    price_per_request: text(price["per_request"]),
+    price_per_1k_input_tokens: text(price["per_1k_input_tokens"]),
+    price_per_1k_output_tokens: text(price["per_1k_output_tokens"]),
   };
 }
 
@@ -181,6 +221,8 @@ export function objectOf(value: Value): { [key: string]: Value } {
 }
 
 const WHOLE = /^\d+$/;
+/** An amount as the engine reads one: digits, at most one point, at most nine decimal places. */
+const AMOUNT = /^(\d+(\.\d{0,9})?|\.\d{1,9})$/;
 /** The longest key retention the engine accepts: a year. */
 export const MAX_KEY_RETENTION_S = 365 * 24 * 3600;
 const SECRET_PARAM = /^(key|api_key|apikey|api-key|token|access_token|secret|password|sig|signature|auth|authorization)$/i;
@@ -244,6 +286,22 @@ export function checkProvider(d: ProviderDraft): FieldErrors {
   if (fields.includes("model") && d.model.trim() === "" && (d.kind === "openai" || d.kind === "anthropic")) {
     errors["model"] = "Required for this kind.";
   }
+  const amounts = PRICE_PARTS.filter(([field]) => field !== "price_currency" && fields.includes(field));
+  for (const [field] of amounts) {
+    const typed = d[field].trim();
+    if (typed !== "" && !AMOUNT.test(typed)) {
+      errors[field] = "A decimal such as 0.15: digits and at most one point, at most 9 decimal places, or empty.";
+    }
+  }
+  const priced = amounts.some(([field]) => d[field].trim() !== "");
+  const currency = d.price_currency.trim();
+  if (currency !== "" && !/^[A-Z]{3}$/.test(currency)) {
+    errors["price_currency"] = "Three capital letters, such as USD or EUR.";
+  } else if (priced && currency === "") {
+    errors["price_currency"] = "Required with a price: the currency the amounts are in, such as USD.";
+  } else if (!priced && currency !== "") {
+    errors["price_currency"] = "A currency without any amount: give at least one price below, or leave this empty.";
+  }
   return errors;
 }
 
@@ -273,5 +331,10 @@ export function configOf(d: ProviderDraft, stored: Value | null): { [key: string
   if (d.supports_json_schema !== "") put("supports_json_schema", d.supports_json_schema === "true");
   if (d.tokenizer !== "") put("tokenizer", d.tokenizer);
   if (d.anthropic_version.trim() !== "") put("anthropic_version", d.anthropic_version.trim());
+  const price: { [key: string]: Value } = {};
+  for (const [field, part] of PRICE_PARTS) {
+    if (fields.includes(field) && d[field].trim() !== "") price[part] = d[field].trim();
+  }
+  if (Object.keys(price).length > 0) config["price"] = price;
   return config;
 }

@@ -225,3 +225,80 @@ fn a_key_retention_is_listed_and_refused_by_name_without_honoured_keys() {
     assert_eq!(error["code"], "invalid_input");
     assert_eq!(error["details"]["field"], "provider.key_retention_s");
 }
+
+/// A provider's prices (SPEC §17) are decimal strings, kept to the digit; a price written as a
+/// number, with a part a price does not have, too many decimal places or no currency is
+/// refused naming the part at fault, and nothing is stored.
+#[test]
+fn a_price_is_kept_to_the_digit_and_refused_by_the_part_at_fault() {
+    let ledger = Ledger::empty();
+    let priced = |price: &str| {
+        PRIMARY.replace(
+            "\"honours_idempotency_key\":false",
+            &format!("\"honours_idempotency_key\":false,\"price\":{price}"),
+        )
+    };
+    let price = r#"{"currency":"USD","per_request":"0.010","per_1k_input_tokens":"0.15","per_1k_output_tokens":"0.000000001"}"#;
+    assert_ne!(priced(price), PRIMARY);
+    let added = ledger
+        .run(&["provider", "add", "--json", &priced(price)])
+        .ok();
+    // Shown without trailing zeros past the cents.
+    let expected = serde_json::json!({"currency": "USD", "per_request": "0.01",
+        "per_1k_input_tokens": "0.15", "per_1k_output_tokens": "0.000000001"});
+    assert_eq!(added["provider"]["price"], expected);
+    let list = ledger.run(&["provider", "list"]).ok();
+    let primary = list["providers"]
+        .as_array()
+        .and_then(|all| all.iter().find(|p| p["name"] == "primary"))
+        .expect("primary");
+    assert_eq!(primary["price"], expected);
+
+    for (price, field, says) in [
+        (
+            r#"{"currency":"USD","per_request":0.01}"#,
+            "provider.price.per_request",
+            "decimal string",
+        ),
+        (
+            r#"{"currency":"USD","per_token":"0.01"}"#,
+            "provider.price.per_token",
+            "not a price field",
+        ),
+        (
+            r#"{"currency":"USD","per_request":"0.0000000001"}"#,
+            "provider.price.per_request",
+            "decimal places",
+        ),
+        (
+            r#"{"currency":"USD","per_request":"-1"}"#,
+            "provider.price.per_request",
+            "not an amount",
+        ),
+        (
+            r#"{"per_request":"0.01"}"#,
+            "provider.price.currency",
+            "required",
+        ),
+        (
+            r#"{"currency":"dollars","per_request":"0.01"}"#,
+            "provider.price.currency",
+            "currency code",
+        ),
+        (r#"{"currency":"USD"}"#, "provider.price", "no amount"),
+        (r#""0.01""#, "provider.price", "must be an object"),
+    ] {
+        let json = priced(price).replace("\"primary\"", "\"other\"");
+        let error = ledger.run(&["provider", "add", "--json", &json]).err(2);
+        assert_eq!(error["code"], "invalid_input", "{price}");
+        assert_eq!(error["details"]["field"], field, "{price}");
+        let message = error["message"].as_str().unwrap_or_default();
+        assert!(message.contains(says), "{price}: {message}");
+    }
+    let list = ledger.run(&["provider", "list"]).ok();
+    assert_eq!(
+        list["providers"].as_array().map(Vec::len),
+        Some(2),
+        "nothing refused was added"
+    );
+}

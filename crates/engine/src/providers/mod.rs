@@ -13,6 +13,7 @@ use crate::contracts::Contract;
 use crate::error::{Error, Result};
 use crate::intent::{check_depth, validate_name};
 use crate::model::AttemptError;
+use crate::money::{Amount, Price, PRICE_FIELDS};
 use crate::sandbox;
 
 /// The kinds of provider onejob can talk to.
@@ -95,13 +96,16 @@ pub struct ProviderConfig {
     /// `sandbox` kind: the fault dials (see [`sandbox::Dials`]); absent means the defaults.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dials: Option<Value>,
+    /// What the provider charges (SPEC §17); absent, its attempts cost nothing known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub price: Option<Price>,
 }
 
 /// The longest key retention a provider may state: a year.
 pub const MAX_KEY_RETENTION_S: i64 = 365 * 24 * 3600;
 
 /// The fields a provider configuration may have; any other is `invalid_input`.
-pub const PROVIDER_FIELDS: [&str; 15] = [
+pub const PROVIDER_FIELDS: [&str; 16] = [
     "name",
     "kind",
     "base_url",
@@ -117,6 +121,7 @@ pub const PROVIDER_FIELDS: [&str; 15] = [
     "tokenizer",
     "anthropic_version",
     "dials",
+    "price",
 ];
 
 /// The tokenizers a contract check can count a prompt with.
@@ -325,6 +330,9 @@ impl ProviderConfig {
                 ));
             }
         }
+        if let Some(price) = fields.get("price").filter(|p| !p.is_null()) {
+            check_price_fields(price)?;
+        }
         let config: ProviderConfig = serde_json::from_value(value.clone()).map_err(|e| {
             let field = first_bad_field(fields).unwrap_or("provider".to_owned());
             Error::invalid_input(field, format!("has the wrong type ({e})"))
@@ -408,6 +416,9 @@ impl ProviderConfig {
                 ));
             }
         }
+        if let Some(price) = &self.price {
+            price.validate("provider.price")?;
+        }
         if let Some(var) = &self.api_key_env {
             let ok = !var.is_empty() && var.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
             if !ok {
@@ -426,6 +437,61 @@ fn check_url(field: &str, url: &str) -> Result<()> {
 }
 
 /// The first known field whose value has the wrong JSON type, for a precise message.
+/// Names the part of a price at fault, before the whole configuration is read: a field a price
+/// does not have, or an amount that is not a decimal string.
+fn check_price_fields(price: &Value) -> Result<()> {
+    let Value::Object(parts) = price else {
+        return Err(Error::invalid_input(
+            "provider.price",
+            "must be an object such as {\"currency\": \"USD\", \"per_request\": \"0.01\"}",
+        ));
+    };
+    for (name, part) in parts {
+        let field = format!("provider.price.{name}");
+        if !PRICE_FIELDS.contains(&name.as_str()) {
+            return Err(Error::invalid_input(
+                field,
+                format!(
+                    "is not a price field; a price has only {}",
+                    PRICE_FIELDS.join(", ")
+                ),
+            ));
+        }
+        match (name.as_str(), part) {
+            ("currency", Value::String(_)) => {}
+            ("currency", _) => {
+                return Err(Error::invalid_input(
+                    field,
+                    "must be a currency code as a string, such as \"USD\"",
+                ))
+            }
+            (_, Value::Null) => {}
+            (_, Value::String(text)) => {
+                Amount::parse(text).map_err(|why| Error::invalid_input(field, why))?;
+            }
+            (_, Value::Number(n)) => {
+                return Err(Error::invalid_input(
+                    field,
+                    format!("{n} is a number; write money as a decimal string, such as \"{n}\", so that no digit is lost to floating point"),
+                ))
+            }
+            (_, _) => {
+                return Err(Error::invalid_input(
+                    field,
+                    "must be a decimal string, such as \"0.15\"",
+                ))
+            }
+        }
+    }
+    if !parts.contains_key("currency") {
+        return Err(Error::invalid_input(
+            "provider.price.currency",
+            "is required: the currency the amounts are in, such as \"USD\"",
+        ));
+    }
+    Ok(())
+}
+
 fn first_bad_field(fields: &Map<String, Value>) -> Option<String> {
     let expect = |name: &str, v: &Value| -> bool {
         match name {
@@ -456,7 +522,7 @@ mod tests {
     use super::PROVIDER_FIELDS;
 
     /// Provider fields added after the migrations that drop unknown fields were shipped.
-    const ADDED_SINCE: [&str; 1] = ["key_retention_s"];
+    const ADDED_SINCE: [&str; 2] = ["key_retention_s", "price"];
 
     /// Every single-quoted text of a migration, in order, its comments left out.
     fn quoted(sql: &str) -> Vec<&str> {
