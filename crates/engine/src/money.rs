@@ -165,6 +165,46 @@ impl Price {
         Ok(())
     }
 
+    /// Names the part of a price given as JSON at `field` that is at fault, before the price is
+    /// read: a field a price does not have, a currency that is not a string, an amount that is
+    /// not a decimal string, or no currency.
+    pub fn check_json(price: &serde_json::Value, field: &str) -> Result<()> {
+        use serde_json::Value;
+        let Value::Object(parts) = price else {
+            return Err(Error::invalid_input(
+                field.to_owned(),
+                "must be an object such as {\"currency\": \"USD\", \"per_request\": \"0.01\"}",
+            ));
+        };
+        for (name, value) in parts {
+            let at = format!("{field}.{name}");
+            let why = match (name.as_str(), value) {
+                (name, _) if !PRICE_FIELDS.contains(&name) => format!(
+                    "is not a price field; a price has only {}",
+                    PRICE_FIELDS.join(", ")
+                ),
+                ("currency", Value::String(_)) | (_, Value::Null) => continue,
+                ("currency", _) => "must be a currency code as a string, such as \"USD\"".to_owned(),
+                (_, Value::String(text)) => match Amount::parse(text) {
+                    Ok(_) => continue,
+                    Err(why) => why,
+                },
+                (_, Value::Number(n)) => format!(
+                    "{n} is a number; write money as a decimal string, such as \"{n}\", so that no digit is lost to floating point"
+                ),
+                _ => "must be a decimal string, such as \"0.15\"".to_owned(),
+            };
+            return Err(Error::invalid_input(at, why));
+        }
+        if !parts.contains_key("currency") {
+            return Err(Error::invalid_input(
+                format!("{field}.currency"),
+                "is required: the currency the amounts are in, such as \"USD\"",
+            ));
+        }
+        Ok(())
+    }
+
     /// What one request that used `input` and `output` tokens costs, in billionths: the
     /// request's price, and each thousand tokens' price for every token, each part rounded up
     /// to the billionth, so a cost is never counted short. `None` past 64 bits.

@@ -13,7 +13,7 @@ use crate::contracts::Contract;
 use crate::error::{Error, Result};
 use crate::intent::{check_depth, validate_name};
 use crate::model::AttemptError;
-use crate::money::{Amount, Price, PRICE_FIELDS};
+use crate::money::Price;
 use crate::sandbox;
 
 /// The kinds of provider onejob can talk to.
@@ -331,7 +331,7 @@ impl ProviderConfig {
             }
         }
         if let Some(price) = fields.get("price").filter(|p| !p.is_null()) {
-            check_price_fields(price)?;
+            Price::check_json(price, "provider.price")?;
         }
         let config: ProviderConfig = serde_json::from_value(value.clone()).map_err(|e| {
             let field = first_bad_field(fields).unwrap_or("provider".to_owned());
@@ -437,61 +437,6 @@ fn check_url(field: &str, url: &str) -> Result<()> {
 }
 
 /// The first known field whose value has the wrong JSON type, for a precise message.
-/// Names the part of a price at fault, before the whole configuration is read: a field a price
-/// does not have, or an amount that is not a decimal string.
-fn check_price_fields(price: &Value) -> Result<()> {
-    let Value::Object(parts) = price else {
-        return Err(Error::invalid_input(
-            "provider.price",
-            "must be an object such as {\"currency\": \"USD\", \"per_request\": \"0.01\"}",
-        ));
-    };
-    for (name, part) in parts {
-        let field = format!("provider.price.{name}");
-        if !PRICE_FIELDS.contains(&name.as_str()) {
-            return Err(Error::invalid_input(
-                field,
-                format!(
-                    "is not a price field; a price has only {}",
-                    PRICE_FIELDS.join(", ")
-                ),
-            ));
-        }
-        match (name.as_str(), part) {
-            ("currency", Value::String(_)) => {}
-            ("currency", _) => {
-                return Err(Error::invalid_input(
-                    field,
-                    "must be a currency code as a string, such as \"USD\"",
-                ))
-            }
-            (_, Value::Null) => {}
-            (_, Value::String(text)) => {
-                Amount::parse(text).map_err(|why| Error::invalid_input(field, why))?;
-            }
-            (_, Value::Number(n)) => {
-                return Err(Error::invalid_input(
-                    field,
-                    format!("{n} is a number; write money as a decimal string, such as \"{n}\", so that no digit is lost to floating point"),
-                ))
-            }
-            (_, _) => {
-                return Err(Error::invalid_input(
-                    field,
-                    "must be a decimal string, such as \"0.15\"",
-                ))
-            }
-        }
-    }
-    if !parts.contains_key("currency") {
-        return Err(Error::invalid_input(
-            "provider.price.currency",
-            "is required: the currency the amounts are in, such as \"USD\"",
-        ));
-    }
-    Ok(())
-}
-
 fn first_bad_field(fields: &Map<String, Value>) -> Option<String> {
     let expect = |name: &str, v: &Value| -> bool {
         match name {
