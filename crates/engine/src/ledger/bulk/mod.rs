@@ -24,6 +24,8 @@ use super::person::{cancel_in, resolve_in, retry_in};
 use super::read::{blank_is_none, ListFilter};
 use super::{finish, owned_job_row};
 
+mod request;
+
 /// Jobs decided per transaction at most on PostgreSQL: few, so that another host's write to
 /// one of them waits for a small commit, and more than one, so that an operation alone does not
 /// pay a commit per job.
@@ -37,14 +39,6 @@ const BATCH_SQLITE: u32 = 32;
 const SKIPPED_PAGE: u32 = 1000;
 /// The outcome of a job the action changed.
 const CHANGED: &str = "changed";
-
-/// A request checked and put in one form: what its fingerprint is taken of.
-struct Checked {
-    request: BulkRequest,
-    /// The request's filter, checked as the Jobs list checks its own.
-    filter: ListFilter,
-    fingerprint: String,
-}
 
 impl Engine {
     /// Starts a bulk operation under the owner's `key`: fixes its set of jobs (those that pass
@@ -343,80 +337,6 @@ impl Engine {
             }
         }
     }
-
-    /// Checks a request and puts it in one form: a resolve's verdict, a retry's provider, the
-    /// filter's times as the ledger writes them.
-    async fn check_bulk(&self, request: &BulkRequest) -> Result<Checked> {
-        let mut request = request.clone();
-        request.dry_run = false;
-        let action = request.action;
-        match (action, request.verdict) {
-            (BulkAction::Resolve, None) => {
-                return Err(Error::invalid_input(
-                    "as",
-                    "a bulk resolve needs the verdict: succeeded, failed or abandoned",
-                ))
-            }
-            (BulkAction::Cancel | BulkAction::Retry, Some(_)) => {
-                return Err(Error::invalid_input(
-                    "as",
-                    "a verdict is given only with the resolve action",
-                ))
-            }
-            _ => {}
-        }
-        let f = &mut request.filter;
-        if action == BulkAction::Resolve {
-            match f.status {
-                None | Some(JobStatus::Unknown) => f.status = Some(JobStatus::Unknown),
-                Some(other) => {
-                    return Err(Error::invalid_input(
-                        "status",
-                        format!(
-                            "a bulk resolve settles unknown jobs only; {} jobs have no unknown \
-                             attempt to resolve",
-                            other.as_str()
-                        ),
-                    ))
-                }
-            }
-        }
-        // The Jobs list's own checks and form (blanks, search and error kind length, NUL, times)
-        // before anything is recorded.
-        let filter = ListFilter::new(f)?;
-        *f = filter.terms().clone();
-        request.provider = blank_is_none(request.provider.take());
-        if let Some(provider) = &request.provider {
-            input::refuse_nul("provider", provider)?;
-            if action != BulkAction::Retry {
-                return Err(Error::invalid_input(
-                    "provider",
-                    "the provider to retry at is given only with the retry action; to filter \
-                     by provider, use the filter's provider",
-                ));
-            }
-            let mut conn = self.read().await?;
-            if provider_rows::get(&mut conn, provider).await?.is_none() {
-                return Err(Error::invalid_input(
-                    "provider",
-                    format!("no provider named {provider} is configured"),
-                ));
-            }
-        }
-        let fingerprint = {
-            let mut asked = serde_json::to_value(&request)
-                .map_err(|e| Error::internal(format!("a bulk request as JSON: {e}")))?;
-            if let Value::Object(map) = &mut asked {
-                map.remove("dry_run");
-            }
-            canonical_sha256(&without_nulls(asked))
-        };
-        Ok(Checked {
-            request,
-            filter,
-            fingerprint,
-        })
-    }
 }
 
 /// The action on one job, on a transaction holding its lock: `None` when it changed the job,
@@ -529,98 +449,4 @@ fn without_nulls(value: Value) -> Value {
 }
 
 #[cfg(test)]
-mod tests {
-    #![allow(clippy::unwrap_used)]
-
-    use std::time::Duration;
-
-    use super::*;
-    use crate::bulk::BulkFilter;
-    use crate::store::sqlite::WriterGuard;
-
-    const INTENT: &str = r#"{"route": ["sandbox"], "input": {"n": 1}}"#;
-
-    /// Yields until `n` wait for the writer `held` holds.
-    async fn until_waiting(held: &WriterGuard, n: usize) {
-        tokio::time::timeout(Duration::from_secs(60), async {
-            while held.waiting() < n {
-                tokio::time::sleep(Duration::from_millis(1)).await;
-            }
-        })
-        .await
-        .expect("waiting for the writer");
-    }
-
-    /// A submit that waits for the SQLite writer while a bulk batch holds it is committed by
-    /// that batch (ADR 0057): answered while a third write, queued before it, holds the writer
-    /// after the batch. Without the hand-off it would wait for that third write to end.
-    #[tokio::test]
-    async fn a_submit_waiting_beside_a_bulk_batch_is_committed_by_the_batch() {
-        let dir = tempfile::tempdir().unwrap();
-        let engine = Engine::open(dir.path().join("ledger.db")).await.unwrap();
-        for i in 0..20 {
-            engine
-                .submit("local", &format!("queued-{i}"), INTENT)
-                .await
-                .unwrap();
-        }
-        let request = BulkRequest {
-            action: BulkAction::Cancel,
-            filter: BulkFilter {
-                status: Some(JobStatus::Queued),
-                ..Default::default()
-            },
-            verdict: None,
-            provider: None,
-            dry_run: false,
-        };
-        let started = engine
-            .bulk_start("local", "cancel", &request)
-            .await
-            .unwrap();
-        let id = started.operation.id.unwrap();
-        let Db::Sqlite(db) = &engine.db else {
-            unreachable!("a file's ledger")
-        };
-        let held = db.writer.lock().await.unwrap();
-        let run = {
-            let engine = engine.clone();
-            tokio::spawn(async move { engine.bulk_run("local", &id, |_| {}).await })
-        };
-        until_waiting(&held, 1).await;
-        let (holding, mut holds) = tokio::sync::oneshot::channel();
-        let (release, released) = tokio::sync::oneshot::channel::<()>();
-        let third = {
-            let writer = db.writer.clone();
-            tokio::spawn(async move {
-                let guard = writer.lock().await.unwrap();
-                holding.send(()).unwrap();
-                released.await.unwrap();
-                drop(guard);
-            })
-        };
-        until_waiting(&held, 2).await;
-        let submit = {
-            let engine = engine.clone();
-            tokio::spawn(async move { engine.submit("local", "beside", INTENT).await })
-        };
-        until_waiting(&held, 3).await;
-        drop(held);
-
-        let submitted = tokio::time::timeout(Duration::from_secs(60), submit)
-            .await
-            .expect("the submit is answered while the third write holds the writer")
-            .unwrap()
-            .unwrap();
-        assert!(!submitted.replayed);
-        // The batch went first, and the third write holds the writer still.
-        holds.try_recv().expect("the third write holds the writer");
-        release.send(()).unwrap();
-        third.await.unwrap();
-        let done = run.await.unwrap().unwrap();
-        assert_eq!((done.matched, done.changed), (20, 20));
-        // Not in the operation's set, fixed before it was submitted.
-        let job = engine.job("local", &submitted.job.id).await.unwrap().job;
-        assert_eq!(job.status, JobStatus::Queued);
-    }
-}
+mod tests;
