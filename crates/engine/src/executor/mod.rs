@@ -22,9 +22,10 @@ mod replay;
 mod run;
 mod send;
 
-pub use options::{check_max_in_flight, ExecutorOptions, DEFAULT_MAX_IN_FLIGHT, MAX_IN_FLIGHT};
-pub use reconcile::{Reconciled, LOOKUP_EVERY_CAP};
-pub use replay::{Replayed, REPLAY_FIRST_WAIT, REPLAY_WAIT_CAP};
+pub use options::{check_max_in_flight, ExecutorOptions, DEFAULT_MAX_IN_FLIGHT};
+pub use reconcile::Reconciled;
+#[cfg(feature = "testing")]
+pub use replay::{Replayed, REPLAY_FIRST_WAIT};
 pub use run::CHANGE_CHECK;
 
 use std::collections::{HashMap, HashSet};

@@ -121,7 +121,7 @@ impl Executor {
     /// at a provider that does not honour keys or states no `key_retention_s`, one past that
     /// retention less the margin, one flagged for review, or one at an in-process sandbox that
     /// another process runs is never sent again: `invalid_input` says why.
-    pub async fn replay(&self, attempt: &Attempt) -> Result<Replayed> {
+    pub(crate) async fn replay(&self, attempt: &Attempt) -> Result<Replayed> {
         let engine = &self.inner.engine;
         // As it is now: a person may have resolved or abandoned it since it was read.
         let (attempt, provider, left) = match engine.replay_gate(&attempt.id).await? {

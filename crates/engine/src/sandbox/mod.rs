@@ -61,12 +61,12 @@ use server::{serve, Shared, State};
 use crate::error::{Error, Result};
 
 /// The path of the chat mode, as an `openai` provider with `base_url` `<sandbox url>/v1` posts.
-pub const CHAT_PATH: &str = "/v1/chat/completions";
+pub(crate) const CHAT_PATH: &str = "/v1/chat/completions";
 
 /// The chat endpoint of the sandbox whose job endpoint is `base_url`: the same server, at
 /// [`CHAT_PATH`] (the job endpoint answers on any path, so the base URL's own path and query
 /// are dropped). `None` when `base_url` is not an http(s) URL.
-pub fn chat_url(base_url: &str) -> Option<String> {
+pub(crate) fn chat_url(base_url: &str) -> Option<String> {
     let url = reqwest::Url::parse(base_url).ok()?;
     if !matches!(url.scheme(), "http" | "https") || !url.has_host() {
         return None;

@@ -16,6 +16,7 @@ use hyper::{Request, Response};
 use hyper_util::rt::TokioIo;
 use onejob_engine::executor::{Executor, ExecutorOptions};
 use onejob_engine::sandbox::{Dials, Sandbox};
+use onejob_engine::testing::InternalCalls as _;
 use onejob_engine::{Engine, JobDetail, JobStatus, Usage};
 use serde_json::{json, Value};
 

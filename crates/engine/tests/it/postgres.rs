@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use onejob_engine::executor::{Executor, ExecutorOptions};
 use onejob_engine::sandbox::{Dials, Sandbox};
-use onejob_engine::{Claim, Engine, Error, JobStatus};
+use onejob_engine::testing::{Claim, ExecutorSteps as _, InternalCalls as _};
+use onejob_engine::{Engine, Error, JobStatus};
 use onejob_testkit::{Postgres, Relay};
 use serde_json::json;
 

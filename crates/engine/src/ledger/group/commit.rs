@@ -208,8 +208,9 @@ mod tests {
     use crate::error::Error;
     use crate::ledger::claim::{claim_in, ClaimNext};
     use crate::ledger::group::{GroupWrite, Lock, Pending, Step};
+    use crate::ledger::Claim;
     use crate::store::Tx;
-    use crate::{Claim, Engine, JobStatus};
+    use crate::{Engine, JobStatus};
 
     fn queue_claim(engine: &Engine, id: &str) -> Pending<Claim> {
         let claim = ClaimNext {

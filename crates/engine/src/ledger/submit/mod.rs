@@ -22,7 +22,7 @@ use std::sync::Arc;
 use tokio::sync::{oneshot, Notify};
 
 use crate::error::{ConflictDetails, Error, Result};
-use crate::intent::{parse_intent, validate_intent, validate_key, validate_owner, ValidIntent};
+use crate::intent::{parse_intent, validate_key, validate_owner, ValidIntent};
 use crate::model::{Job, Submitted};
 use crate::store::Db;
 use crate::Engine;
@@ -99,28 +99,15 @@ impl SubmitQueue {
 }
 
 impl Engine {
-    /// Submits an intent given as JSON text. See [`Engine::submit_intent`].
+    /// Submits an intent given as JSON text: the first call with a key creates a `queued` job
+    /// at version 0 and wakes the executor; a repeat with the same intent returns that job with
+    /// `replayed: true` and starts nothing; a repeat with another intent is
+    /// `idempotency_conflict` naming the existing job. Nothing is reported before the commit
+    /// that holds the job has returned success.
     pub async fn submit(&self, owner: &str, key: &str, intent_json: &str) -> Result<Submitted> {
         validate_owner(owner)?;
         validate_key(key)?;
         let intent = parse_intent(intent_json)?;
-        self.submit_valid(owner, key, intent).await
-    }
-
-    /// Submits an intent: the first call with a key creates a `queued` job at version 0 and
-    /// wakes the executor; a repeat with the same intent returns that job with
-    /// `replayed: true` and starts nothing; a repeat with another intent is
-    /// `idempotency_conflict` naming the existing job. Nothing is reported before the commit
-    /// that holds the job has returned success.
-    pub async fn submit_intent(
-        &self,
-        owner: &str,
-        key: &str,
-        intent: serde_json::Value,
-    ) -> Result<Submitted> {
-        validate_owner(owner)?;
-        validate_key(key)?;
-        let intent = validate_intent(intent)?;
         self.submit_valid(owner, key, intent).await
     }
 
