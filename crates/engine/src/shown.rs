@@ -34,9 +34,9 @@ impl ShownValue {
     /// The value whole when its pretty JSON text is at most [`LARGE_BYTES`], else its size
     /// and first part. One pass over the text, which is never held whole.
     pub fn of(value: Value) -> ShownValue {
-        let mut text = Head::new(FIRST_PART_BYTES);
+        let mut text = FirstPartWriter::new(FIRST_PART_BYTES);
         if serde_json::to_writer_pretty(&mut text, &value).is_err() || text.len <= LARGE_BYTES {
-            // A Value always serialises, and `Head` never fails: keep it whole either way.
+            // A Value always serialises, and `FirstPartWriter` never fails: keep it whole either way.
             return ShownValue::Whole { value };
         }
         ShownValue::Large {
@@ -163,15 +163,15 @@ impl JobPart {
 }
 
 /// A writer that counts every byte and keeps only the first `keep`.
-struct Head {
+struct FirstPartWriter {
     keep: usize,
     kept: Vec<u8>,
     len: usize,
 }
 
-impl Head {
-    fn new(keep: usize) -> Head {
-        Head {
+impl FirstPartWriter {
+    fn new(keep: usize) -> FirstPartWriter {
+        FirstPartWriter {
             keep,
             kept: Vec::with_capacity(keep),
             len: 0,
@@ -179,7 +179,7 @@ impl Head {
     }
 }
 
-impl std::io::Write for Head {
+impl std::io::Write for FirstPartWriter {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         let room = self.keep.saturating_sub(self.kept.len());
         self.kept.extend_from_slice(&buf[..room.min(buf.len())]);

@@ -1,5 +1,5 @@
 //! The records of a contract check (SPEC §8): how each sample fared, and the stored check.
-//! Checks are run by the executor, which does all sending (`executor/check.rs`).
+//! Checks are run by the executor, which does all sending (`executor/contract_check.rs`).
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;

@@ -12,9 +12,9 @@
 //! - `send/`: one attempt over HTTP, from `in_flight` to its outcome.
 //! - `reconcile.rs`: status lookups of `unknown` attempts, beside the loop.
 //! - `replay.rs`: keyed replays of `unknown` attempts, beside the loop.
-//! - `check.rs`, `prompt_tokens.rs`: contract checks, which send samples and count their tokens.
+//! - `contract_check.rs`, `prompt_tokens.rs`: contract checks, which send samples and count their tokens.
 
-mod check;
+mod contract_check;
 mod options;
 mod prompt_tokens;
 mod reconcile;

@@ -47,7 +47,7 @@ pub(crate) fn key_required(config: &ProviderConfig) -> bool {
 /// Checks a key a person gave before it goes to the keyring: not empty or blank, no line
 /// break or other control character, at most [`MAX_KEY_BYTES`]. The error names the field
 /// `key` and never repeats the key.
-pub(crate) fn validate_key(key: &str) -> Result<()> {
+pub(crate) fn validate_api_key(key: &str) -> Result<()> {
     let why = if key.trim().is_empty() {
         Some("is empty; give the provider's API key".to_owned())
     } else if key.len() > MAX_KEY_BYTES {
@@ -231,7 +231,7 @@ impl Engine {
     /// never carry the key.
     pub async fn set_provider_key(&self, provider: &str, key: &str) -> Result<()> {
         let provider = self.provider(provider).await?;
-        validate_key(key)?;
+        validate_api_key(key)?;
         keyring_set(&provider.config.name, key).await
     }
 
@@ -270,7 +270,7 @@ mod tests {
     const PLANTED: &str = "sk-planted-4f1c";
 
     fn refused(key: &str) -> Error {
-        validate_key(key).expect_err("refused")
+        validate_api_key(key).expect_err("refused")
     }
 
     fn field_of(error: &Error) -> &str {
@@ -282,9 +282,9 @@ mod tests {
 
     #[test]
     fn an_ordinary_key_is_accepted() {
-        validate_key("sk-proj-abc_DEF-123").expect("accepted");
-        validate_key(&"k".repeat(MAX_KEY_BYTES)).expect("exactly the limit");
-        validate_key("key with inner spaces").expect("spaces are printable");
+        validate_api_key("sk-proj-abc_DEF-123").expect("accepted");
+        validate_api_key(&"k".repeat(MAX_KEY_BYTES)).expect("exactly the limit");
+        validate_api_key("key with inner spaces").expect("spaces are printable");
     }
 
     #[test]

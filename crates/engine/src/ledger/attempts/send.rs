@@ -139,13 +139,13 @@ impl Engine {
         attempt_id: &str,
         head: Arc<ResponseHead>,
     ) -> Result<impl std::future::Future<Output = Result<()>> + Send + 'static> {
-        let pending = self.writes.queue(RecordHead {
+        let ticket = self.writes.queue(RecordHead {
             job_id: job_id.map(str::to_owned),
             attempt_id: attempt_id.to_owned(),
             head,
         })?;
         let writes = self.writes.clone();
-        Ok(async move { writes.outcome(pending).await })
+        Ok(async move { writes.outcome(ticket).await })
     }
 }
 

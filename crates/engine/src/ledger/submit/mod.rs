@@ -39,8 +39,8 @@ struct ToSubmit {
     reply: oneshot::Sender<Result<(Job, bool)>>,
 }
 
-/// A submit's answer, once the commit that holds it is known.
-type Answer = oneshot::Receiver<Result<(Job, bool)>>;
+/// The caller's side of a queued submit: its answer, once the commit that holds it is known.
+type Ticket = oneshot::Receiver<Result<(Job, bool)>>;
 
 /// Where submits wait for their group commit; one per engine, shared by its clones.
 pub(crate) struct SubmitQueue {
@@ -60,8 +60,8 @@ impl SubmitQueue {
         }
     }
 
-    fn push(&self, pending: ToSubmit) -> Result<()> {
-        self.queued.push(pending)
+    fn push(&self, to_submit: ToSubmit) -> Result<()> {
+        self.queued.push(to_submit)
     }
 
     /// Takes the group lock and commits what is queued, if anything: a caller whose submit
@@ -75,9 +75,9 @@ impl SubmitQueue {
     /// The answer to a queued submit: from another holder's group if it takes the submit
     /// first, else after committing the group this caller leads (see
     /// [`Gathering::answered`]).
-    async fn answer(&self, mut answer: Answer) -> Result<(Job, bool)> {
+    async fn outcome(&self, mut ticket: Ticket) -> Result<(Job, bool)> {
         self.queued
-            .answered(&mut answer, |group| self.commit(group))
+            .answered(&mut ticket, |group| self.commit(group))
             .await
             .map_err(|_| Error::internal("the submit's group commit stopped before answering"))?
     }
@@ -113,14 +113,14 @@ impl Engine {
 
     async fn submit_valid(&self, owner: &str, key: &str, intent: ValidIntent) -> Result<Submitted> {
         let fingerprint = intent.fingerprint.clone();
-        let (reply, answer) = oneshot::channel();
+        let (reply, ticket) = oneshot::channel();
         self.submits.push(ToSubmit {
             owner: owner.to_owned(),
             key: key.to_owned(),
             intent,
             reply,
         })?;
-        let (job, replayed) = self.submits.answer(answer).await?;
+        let (job, replayed) = self.submits.outcome(ticket).await?;
         if !replayed || job.fingerprint == fingerprint {
             return Ok(Submitted { job, replayed });
         }
@@ -143,8 +143,8 @@ mod tests {
     use super::*;
 
     /// Queues submits without leading, so one `lead` then commits them as one group.
-    fn queue(engine: &Engine, key: &str, intent: &str) -> oneshot::Receiver<Result<(Job, bool)>> {
-        let (reply, answer) = oneshot::channel();
+    fn queue(engine: &Engine, key: &str, intent: &str) -> Ticket {
+        let (reply, ticket) = oneshot::channel();
         engine
             .submits
             .push(ToSubmit {
@@ -154,7 +154,7 @@ mod tests {
                 reply,
             })
             .unwrap();
-        answer
+        ticket
     }
 
     /// A lone submit on SQLite answers with the job it bound, not with one read back: it must
