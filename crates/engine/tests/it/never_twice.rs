@@ -559,12 +559,7 @@ async fn wait_through_a_lock(
     let e = Engine::open_with(&ledger.location, limits)
         .await
         .expect("open");
-    let server = sandbox(Dials {
-        latency_ms,
-        jitter_ms: 0,
-        ..Dials::default()
-    })
-    .await;
+    let server = sandbox(quick(latency_ms)).await;
     let config = json!({
         "name": "slow", "kind": "http", "base_url": server.url(),
         "soft_timeout_ms": 5000, "hard_timeout_ms": 8000, "honours_idempotency_key": false
