@@ -1,9 +1,10 @@
 //! The Tauri commands: one-line adapters from the UI's calls to engine calls, scoped to the
 //! app's owner.
 
+use onejob_engine::contracts::check::Check;
 use onejob_engine::{
-    default_db_path, BulkFilter, BulkOperation, BulkRequest, Error, Job, JobAttempt, JobPart,
-    JobSummaryPage, JobsQuery, OpenJobs, Resolution, Submitted, Verdict,
+    default_db_path, BulkFilter, BulkOperation, BulkRequest, BulkStarted, Error, Job, JobAttempt,
+    JobPart, JobSummaryPage, JobsQuery, OpenJobs, Resolution, Submitted, Verdict,
 };
 use serde_json::Value;
 use tauri::{AppHandle, Runtime, State};
@@ -13,9 +14,7 @@ use crate::files::{self, SavedFile};
 use crate::job_view::JobView;
 use crate::ledger::Source;
 use crate::status::{self, LedgerStatus, MovedAside};
-use crate::view::{
-    BulkProgressed, BulkStartedView, CheckView, ContractView, ProviderView, Settings,
-};
+use crate::view::{BulkProgressed, ContractView, ProviderView, Settings};
 use crate::AppState;
 
 /// Submits an intent (JSON text) under the draft's idempotency key: the first call creates
@@ -173,15 +172,11 @@ pub async fn bulk_start(
     state: State<'_, AppState>,
     key: String,
     request: BulkRequest,
-) -> Result<BulkStartedView, Error> {
+) -> Result<BulkStarted, Error> {
     let answer = state
         .engine()?
         .bulk_start(&state.owner, &key, &request)
-        .await
-        .map(|started| BulkStartedView {
-            operation: started.operation,
-            replayed: started.replayed,
-        });
+        .await;
     state.checked(answer).await
 }
 
@@ -344,9 +339,9 @@ pub async fn check_contract(
     state: State<'_, AppState>,
     contract: String,
     provider: String,
-) -> Result<CheckView, Error> {
+) -> Result<Check, Error> {
     let answer = state.engine()?.check_contract(&contract, &provider).await;
-    state.checked(answer).await.map(CheckView::from)
+    state.checked(answer).await
 }
 
 /// Where the app keeps its database, for the Settings screen.

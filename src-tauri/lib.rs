@@ -191,8 +191,9 @@ pub fn specta_builder<R: Runtime>() -> tauri_specta::Builder<R> {
         // How many providers a bulk confirmation names at most, so the window can say when there
         // may be others.
         .constant("BULK_PROVIDERS_NAMED", onejob_engine::BULK_PROVIDERS_NAMED)
-        // The engine's own fields are u32 or strings; the only 64-bit integers are inside
-        // `serde_json::Value`'s numbers, which reach JavaScript as JSON numbers anyway.
+        // The engine's 64-bit integers (timeouts, context windows, a check's latencies and token
+        // counts) stay far below 2^53, where JavaScript's numbers are exact; those inside
+        // `serde_json::Value`'s numbers reach JavaScript as JSON numbers anyway.
         .dangerously_cast_bigints_to_number()
         // One TypeScript type per Rust type: the UI only ever receives the serialised shape.
         .disable_serde_phases()

@@ -1,6 +1,7 @@
 //! Tests of the shell: the committed bindings match the commands, and the commands answer
 //! through IPC on a real database with no window.
 
+use onejob_engine::testing::{FailureKind, InternalCalls as _};
 use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
@@ -844,7 +845,6 @@ impl Watched {
 /// Sends the job's next attempt and loses its answer: the attempt and the job become
 /// `unknown`, as when a soft timeout passes. Returns the attempt's id.
 fn goes_unknown(engine: &Engine, job_id: &str) -> String {
-    use onejob_engine::FailureKind;
     tauri::async_runtime::block_on(async {
         let attempt = engine
             .claim_attempt(job_id, "sandbox")
@@ -1186,7 +1186,7 @@ fn succeeded_with(engine: &Engine, key: &str, intent_input: Value, result: &Valu
             .await
             .unwrap();
         engine
-            .complete(id, result, onejob_engine::Cause::Answer)
+            .complete(id, result, onejob_engine::testing::Cause::Answer)
             .await
             .unwrap();
         job.id

@@ -2,7 +2,7 @@
 //! configuration spelled out, a contract with its last checks, the app's settings, and the
 //! event that announces a change.
 
-use onejob_engine::contracts::check::{Check, SampleResult};
+use onejob_engine::contracts::check::Check;
 use onejob_engine::contracts::Contract;
 use onejob_engine::sandbox::Dials;
 use onejob_engine::{Engine, Error, KeyStatus, Provider, ProviderKind};
@@ -97,10 +97,11 @@ pub struct ContractView {
     /// The hash of its schema, template and samples; a check made under another hash is stale.
     pub hash: String,
     pub updated_at: String,
-    pub checks: Vec<CheckView>,
+    pub checks: Vec<Check>,
 }
 
-/// A contract's prompt template: a system text and a user text with `{{field}}` variables.
+/// A contract's prompt template: a system text and a user text with `{{field}}` variables. The
+/// engine's `Template` reads a missing system text as empty, which would make it optional here.
 #[derive(Debug, Clone, Serialize, specta::Type)]
 pub struct TemplateView {
     pub system: String,
@@ -122,80 +123,9 @@ impl ContractView {
             fields,
             hash: contract.hash,
             updated_at: contract.updated_at,
-            checks: checks.into_iter().map(CheckView::from).collect(),
+            checks,
         }
     }
-}
-
-/// One stored contract check, as the engine reports it.
-#[derive(Debug, Clone, Serialize, specta::Type)]
-pub struct CheckView {
-    pub id: String,
-    pub contract: String,
-    /// The contract's hash when it was checked.
-    pub contract_hash: String,
-    pub provider: String,
-    /// The provider's `updated_at` when it was checked.
-    pub provider_updated_at: String,
-    /// Every sample passed.
-    pub passed: bool,
-    pub samples: Vec<SampleView>,
-    pub checked_at: String,
-    /// The engine's verdict: it passed and neither the contract nor the provider changed since,
-    /// so it still counts for automatic failover.
-    pub current: bool,
-}
-
-impl From<Check> for CheckView {
-    fn from(check: Check) -> CheckView {
-        CheckView {
-            id: check.id,
-            contract: check.contract,
-            contract_hash: check.contract_hash,
-            provider: check.provider,
-            provider_updated_at: check.provider_updated_at,
-            passed: check.passed,
-            samples: check.samples.into_iter().map(SampleView::from).collect(),
-            checked_at: check.checked_at,
-            current: check.current,
-        }
-    }
-}
-
-/// One sample's outcome in a check.
-#[derive(Debug, Clone, Serialize, specta::Type)]
-pub struct SampleView {
-    pub passed: bool,
-    /// Why it failed, or what passing meant.
-    pub reason: String,
-    /// From sending to the whole answer; absent when nothing was sent.
-    pub latency_ms: Option<u32>,
-    /// The rendered prompt's tokens by the provider's tokenizer; absent: not checked.
-    pub prompt_tokens: Option<u32>,
-    /// What counted `prompt_tokens`, or why nothing did.
-    pub tokenizer: String,
-    pub context_window: Option<u32>,
-    /// The token usage the provider reported for its answer.
-    pub usage: Option<Value>,
-}
-
-impl From<SampleResult> for SampleView {
-    fn from(sample: SampleResult) -> SampleView {
-        SampleView {
-            passed: sample.passed,
-            reason: sample.reason,
-            latency_ms: sample.latency_ms.map(saturating_u32),
-            prompt_tokens: sample.prompt_tokens.map(saturating_u32),
-            tokenizer: sample.tokenizer,
-            context_window: sample.context_window.map(saturating_u32),
-            usage: sample.usage,
-        }
-    }
-}
-
-/// Counts beyond u32 (49 days of latency, 4 billion tokens) show as the largest u32.
-fn saturating_u32(n: u64) -> u32 {
-    u32::try_from(n).unwrap_or(u32::MAX)
 }
 
 /// What the Settings screen shows.
@@ -249,14 +179,6 @@ pub struct LedgerChanged {
 #[derive(Debug, Clone, Serialize, Deserialize, specta::Type, tauri_specta::Event)]
 pub struct OpenJob {
     pub id: String,
-}
-
-/// A bulk operation started from the Jobs list, or found under its key (SPEC §16).
-#[derive(Debug, Clone, Serialize, Deserialize, specta::Type)]
-pub struct BulkStartedView {
-    pub operation: onejob_engine::BulkOperation,
-    /// The key had already started this operation: nothing new was fixed.
-    pub replayed: bool,
 }
 
 /// Sent to the window after each batch of a bulk operation the window runs: how far it has come.

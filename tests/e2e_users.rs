@@ -17,8 +17,9 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use fantoccini::Locator;
-use onejob_engine::sandbox::{Dials, Sandbox, CHAT_PATH};
-use onejob_engine::{Engine, FailureKind, JobStatus, Resolution, Verdict};
+use onejob_engine::sandbox::{Dials, Sandbox};
+use onejob_engine::testing::{FailureKind, InternalCalls as _, CHAT_PATH};
+use onejob_engine::{Engine, JobStatus, Resolution, Verdict};
 use onejob_testkit::{MockLlm, Notifications, Postgres, SecretService};
 use serde_json::{json, Value};
 use window::{checksum, run, sandbox, seed_jobs, Options, Window};

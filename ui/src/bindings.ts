@@ -59,7 +59,7 @@ export const commands = {
 	 *  confirmation made as it opened (SPEC §16): fixes its set and changes nothing yet; the same
 	 *  key again answers the same operation (`replayed`). A dry run counts and records nothing.
 	 */
-	bulkStart: (key: string, request: BulkRequest) => typedError<BulkStartedView, Error>(__TAURI_INVOKE("bulk_start", { key, request })),
+	bulkStart: (key: string, request: BulkRequest) => typedError<BulkStarted, Error>(__TAURI_INVOKE("bulk_start", { key, request })),
 	/**
 	 *  Decides what is left of bulk operation `id`, sending `BulkProgressed` after each batch, and
 	 *  answers it once every job is decided, with the ones skipped and why.
@@ -113,7 +113,7 @@ export const commands = {
 	 *  Runs a contract check: every sample is sent to the provider at temperature 0, and the stored
 	 *  check comes back.
 	 */
-	checkContract: (contract: string, provider: string) => typedError<CheckView, Error>(__TAURI_INVOKE("check_contract", { contract, provider })),
+	checkContract: (contract: string, provider: string) => typedError<Check, Error>(__TAURI_INVOKE("check_contract", { contract, provider })),
 	/**  Where the app keeps its database, for the Settings screen. */
 	settings: () => typedError<Settings, Error>(__TAURI_INVOKE("settings")),
 	/**
@@ -330,15 +330,15 @@ export type BulkSkip = {
 	code: string,
 };
 
-/**  A bulk operation started from the Jobs list, or found under its key (SPEC §16). */
-export type BulkStartedView = {
+/**  A bulk operation started, or found under its key. */
+export type BulkStarted = {
 	operation: BulkOperation,
 	/**  The key had already started this operation: nothing new was fixed. */
 	replayed: boolean,
 };
 
-/**  One stored contract check, as the engine reports it. */
-export type CheckView = {
+/**  One stored contract check: whether every sample passed, and how each fared. */
+export type Check = {
 	id: string,
 	contract: string,
 	/**  The contract's hash when it was checked. */
@@ -348,11 +348,11 @@ export type CheckView = {
 	provider_updated_at: string,
 	/**  Every sample passed. */
 	passed: boolean,
-	samples: SampleView[],
+	samples: SampleResult[],
 	checked_at: string,
 	/**
-	 *  The engine's verdict: it passed and neither the contract nor the provider changed since,
-	 *  so it still counts for automatic failover.
+	 *  Whether it still counts for automatic failover: neither the contract nor the provider
+	 *  changed since, and it passed.
 	 */
 	current: boolean,
 };
@@ -382,7 +382,7 @@ export type ContractView = {
 	/**  The hash of its schema, template and samples; a check made under another hash is stale. */
 	hash: string,
 	updated_at: string,
-	checks: CheckView[],
+	checks: Check[],
 };
 
 /**
@@ -802,16 +802,17 @@ export type Resolution = {
 };
 
 /**  One sample's outcome in a check. */
-export type SampleView = {
+export type SampleResult = {
 	passed: boolean,
 	/**  Why it failed, or what passing meant. */
 	reason: string,
-	/**  From sending to the whole answer; absent when nothing was sent. */
+	/**  From sending to the whole answer; `None` when nothing was sent. */
 	latency_ms: number | null,
-	/**  The rendered prompt's tokens by the provider's tokenizer; absent: not checked. */
+	/**  The rendered prompt's tokens by the provider's tokenizer; `None`: not checked. */
 	prompt_tokens: number | null,
 	/**  What counted `prompt_tokens`, or why nothing did. */
 	tokenizer: string,
+	/**  The provider's context window, when it declares one. */
 	context_window: number | null,
 	/**  The token usage the provider reported for its answer. */
 	usage: Value | null,
@@ -939,7 +940,10 @@ export type Submitted = {
 	replayed: boolean,
 };
 
-/**  A contract's prompt template: a system text and a user text with `{{field}}` variables. */
+/**
+ *  A contract's prompt template: a system text and a user text with `{{field}}` variables. The
+ *  engine's `Template` reads a missing system text as empty, which would make it optional here.
+ */
 export type TemplateView = {
 	system: string,
 	user: string,

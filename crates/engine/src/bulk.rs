@@ -115,7 +115,7 @@ pub struct BulkOperation {
 }
 
 /// A bulk operation started, or found under its key.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Type)]
 pub struct BulkStarted {
     pub operation: BulkOperation,
     /// The key had already started this operation: nothing new was fixed.

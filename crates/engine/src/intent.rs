@@ -10,11 +10,11 @@ use crate::error::{Error, Result};
 /// The largest serialized intent accepted, in bytes of its canonical JSON (SPEC §2).
 pub const MAX_INTENT_BYTES: usize = 1024 * 1024;
 /// The deepest JSON nesting accepted; the intent object itself is level 1 (SPEC §2).
-pub const MAX_DEPTH: usize = 64;
+pub(crate) const MAX_DEPTH: usize = 64;
 /// The default number of attempts, all providers together (SPEC §7).
-pub const DEFAULT_MAX_ATTEMPTS: u32 = 5;
+pub(crate) const DEFAULT_MAX_ATTEMPTS: u32 = 5;
 /// The largest `max_attempts` an intent may ask for.
-pub const MAX_MAX_ATTEMPTS: u32 = 100;
+pub(crate) const MAX_MAX_ATTEMPTS: u32 = 100;
 /// Numbers beyond this magnitude do not survive RFC 8785 exactly, so two different
 /// intents could share a fingerprint; they are refused (send them as strings).
 const MAX_EXACT_NUMBER: f64 = 9_007_199_254_740_991.0;
@@ -67,7 +67,7 @@ pub fn parse_intent(text: &str) -> Result<ValidIntent> {
 }
 
 /// Validates an intent already parsed as JSON.
-pub fn validate_intent(value: Value) -> Result<ValidIntent> {
+pub(crate) fn validate_intent(value: Value) -> Result<ValidIntent> {
     crate::input::refuse_nul_in_json("intent", &value)?;
     let Value::Object(mut fields) = value else {
         return Err(Error::invalid_input(
@@ -197,7 +197,7 @@ fn typed_intent(value: &Value) -> Result<Intent> {
 }
 
 /// Provider and contract names: 1–64 characters of `A-Za-z0-9._-`.
-pub fn validate_name(field: &str, name: &str) -> Result<()> {
+pub(crate) fn validate_name(field: &str, name: &str) -> Result<()> {
     let ok = !name.is_empty()
         && name.len() <= 64
         && name
@@ -214,7 +214,7 @@ pub fn validate_name(field: &str, name: &str) -> Result<()> {
 }
 
 /// Idempotency keys: 1–255 printable ASCII characters, 0x20–0x7E (SPEC §1).
-pub fn validate_key(key: &str) -> Result<()> {
+pub(crate) fn validate_key(key: &str) -> Result<()> {
     let field = "idempotency_key";
     if key.is_empty() {
         return Err(Error::invalid_input(field, "must not be empty"));
@@ -238,7 +238,7 @@ pub fn validate_key(key: &str) -> Result<()> {
 }
 
 /// Owner ids: 1–128 characters of `A-Za-z0-9._@-` (SPEC §1).
-pub fn validate_owner(owner: &str) -> Result<()> {
+pub(crate) fn validate_owner(owner: &str) -> Result<()> {
     let ok = !owner.is_empty()
         && owner.len() <= 128
         && owner
@@ -289,12 +289,12 @@ pub fn check_depth(text: &str, field: &str) -> Result<()> {
 }
 
 /// Hex SHA-256 of bytes.
-pub fn sha256_hex(bytes: &[u8]) -> String {
+pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))
 }
 
 /// Hex SHA-256 of a JSON value's canonical (RFC 8785) form: equal JSON, equal hash.
-pub fn canonical_sha256(value: &Value) -> String {
+pub(crate) fn canonical_sha256(value: &Value) -> String {
     match serde_json_canonicalizer::to_string(value) {
         Ok(text) => sha256_hex(text.as_bytes()),
         // Only non-finite numbers fail, and serde_json never holds one.

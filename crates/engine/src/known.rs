@@ -20,7 +20,7 @@ use crate::model::{Actor, Attempt, Event};
 
 /// The event kinds that record a try to settle an attempt since it became `unknown`: a status
 /// lookup and a keyed replay, by their stored names.
-pub const TRIED_KINDS: [&str; 2] = ["looked_up", "replayed"];
+pub(crate) const TRIED_KINDS: [&str; 2] = ["looked_up", "replayed"];
 
 /// At most this many headers are kept of a request or a response, each value cut at
 /// [`MAX_HEADER_VALUE`] bytes, so one row stays small whatever a provider sends.
@@ -107,7 +107,7 @@ pub struct KnownTry {
 /// The rule code and its words for what made an attempt `unknown`; `None` for a kind that never
 /// does. `keyed`: the provider honoured `Idempotency-Key`, so a 5xx or an unreadable 2xx made it
 /// `unknown` only because it was the job's last try.
-pub fn rule(kind: FailureKind, keyed: bool) -> Option<KnownRule> {
+pub(crate) fn rule(kind: FailureKind, keyed: bool) -> Option<KnownRule> {
     use FailureKind::*;
     let (code, says) = match kind {
         SoftTimeout | Timeout => (
@@ -155,7 +155,7 @@ pub fn rule(kind: FailureKind, keyed: bool) -> Option<KnownRule> {
 }
 
 /// The rule of a stored code, as [`rule`] gives it.
-pub fn rule_of_code(code: &str) -> Option<KnownRule> {
+pub(crate) fn rule_of_code(code: &str) -> Option<KnownRule> {
     FailureKind::ALL
         .iter()
         .flat_map(|k| [rule(*k, false), rule(*k, true)])
@@ -168,7 +168,7 @@ pub fn rule_of_code(code: &str) -> Option<KnownRule> {
 /// `secret`, `password`, `passwd`, `credential`, `cookie`, `session`, `signature` or `key`
 /// (so `Authorization`, `x-api-key`, `api-key`, `Set-Cookie` are all left out), except
 /// `Idempotency-Key`, which is the job's id and what a person checks a provider by.
-pub fn secret_header(name: &str) -> bool {
+pub(crate) fn secret_header(name: &str) -> bool {
     let name = name.to_ascii_lowercase();
     if name == "idempotency-key" {
         return false;
@@ -191,7 +191,7 @@ pub fn secret_header(name: &str) -> bool {
 
 /// The headers that may be recorded: none whose name is secret, none marked sensitive, none
 /// whose value holds `secret` (the API key read for the call); cut to a bounded size.
-pub fn kept_headers(headers: &HeaderMap, secret: Option<&str>) -> BTreeMap<String, String> {
+pub(crate) fn kept_headers(headers: &HeaderMap, secret: Option<&str>) -> BTreeMap<String, String> {
     let mut kept: BTreeMap<String, String> = BTreeMap::new();
     for (name, value) in headers {
         if secret_header(name.as_str()) || value.is_sensitive() {
@@ -216,7 +216,7 @@ pub fn kept_headers(headers: &HeaderMap, secret: Option<&str>) -> BTreeMap<Strin
 }
 
 /// A URL without its query string, fragment or user info.
-pub fn url_without_query(url: &reqwest::Url) -> String {
+pub(crate) fn url_without_query(url: &reqwest::Url) -> String {
     let mut url = url.clone();
     url.set_query(None);
     url.set_fragment(None);
@@ -227,7 +227,7 @@ pub fn url_without_query(url: &reqwest::Url) -> String {
 
 /// What the executor records of a request as it leaves.
 #[derive(Debug, Clone)]
-pub struct SentRecord {
+pub(crate) struct SentRecord {
     pub method: String,
     pub url: String,
     pub headers: BTreeMap<String, String>,
@@ -263,7 +263,7 @@ impl SentRecord {
 
 /// What the executor records when an exchange ends without a trustworthy answer.
 #[derive(Debug, Clone)]
-pub struct EndRecord {
+pub(crate) struct EndRecord {
     /// The rule's code.
     pub rule: Option<String>,
     pub received: Option<KnownReceived>,
@@ -271,7 +271,7 @@ pub struct EndRecord {
 
 /// A try's answer as shown: the detail's `outcome`, `answer`, `http_status`, `state`,
 /// `error_kind` and `message` that are not null, or the detail as text.
-pub fn answer_of(detail: &Value) -> Value {
+pub(crate) fn answer_of(detail: &Value) -> Value {
     if let Value::Object(fields) = detail {
         let picked: serde_json::Map<String, Value> = fields
             .iter()
@@ -292,7 +292,7 @@ pub fn answer_of(detail: &Value) -> Value {
 }
 
 /// The lookups and replays of `attempt` among a job's events, oldest first.
-pub fn tried(attempt: &Attempt, events: &[Event]) -> Vec<KnownTry> {
+pub(crate) fn tried(attempt: &Attempt, events: &[Event]) -> Vec<KnownTry> {
     events
         .iter()
         .filter(|e| e.attempt_id.as_deref() == Some(attempt.id.as_str()))

@@ -1,28 +1,32 @@
 //! onejob-engine: exactly one result per intent, on an embedded SQLite ledger.
 //!
-//! The engine owns every rule of SPEC.md; the desktop app and the CLI only call it.
-//! Person-facing calls take an owner and see only that owner's jobs; calls meant for the
-//! executor (claiming, sending, completing) act on ids alone.
+//! The engine owns every rule of SPEC.md; the desktop app, the CLI and the HTTP API only call
+//! it. What is public is what those faces use: person-facing calls take an owner and see only
+//! that owner's jobs, and [`executor::Executor`] runs the rest. The calls meant for the
+//! executor (claiming, sending, completing) act on ids alone and are the crate's own; tests
+//! reach them through the `testing` feature's module, which no face builds (docs/adr/0059).
 
-pub mod attempt;
+mod attempt;
 pub mod bulk;
 pub mod contracts;
 pub mod error;
-pub mod events;
+mod events;
 pub mod executor;
-pub mod failure;
-pub mod input;
+mod failure;
+mod input;
 pub mod intent;
-pub mod job;
+mod job;
 pub mod known;
 mod ledger;
-pub mod model;
+mod model;
 pub mod money;
-pub mod policy;
+mod policy;
 pub mod providers;
 pub mod sandbox;
-pub mod shown;
+mod shown;
 pub mod store;
+#[cfg(feature = "testing")]
+pub mod testing;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -32,23 +36,20 @@ use tokio::sync::Notify;
 
 use store::{Db, Tx};
 
-pub use attempt::{AttemptState, Cause};
+pub use attempt::AttemptState;
 pub use bulk::{
     BulkAction, BulkFilter, BulkOperation, BulkProgress, BulkRequest, BulkSkip, BulkStarted,
     BULK_PROVIDERS_NAMED,
 };
 pub use error::{Error, Result};
-pub use events::EventKind;
-pub use failure::{FailureKind, RetryHere};
 pub use intent::Intent;
 pub use job::JobStatus;
-#[doc(hidden)]
-pub use ledger::Note;
-pub use ledger::{
-    AddedContract, Claim, ReplayGate, ReplayWindow, LAST_USED_EVERY, MAX_TOKEN_NAME,
-    REPLAY_MARGIN_FLOOR, REPLAY_MARGIN_FRACTION, TOKEN_PREFIX,
+pub use ledger::AddedContract;
+pub use model::{
+    Actor, Attempt, AttemptError, Event, FeedEvent, FeedPage, Job, JobAttempt, JobDetail, JobError,
+    JobPage, JobSummary, JobSummaryPage, OpenJobs, Resolution, Retried, ShownJob, ShownJobDetail,
+    Submitted, TokenInfo, Usage, Verdict,
 };
-pub use model::*;
 pub use providers::keys::KeyStatus;
 pub use providers::{Provider, ProviderConfig, ProviderKind};
 pub use shown::{JobPart, ShownValue};
@@ -56,12 +57,12 @@ pub use shown::{JobPart, ShownValue};
 /// The desktop app's identifier; its data directory is named after it.
 pub const APP_IDENTIFIER: &str = "dev.onejob.app";
 /// How long SQLite waits for another writer before giving up.
-pub const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
+const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
 /// The default page size of `jobs`, and the largest accepted.
 pub const DEFAULT_PAGE: u32 = 50;
 pub const MAX_PAGE: u32 = 1000;
 /// The longest text `JobsQuery::search` accepts: an idempotency key is at most this long.
-pub const MAX_SEARCH: usize = 255;
+pub(crate) const MAX_SEARCH: usize = 255;
 
 /// The database the desktop app uses, and the CLI's default: `<data dir>/dev.onejob.app/onejob.db`.
 pub fn default_db_path() -> PathBuf {
@@ -234,12 +235,12 @@ impl Engine {
     }
 
     /// Whether the ledger is a shared PostgreSQL database rather than a local file.
-    pub fn is_shared(&self) -> bool {
+    pub(crate) fn is_shared(&self) -> bool {
         matches!(self.db, Db::Postgres(_))
     }
 
     /// Resolves when there may be new work for the executor (a submit, a resolution).
-    pub async fn work_available(&self) {
+    pub(crate) async fn work_available(&self) {
         self.work.notified().await;
     }
 

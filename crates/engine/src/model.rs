@@ -83,7 +83,7 @@ pub struct Usage {
 impl Usage {
     /// Reads a provider's raw `usage` object, in OpenAI's or Anthropic's spelling; `None`
     /// when it names neither count (an unknown shape is not reported as zero tokens).
-    pub fn from_reported(raw: &Value) -> Option<Usage> {
+    pub(crate) fn from_reported(raw: &Value) -> Option<Usage> {
         let count = |key: &str| {
             raw.get(key)
                 .and_then(Value::as_u64)
@@ -109,7 +109,7 @@ impl Usage {
     }
 
     /// The sum of the usages given, saturating; `None` when none was reported.
-    pub fn total<'a>(usages: impl IntoIterator<Item = &'a Usage>) -> Option<Usage> {
+    pub(crate) fn total<'a>(usages: impl IntoIterator<Item = &'a Usage>) -> Option<Usage> {
         usages.into_iter().fold(None, |sum: Option<Usage>, u| {
             let sum = sum.unwrap_or_default();
             Some(Usage {
@@ -148,7 +148,7 @@ pub enum Actor {
 }
 
 impl Actor {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Actor::User => "user",
             Actor::Executor => "executor",
@@ -367,7 +367,9 @@ pub enum AfterFailure {
         wait: std::time::Duration,
         retry_after: Option<std::time::Duration>,
     },
-    /// The job is `failed` with this error.
+    /// The job is `failed` with this error. The executor decides it by the policy instead;
+    /// tests give it (through `testing`).
+    #[cfg_attr(not(feature = "testing"), allow(dead_code))]
     FailJob(JobError),
 }
 

@@ -9,12 +9,12 @@ use specta::Type;
 /// A value whose JSON text is longer than this many bytes is large: a job's intent or result
 /// by its text in the ledger ([`ShownValue::measured`]), an event's detail by its pretty text
 /// ([`ShownValue::of`]).
-pub const LARGE_BYTES: usize = 64 * 1024;
+pub(crate) const LARGE_BYTES: usize = 64 * 1024;
 /// At most this many bytes of a large value's pretty JSON text are its first part.
-pub const FIRST_PART_BYTES: usize = 4 * 1024;
+pub(crate) const FIRST_PART_BYTES: usize = 4 * 1024;
 /// How many characters of a large value's JSON text the ledger gives to make its first part:
 /// enough for [`FIRST_PART_BYTES`] once indented, since indenting only adds.
-pub const FIRST_PART_CHARS: usize = FIRST_PART_BYTES;
+pub(crate) const FIRST_PART_CHARS: usize = FIRST_PART_BYTES;
 
 /// A value as a screen receives it: whole, or when large only by its size and first part.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Type)]
@@ -34,9 +34,9 @@ impl ShownValue {
     /// The value whole when its pretty JSON text is at most [`LARGE_BYTES`], else its size
     /// and first part. One pass over the text, which is never held whole.
     pub fn of(value: Value) -> ShownValue {
-        let mut text = Head::new(FIRST_PART_BYTES);
+        let mut text = FirstPartWriter::new(FIRST_PART_BYTES);
         if serde_json::to_writer_pretty(&mut text, &value).is_err() || text.len <= LARGE_BYTES {
-            // A Value always serialises, and `Head` never fails: keep it whole either way.
+            // A Value always serialises, and `FirstPartWriter` never fails: keep it whole either way.
             return ShownValue::Whole { value };
         }
         ShownValue::Large {
@@ -51,7 +51,7 @@ impl ShownValue {
     /// that text whole when `bytes` is at most [`LARGE_BYTES`], else its first characters. A
     /// large value's size is its stored length; its first part is the start of its pretty
     /// text, made from those first characters without the rest ever being read.
-    pub fn measured(bytes: i64, text: &str) -> ShownValue {
+    pub(crate) fn measured(bytes: i64, text: &str) -> ShownValue {
         let size = usize::try_from(bytes).unwrap_or(usize::MAX);
         if size <= LARGE_BYTES {
             return ShownValue::Whole {
@@ -163,15 +163,15 @@ impl JobPart {
 }
 
 /// A writer that counts every byte and keeps only the first `keep`.
-struct Head {
+struct FirstPartWriter {
     keep: usize,
     kept: Vec<u8>,
     len: usize,
 }
 
-impl Head {
-    fn new(keep: usize) -> Head {
-        Head {
+impl FirstPartWriter {
+    fn new(keep: usize) -> FirstPartWriter {
+        FirstPartWriter {
             keep,
             kept: Vec::with_capacity(keep),
             len: 0,
@@ -179,7 +179,7 @@ impl Head {
     }
 }
 
-impl std::io::Write for Head {
+impl std::io::Write for FirstPartWriter {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         let room = self.keep.saturating_sub(self.kept.len());
         self.kept.extend_from_slice(&buf[..room.min(buf.len())]);

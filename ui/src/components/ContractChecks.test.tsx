@@ -1,7 +1,7 @@
 import { act, cleanup, fireEvent, render, screen } from "@testing-library/react";
 import { afterEach, describe, expect, it, vi } from "vitest";
 
-import { commands, type CheckView, type ContractView, type SampleView } from "../bindings";
+import { commands, type Check, type ContractView, type SampleResult } from "../bindings";
 import { CheckResult, ProviderCheck } from "./ContractChecks";
 
 vi.mock("../bindings", () => ({ commands: { checkContract: vi.fn() } }));
@@ -19,7 +19,7 @@ const contract: ContractView = {
   checks: [],
 };
 
-const sample = (passed: boolean, reason: string): SampleView => ({
+const sample = (passed: boolean, reason: string): SampleResult => ({
   passed,
   reason,
   latency_ms: passed ? 12 : null,
@@ -29,7 +29,7 @@ const sample = (passed: boolean, reason: string): SampleView => ({
   usage: null,
 });
 
-const check = (over: Partial<CheckView>): CheckView => ({
+const check = (over: Partial<Check>): Check => ({
   id: "check-1",
   contract: "summary",
   contract_hash: "hash-now",
@@ -75,7 +75,7 @@ describe("a contract check", () => {
   });
 
   it("runs a check on the button, saying what it costs, and shows the result when it returns", async () => {
-    let answer: (c: CheckView) => void = () => undefined;
+    let answer: (c: Check) => void = () => undefined;
     checkContract.mockImplementation(
       () => new Promise((resolve) => (answer = (c) => resolve({ status: "ok", data: c }))),
     );

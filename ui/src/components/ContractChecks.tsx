@@ -3,7 +3,7 @@
 import { useState } from "react";
 
 import { call, useLedger, useNow, useRead } from "../api";
-import { commands, type CheckView, type ContractView, type SampleView } from "../bindings";
+import { commands, type Check, type ContractView, type SampleResult } from "../bindings";
 import { exactTime, shortId, timeAgo } from "../format";
 import type { Shown } from "../errors";
 import { ContractEditor } from "./ContractEditor";
@@ -99,11 +99,11 @@ export function ProviderCheck({
 }: {
   contract: ContractView;
   provider: string;
-  check: CheckView | null;
+  check: Check | null;
   configured: boolean;
 }) {
   const { changed } = useLedger();
-  const [ran, setRan] = useState<CheckView | null>(null);
+  const [ran, setRan] = useState<Check | null>(null);
   const [running, setRunning] = useState(false);
   const [error, setError] = useState<Shown | null>(null);
 
@@ -148,7 +148,7 @@ export function ProviderCheck({
 }
 
 /** Whether a check passed, when, whether it still counts, and how each sample fared. */
-export function CheckResult({ check, contract }: { check: CheckView; contract: ContractView }) {
+export function CheckResult({ check, contract }: { check: Check; contract: ContractView }) {
   const now = useNow(30_000);
   return (
     <div className="check-result" data-check-id={check.id}>
@@ -190,13 +190,13 @@ export function CheckResult({ check, contract }: { check: CheckView; contract: C
 }
 
 /** What the engine's `current` flag means for this check, in words. */
-function counts(check: CheckView): string {
+function counts(check: Check): string {
   if (check.current) return `Counts: a job may fail over to ${check.provider} by itself.`;
   if (!check.passed) return "Does not count: it failed.";
   return "No longer counts: the contract or the provider changed since it was checked. Run it again.";
 }
 
-function SampleRow({ n, sample }: { n: number; sample: SampleView }) {
+function SampleRow({ n, sample }: { n: number; sample: SampleResult }) {
   const tokens =
     sample.prompt_tokens === null
       ? "not checked"

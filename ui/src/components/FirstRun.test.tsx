@@ -1,7 +1,7 @@
 import { act, cleanup, fireEvent, render, screen } from "@testing-library/react";
 import { afterEach, describe, expect, it, vi } from "vitest";
 
-import { commands, type CheckView, type ContractView } from "../bindings";
+import { commands, type Check, type ContractView } from "../bindings";
 import { FirstRun, SAMPLE_CONTRACT } from "./FirstRun";
 
 vi.mock("../bindings", () => ({ commands: { saveContract: vi.fn(), checkContract: vi.fn() } }));
@@ -20,7 +20,7 @@ const saved: ContractView = {
   checks: [],
 };
 
-const check = (passed: boolean, reason: string): CheckView => ({
+const check = (passed: boolean, reason: string): Check => ({
   id: "check-1",
   contract: "sandbox-sample",
   contract_hash: "hash-now",
@@ -49,7 +49,7 @@ afterEach(() => {
 describe("the first-run guide's contract", () => {
   it("is saved and checked against the sandbox in one click, and the check is shown", async () => {
     saveContract.mockResolvedValue({ status: "ok", data: saved });
-    let answer: (c: CheckView) => void = () => undefined;
+    let answer: (c: Check) => void = () => undefined;
     checkContract.mockImplementation(() => new Promise((resolve) => (answer = (c) => resolve({ status: "ok", data: c }))));
     const go = vi.fn();
     render(<FirstRun go={go} />);

@@ -3,7 +3,7 @@
 import { useState } from "react";
 
 import { call } from "../api";
-import { commands, type CheckView } from "../bindings";
+import { commands, type Check } from "../bindings";
 import type { Shown } from "../errors";
 import { ErrorBanner } from "./ErrorBanner";
 
@@ -26,7 +26,7 @@ export const SAMPLE_CONTRACT = {
 type Trial =
   | { state: "idle" }
   | { state: "checking" }
-  | { state: "checked"; check: CheckView }
+  | { state: "checked"; check: Check }
   | { state: "error"; error: Shown };
 
 export function FirstRun({ go }: { go: (screen: "submit" | "providers") => void }) {
@@ -94,7 +94,7 @@ export function FirstRun({ go }: { go: (screen: "submit" | "providers") => void 
 }
 
 /** The sample contract's check against the sandbox, and where to go from there. */
-function Checked({ check, go }: { check: CheckView; go: (screen: "submit" | "providers") => void }) {
+function Checked({ check, go }: { check: Check; go: (screen: "submit" | "providers") => void }) {
   const kept = check.samples.filter((s) => s.passed).length;
   return (
     <div className="first-run-check" data-testid="first-run-contract-result" data-passed={check.passed}>

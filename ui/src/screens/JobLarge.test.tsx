@@ -5,9 +5,7 @@ import { commands, type JobView, type ShownValue, type Value } from "../bindings
 import { job } from "../test/fixtures";
 import { JobScreen } from "./JobScreen";
 
-vi.mock("../bindings", () => ({
-  commands: { job: vi.fn(), jobPart: vi.fn(), saveJobPart: vi.fn(), jobPaint: vi.fn(() => Promise.resolve()) },
-}));
+vi.mock("../bindings", async () => (await import("../test/bindings")).jobScreen());
 
 const read = vi.mocked(commands.job);
 const jobPart = vi.mocked(commands.jobPart);

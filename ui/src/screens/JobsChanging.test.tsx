@@ -8,9 +8,7 @@ import { stubResizeObserver } from "../test/dom";
 import { summary } from "../test/fixtures";
 import { JobsScreen } from "./JobsScreen";
 
-vi.mock("../bindings", () => ({
-  commands: { listJobs: vi.fn(), countJobs: vi.fn(), providers: vi.fn(), firstPaint: vi.fn(() => Promise.resolve()) },
-}));
+vi.mock("../bindings", async () => (await import("../test/bindings")).jobsScreen());
 
 const listJobs = vi.mocked(commands.listJobs);
 const countJobs = vi.mocked(commands.countJobs);

@@ -5,9 +5,7 @@ import { commands } from "../bindings";
 import { settings } from "../test/fixtures";
 import { SettingsScreen } from "./SettingsScreen";
 
-vi.mock("../bindings", () => ({
-  commands: { settings: vi.fn(), setConcurrency: vi.fn(), chooseLedger: vi.fn() },
-}));
+vi.mock("../bindings", async () => (await import("../test/bindings")).settingsScreen());
 
 const base = settings();
 

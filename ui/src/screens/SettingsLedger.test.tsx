@@ -7,9 +7,7 @@ import { commands, type Settings } from "../bindings";
 import { settings } from "../test/fixtures";
 import { SettingsScreen } from "./SettingsScreen";
 
-vi.mock("../bindings", () => ({
-  commands: { settings: vi.fn(), setConcurrency: vi.fn(), chooseLedger: vi.fn() },
-}));
+vi.mock("../bindings", async () => (await import("../test/bindings")).settingsScreen());
 
 const base = settings({ db_path: "/home/ada/.local/share/dev.onejob.app/onejob.db" });
 

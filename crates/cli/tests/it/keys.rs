@@ -9,7 +9,7 @@ use std::io::Write;
 use std::process::Stdio;
 
 use common::{finish, parse, Ledger, Run};
-use onejob_engine::providers::keys::SERVICE;
+use onejob_engine::testing::SERVICE;
 use onejob_testkit::raw_http::{header, json_response};
 use onejob_testkit::{DesktopSession, RawServer, SecretService};
 use serde_json::{json, Value};

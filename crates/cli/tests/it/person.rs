@@ -7,6 +7,7 @@ use std::io::{BufRead, BufReader};
 use std::time::Duration;
 
 use common::{id, intent, parse, Ledger, Run};
+use onejob_engine::testing::InternalCalls as _;
 use onejob_engine::{AttemptError, Engine};
 use serde_json::Value;
 

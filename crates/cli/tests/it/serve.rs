@@ -5,6 +5,7 @@
 //! on 127.0.0.1.
 
 use crate::common;
+use onejob_engine::testing::InternalCalls as _;
 
 use std::collections::{HashMap, HashSet};
 use std::io::{Read, Write};

@@ -13,6 +13,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use onejob_engine::testing::InternalCalls as _;
 use onejob_engine::{AttemptError, BulkAction, BulkFilter, BulkRequest, Engine, Verdict};
 
 use crate::common::{engine_with_provider, intent, ms, pct, sequential_submits, OWNER};

@@ -67,7 +67,7 @@ pub async fn raw_connection(
         .journal_mode(SqliteJournalMode::Wal)
         .synchronous(SqliteSynchronous::Full)
         .foreign_keys(true)
-        .busy_timeout(onejob_engine::BUSY_TIMEOUT)
+        .busy_timeout(onejob_engine::OpenOptions::default().busy_timeout)
         .create_if_missing(true)
         .connect()
         .await?;
@@ -110,8 +110,8 @@ pub async fn raw_inserts(
         .bind(format!("key-{i}"))
         .bind(format!("{i:064x}"))
         .bind(&body)
-        .bind(onejob_engine::store::now())
-        .bind(onejob_engine::store::now())
+        .bind(onejob_engine::testing::now())
+        .bind(onejob_engine::testing::now())
         .execute(&mut *conn)
         .await?;
         times.push(start.elapsed());

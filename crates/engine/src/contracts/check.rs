@@ -1,11 +1,13 @@
 //! The records of a contract check (SPEC §8): how each sample fared, and the stored check.
-//! Checks are run by the executor, which does all sending (`executor/check.rs`).
+//! Checks are run by the executor, which does all sending (`executor/contract_check.rs`).
+//! The faces show them as they are (the window's bindings included).
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use specta::Type;
 
-/// One sample's outcome.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// One sample's outcome in a check.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Type)]
 pub struct SampleResult {
     pub passed: bool,
     /// Why it failed, or what passing meant.
@@ -22,8 +24,8 @@ pub struct SampleResult {
     pub usage: Option<Value>,
 }
 
-/// A stored check: whether every sample passed, and how each fared.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// One stored contract check: whether every sample passed, and how each fared.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Type)]
 pub struct Check {
     pub id: String,
     pub contract: String,
@@ -32,6 +34,7 @@ pub struct Check {
     pub provider: String,
     /// The provider's `updated_at` when it was checked.
     pub provider_updated_at: String,
+    /// Every sample passed.
     pub passed: bool,
     pub samples: Vec<SampleResult>,
     pub checked_at: String,

@@ -14,7 +14,7 @@ use crate::model::AttemptError;
 /// The fields a contract may have; any other is refused, so a typo cannot pass unnoticed.
 const FIELDS: [&str; 4] = ["name", "schema", "template", "samples"];
 /// The largest contract accepted, in bytes of its JSON text.
-pub const MAX_CONTRACT_BYTES: usize = 1024 * 1024;
+pub(crate) const MAX_CONTRACT_BYTES: usize = 1024 * 1024;
 
 /// The prompt: a system text and a user text, each with `{{field}}` variables taken from the
 /// job's input (`{{a.b}}` reaches into nested objects).
@@ -49,7 +49,7 @@ pub struct Contract {
 
 /// A contract that passed validation, ready to store.
 #[derive(Debug, Clone, PartialEq)]
-pub struct NewContract {
+pub(crate) struct NewContract {
     pub name: String,
     pub schema: Value,
     pub template: Template,
@@ -60,7 +60,7 @@ pub struct NewContract {
 /// Parses and validates a contract given as JSON text: a name, a schema that compiles (with
 /// no `$ref` outside itself), a template with a user text, and at least one sample input that
 /// fills every variable of the template.
-pub fn parse(text: &str) -> Result<NewContract> {
+pub(crate) fn parse(text: &str) -> Result<NewContract> {
     if text.len() > MAX_CONTRACT_BYTES {
         return Err(Error::invalid_input(
             "contract",
@@ -145,7 +145,7 @@ pub fn parse(text: &str) -> Result<NewContract> {
 }
 
 /// The hash that ties checks to a contract's content: equal content, equal hash.
-pub fn content_hash(schema: &Value, template: &Template, samples: &[Value]) -> String {
+pub(crate) fn content_hash(schema: &Value, template: &Template, samples: &[Value]) -> String {
     canonical_sha256(&json!({
         "schema": schema,
         "template": { "system": template.system, "user": template.user },
@@ -156,18 +156,18 @@ pub fn content_hash(schema: &Value, template: &Template, samples: &[Value]) -> S
 impl Contract {
     /// The schema answers are held to: the contract's own, with top-level
     /// `additionalProperties: false` unless it says otherwise.
-    pub fn effective_schema(&self) -> Value {
+    pub(crate) fn effective_schema(&self) -> Value {
         effective(&self.schema)
     }
 
     /// The prompt for one input; an input that lacks a variable is an error naming it.
-    pub fn render(&self, input: &Value) -> std::result::Result<Prompt, String> {
+    pub(crate) fn render(&self, input: &Value) -> std::result::Result<Prompt, String> {
         render(&self.template, input)
     }
 
     /// Holds a model's message text to the contract: it must be JSON (prose is a violation)
     /// and keep the schema. Returns the parsed answer.
-    pub fn judge_text(&self, text: &str) -> std::result::Result<Value, AttemptError> {
+    pub(crate) fn judge_text(&self, text: &str) -> std::result::Result<Value, AttemptError> {
         let value: Value = serde_json::from_str(text.trim()).map_err(|e| {
             violation(format!(
                 "the answer is not JSON ({e}); it begins {:?}",
@@ -179,7 +179,7 @@ impl Contract {
     }
 
     /// Holds a JSON answer to the effective schema; a violation names the offending path.
-    pub fn judge(&self, answer: &Value) -> std::result::Result<(), AttemptError> {
+    pub(crate) fn judge(&self, answer: &Value) -> std::result::Result<(), AttemptError> {
         let validator = validator(&self.effective_schema())
             .map_err(|e| violation(format!("the contract's schema does not compile: {e}")))?;
         let Some(first) = validator.iter_errors(answer).next() else {

@@ -12,9 +12,9 @@
 //! - `send/`: one attempt over HTTP, from `in_flight` to its outcome.
 //! - `reconcile.rs`: status lookups of `unknown` attempts, beside the loop.
 //! - `replay.rs`: keyed replays of `unknown` attempts, beside the loop.
-//! - `check.rs`, `prompt_tokens.rs`: contract checks, which send samples and count their tokens.
+//! - `contract_check.rs`, `prompt_tokens.rs`: contract checks, which send samples and count their tokens.
 
-mod check;
+mod contract_check;
 mod options;
 mod prompt_tokens;
 mod reconcile;
@@ -22,9 +22,10 @@ mod replay;
 mod run;
 mod send;
 
-pub use options::{check_max_in_flight, ExecutorOptions, DEFAULT_MAX_IN_FLIGHT, MAX_IN_FLIGHT};
-pub use reconcile::{Reconciled, LOOKUP_EVERY_CAP};
-pub use replay::{Replayed, REPLAY_FIRST_WAIT, REPLAY_WAIT_CAP};
+pub use options::{check_max_in_flight, ExecutorOptions, DEFAULT_MAX_IN_FLIGHT};
+pub use reconcile::Reconciled;
+#[cfg(feature = "testing")]
+pub use replay::{Replayed, REPLAY_FIRST_WAIT};
 pub use run::CHANGE_CHECK;
 
 use std::collections::{HashMap, HashSet};

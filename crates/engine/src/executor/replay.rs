@@ -58,7 +58,7 @@ pub enum Replayed {
 }
 
 /// How a replay's exchange is read.
-enum Verdict {
+enum ReplayReading {
     /// A valid answer: to the compare-and-swap.
     Answer(serde_json::Value),
     /// A 2xx that cannot be the result.
@@ -121,7 +121,7 @@ impl Executor {
     /// at a provider that does not honour keys or states no `key_retention_s`, one past that
     /// retention less the margin, one flagged for review, or one at an in-process sandbox that
     /// another process runs is never sent again: `invalid_input` says why.
-    pub async fn replay(&self, attempt: &Attempt) -> Result<Replayed> {
+    pub(crate) async fn replay(&self, attempt: &Attempt) -> Result<Replayed> {
         let engine = &self.inner.engine;
         // As it is now: a person may have resolved or abandoned it since it was read.
         let (attempt, provider, left) = match engine.replay_gate(&attempt.id).await? {
@@ -169,7 +169,7 @@ impl Executor {
             // Nothing was sent (a provider or contract changed, a key missing): later.
             Err(NotSent::Unsendable(why)) => {
                 return self
-                    .retry_later(attempt, Verdict::Later(why, None, None), left)
+                    .retry_later(attempt, ReplayReading::Later(why, None, None), left)
                     .await
             }
         };
@@ -180,7 +180,7 @@ impl Executor {
         })
         .await;
         let status = status.get().copied();
-        let verdict = match outcome {
+        let reading = match outcome {
             Classified::Answer(body) => {
                 let judged = self
                     .judge(
@@ -191,9 +191,9 @@ impl Executor {
                     )
                     .await?;
                 match judged {
-                    Classified::Answer(result) => Verdict::Answer(result),
+                    Classified::Answer(result) => ReplayReading::Answer(result),
                     Classified::Failed { error, .. } | Classified::Unknown { error, .. } => {
-                        Verdict::Broken(error, status)
+                        ReplayReading::Broken(error, status)
                     }
                 }
             }
@@ -202,11 +202,11 @@ impl Executor {
                 http_status,
                 retry_after,
             } => match http_status {
-                Some(200..=299) => Verdict::Broken(error, http_status),
+                Some(200..=299) => ReplayReading::Broken(error, http_status),
                 Some(408 | 409 | 429 | 500..=599) | None => {
-                    Verdict::Later(error, http_status, retry_after)
+                    ReplayReading::Later(error, http_status, retry_after)
                 }
-                Some(_) => Verdict::Flag(error, http_status),
+                Some(_) => ReplayReading::Flag(error, http_status),
             },
             // The 2xx said the work was done, yet it cannot be read; the stored answer will
             // not read better the next time.
@@ -216,12 +216,14 @@ impl Executor {
                     FailureKind::AnswerTooLarge | FailureKind::InvalidAnswerUnknown
                 ) =>
             {
-                Verdict::Flag(error, http_status)
+                ReplayReading::Flag(error, http_status)
             }
-            Classified::Unknown { error, http_status } => Verdict::Later(error, http_status, None),
+            Classified::Unknown { error, http_status } => {
+                ReplayReading::Later(error, http_status, None)
+            }
         };
-        match verdict {
-            Verdict::Answer(result) => {
+        match reading {
+            ReplayReading::Answer(result) => {
                 let note = Note::replayed("settled", None, status, left, None);
                 let done = self
                     .persist("replay", || {
@@ -236,12 +238,12 @@ impl Executor {
                     .await?;
                 Ok(Replayed::Completed(Box::new(done)))
             }
-            Verdict::Broken(error, http_status) => {
+            ReplayReading::Broken(error, http_status) => {
                 self.broken(attempt, error, http_status, target.max_attempts, left)
                     .await
             }
-            verdict @ Verdict::Later(..) => self.retry_later(attempt, verdict, left).await,
-            Verdict::Flag(error, http_status) => {
+            reading @ ReplayReading::Later(..) => self.retry_later(attempt, reading, left).await,
+            ReplayReading::Flag(error, http_status) => {
                 self.flag(attempt, &error, http_status, left).await
             }
         }
@@ -298,10 +300,10 @@ impl Executor {
     async fn retry_later(
         &self,
         attempt: &Attempt,
-        verdict: Verdict,
+        reading: ReplayReading,
         left: Duration,
     ) -> Result<Replayed> {
-        let Verdict::Later(error, http_status, retry_after) = verdict else {
+        let ReplayReading::Later(error, http_status, retry_after) = reading else {
             return Err(Error::internal(
                 "a replay to retry later without its reason",
             ));

@@ -195,8 +195,8 @@ impl Executor {
     /// One pass over the ledger: recover expired leases (about once a second), start status
     /// lookups and keyed replays of `unknown` attempts that are due, send `pending` attempts and claim queued
     /// jobs. A job whose claim fails is logged and passed over; every other job goes on.
-    /// Returns how many attempts it started.
-    pub async fn tick(&self) -> Result<usize> {
+    /// Returns how many attempts it started. Only tests call it by itself (through `testing`).
+    pub(crate) async fn tick(&self) -> Result<usize> {
         self.pass(true).await
     }
 

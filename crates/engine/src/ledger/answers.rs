@@ -276,7 +276,10 @@ impl Engine {
     ///
     /// `cause` is [`Cause::Answer`] for the provider's own answer, [`Cause::Reconciliation`]
     /// for a status lookup.
-    pub async fn complete(
+    ///
+    /// Only tests call it (through `testing`); the executor calls [`Engine::complete_carrying`].
+    #[cfg_attr(not(feature = "testing"), allow(dead_code))]
+    pub(crate) async fn complete(
         &self,
         attempt_id: &str,
         answer: &Value,
@@ -310,8 +313,7 @@ impl Engine {
     /// [`Engine::complete`] for an answer a replay or a status lookup brought: `via` names
     /// how it came (`replay`, `reconciliation`) in the events, and `note` (the `replayed` or
     /// `looked_up` event) is recorded in the same transaction, before the outcome's event.
-    #[doc(hidden)]
-    pub async fn complete_noted(
+    pub(crate) async fn complete_noted(
         &self,
         attempt_id: &str,
         answer: &Value,

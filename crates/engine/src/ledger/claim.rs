@@ -160,7 +160,7 @@ impl Engine {
     /// or fails the job when the policy allows none. Everything the policy reads — the job's
     /// status and backoff, its attempts, the validated fallbacks of its contract, the
     /// providers — is read inside the claiming transaction.
-    pub async fn claim_next(&self, job_id: &str) -> Result<Claim> {
+    pub(crate) async fn claim_next(&self, job_id: &str) -> Result<Claim> {
         let job_id = job_id.to_owned();
         self.group(ClaimNext { job_id }).await
     }
@@ -168,7 +168,7 @@ impl Engine {
     /// For the executor: [`Engine::claim_next`] for several jobs, committed together (one
     /// transaction, each claim under its own savepoint). The outcomes are in the order of
     /// `job_ids`; a claim that fails fails alone. (Over 256 claims take more than one group.)
-    pub async fn claim_many(&self, job_ids: &[String]) -> Result<Vec<Result<Claim>>> {
+    pub(crate) async fn claim_many(&self, job_ids: &[String]) -> Result<Vec<Result<Claim>>> {
         let mut pending = Vec::with_capacity(job_ids.len());
         for job_id in job_ids {
             let job_id = job_id.clone();
@@ -184,25 +184,25 @@ impl Engine {
     /// For the executor: claims up to `limit` sendable jobs, oldest first, in one write that
     /// reads them locked (passing over jobs another host is claiming) and claims each; their
     /// ids beside the outcomes. A claim that fails fails the write, which is then run alone.
-    pub async fn claim_sendable(&self, limit: u32) -> Result<Vec<(String, Claim)>> {
+    pub(crate) async fn claim_sendable(&self, limit: u32) -> Result<Vec<(String, Claim)>> {
         self.group(ClaimSendable { limit }).await
     }
 
     /// For the executor: ids of queued jobs whose backoff has passed, oldest first.
-    pub async fn sendable_jobs(&self, limit: u32) -> Result<Vec<String>> {
+    pub(crate) async fn sendable_jobs(&self, limit: u32) -> Result<Vec<String>> {
         let mut conn = self.read().await?;
         Ok(job_rows::sendable(&mut conn, limit).await?)
     }
 
     /// For the executor: when the earliest backoff of a queued job ends, if one waits.
-    pub async fn next_backoff_end(&self) -> Result<Option<String>> {
+    pub(crate) async fn next_backoff_end(&self) -> Result<Option<String>> {
         let mut conn = self.read().await?;
         Ok(job_rows::next_not_before(&mut conn).await?)
     }
 
     /// For the executor: attempts committed `pending` and never sent whose job is running,
     /// oldest first.
-    pub async fn pending_attempts(&self, limit: u32) -> Result<Vec<Attempt>> {
+    pub(crate) async fn pending_attempts(&self, limit: u32) -> Result<Vec<Attempt>> {
         let mut conn = self.read().await?;
         attempt_rows::pending(&mut conn, limit)
             .await?
@@ -213,7 +213,7 @@ impl Engine {
 
     /// For the executor's pass: [`Engine::pending_attempts`] less those another host has just
     /// claimed and is about to send (PostgreSQL).
-    pub async fn left_pending_attempts(&self, limit: u32) -> Result<Vec<Attempt>> {
+    pub(crate) async fn left_pending_attempts(&self, limit: u32) -> Result<Vec<Attempt>> {
         let mut conn = self.read().await?;
         attempt_rows::pending_left(&mut conn, limit)
             .await?
@@ -225,7 +225,7 @@ impl Engine {
     /// How long `attempt_id`'s request may still be answered: the time left until its
     /// provider's hard deadline has passed since it was sent, by the ledger's clock; zero once
     /// it has. A status lookup before then could hear "not found" for work still being done.
-    pub async fn lookup_wait(&self, attempt_id: &str) -> Result<Duration> {
+    pub(crate) async fn lookup_wait(&self, attempt_id: &str) -> Result<Duration> {
         let mut conn = self.read().await?;
         attempt_rows::lookup_wait(&mut conn, attempt_id)
             .await?
@@ -234,7 +234,7 @@ impl Engine {
 
     /// For status lookups: attempts in `unknown` whose request can no longer be answered (the
     /// hard deadline passed since they were sent, by the ledger's clock), oldest first.
-    pub async fn unknown_attempts(&self, limit: u32) -> Result<Vec<Attempt>> {
+    pub(crate) async fn unknown_attempts(&self, limit: u32) -> Result<Vec<Attempt>> {
         let mut conn = self.read().await?;
         attempt_rows::unknown(&mut conn, limit)
             .await?
@@ -244,13 +244,13 @@ impl Engine {
     }
 
     /// For the executor: a job by id, whoever owns it.
-    pub async fn job_by_id(&self, job_id: &str) -> Result<Job> {
+    pub(crate) async fn job_by_id(&self, job_id: &str) -> Result<Job> {
         let mut conn = self.read().await?;
         job_row(&mut conn, job_id).await?.into_job()
     }
 
     /// For the executor: an attempt by id, whoever owns its job.
-    pub async fn attempt_by_id(&self, attempt_id: &str) -> Result<Attempt> {
+    pub(crate) async fn attempt_by_id(&self, attempt_id: &str) -> Result<Attempt> {
         let mut conn = self.read().await?;
         super::attempt_row(&mut conn, attempt_id)
             .await?

@@ -10,7 +10,6 @@ use crate::contracts::check::{Check, SampleResult};
 use crate::contracts::{self, Contract};
 use crate::error::{Error, Result};
 use crate::input;
-use crate::intent::validate_intent;
 use crate::model::OpenJobs;
 use crate::store::checks::{self as check_rows, CheckRow};
 use crate::store::contracts::{self as contract_rows, ContractRow, Upserted};
@@ -73,7 +72,7 @@ impl Engine {
     }
 
     /// One contract by name, or `not_found`.
-    pub async fn contract(&self, name: &str) -> Result<Contract> {
+    pub(crate) async fn contract(&self, name: &str) -> Result<Contract> {
         input::refuse_nul("contract", name)?;
         let mut conn = self.read().await?;
         contract_rows::get(&mut conn, name)
@@ -145,18 +144,9 @@ impl Engine {
         into_check(row, current)
     }
 
-    /// The providers of a job's route that it may fail over to by itself: those whose last
-    /// check of the job's contract passed and is current. Empty for a job without a contract.
-    pub async fn validated_fallbacks(&self, job_id: &str) -> Result<HashSet<String>> {
-        let job = self.job_by_id(job_id).await?;
-        let intent = validate_intent(job.intent)?.intent;
-        let mut conn = self.read().await?;
-        validated_in(&mut conn, &intent).await
-    }
-
     /// Keeps an AI provider's token usage for an attempt, and the answer's own id as its request
     /// id when the response headers carried none.
-    pub async fn record_usage(
+    pub(crate) async fn record_usage(
         &self,
         attempt_id: &str,
         answer_id: Option<&str>,
@@ -172,8 +162,10 @@ impl Engine {
         .await
     }
 
-    /// The token usage recorded for an attempt, if its provider reported one.
-    pub async fn attempt_usage(&self, attempt_id: &str) -> Result<Option<Value>> {
+    /// The token usage recorded for an attempt, if its provider reported one. Only tests call
+    /// it (through `testing`).
+    #[cfg_attr(not(feature = "testing"), allow(dead_code))]
+    pub(crate) async fn attempt_usage(&self, attempt_id: &str) -> Result<Option<Value>> {
         let mut conn = self.read().await?;
         Ok(attempt_rows::usage(&mut conn, attempt_id)
             .await?

@@ -17,12 +17,13 @@ mod person;
 mod providers;
 mod read;
 mod replay;
-pub use replay::{Note, ReplayGate, ReplayWindow, REPLAY_MARGIN_FLOOR, REPLAY_MARGIN_FRACTION};
+pub use replay::{Note, ReplayGate};
 mod submit;
 mod tokens;
 pub(crate) use group::WriteQueue;
 pub(crate) use submit::SubmitQueue;
-pub use tokens::{LAST_USED_EVERY, MAX_TOKEN_NAME, TOKEN_PREFIX};
+#[cfg(feature = "testing")]
+pub use {replay::ReplayWindow, tokens::TOKEN_PREFIX};
 
 use crate::store::Handle;
 use serde_json::Value;

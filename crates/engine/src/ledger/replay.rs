@@ -27,9 +27,8 @@ pub const REPLAY_MARGIN_FRACTION: f64 = 0.1;
 pub const REPLAY_MARGIN_FLOOR: Duration = Duration::from_secs(60);
 
 /// An event recorded with a change (or alone, when it changes nothing): a replay's or a status
-/// lookup's, under the attempt it concerns. Public for the model-based test, which records a
-/// replay as the executor does.
-#[doc(hidden)]
+/// lookup's, under the attempt it concerns. Reached through `testing` by the model-based test,
+/// which records a replay as the executor does.
 #[derive(Debug, Clone)]
 pub struct Note {
     pub kind: EventKind,
@@ -114,7 +113,7 @@ impl Engine {
     /// the retention less the margin has passed since the key's first use at that provider (the
     /// earliest send of any of the job's attempts there); [`ReplayGate::TooEarly`]
     /// before its hard deadline has.
-    pub async fn replay_gate(&self, attempt_id: &str) -> Result<ReplayGate> {
+    pub(crate) async fn replay_gate(&self, attempt_id: &str) -> Result<ReplayGate> {
         let attempt = self.attempt_by_id(attempt_id).await?;
         if attempt.state != AttemptState::Unknown {
             return Err(Error::invalid_transition(
@@ -167,7 +166,7 @@ impl Engine {
     /// flagged, at a provider that honours `Idempotency-Key` with a `key_retention_s`, past
     /// their hard deadline and within the retention less the margin since the key's first use at
     /// that provider (by the ledger's clock).
-    pub async fn replayable_attempts(&self, limit: u32) -> Result<Vec<Attempt>> {
+    pub(crate) async fn replayable_attempts(&self, limit: u32) -> Result<Vec<Attempt>> {
         let mut conn = self.read().await?;
         attempt_rows::replayable(
             &mut conn,
@@ -182,7 +181,7 @@ impl Engine {
     }
 
     /// One attempt's replay window, read now from the ledger's clock.
-    pub async fn replay_window(&self, attempt_id: &str) -> Result<ReplayWindow> {
+    pub(crate) async fn replay_window(&self, attempt_id: &str) -> Result<ReplayWindow> {
         let mut conn = self.read().await?;
         let (wait, left) = attempt_rows::replay_window(
             &mut conn,
@@ -217,8 +216,7 @@ impl Engine {
     }
 
     /// Records a replay or a lookup that changed nothing: its event alone.
-    #[doc(hidden)]
-    pub async fn note(&self, attempt_id: &str, note: Note) -> Result<()> {
+    pub(crate) async fn note(&self, attempt_id: &str, note: Note) -> Result<()> {
         let attempt_id = attempt_id.to_owned();
         self.group(WriteNote { attempt_id, note }).await
     }
@@ -228,8 +226,7 @@ impl Engine {
     /// (the job itself is not flagged: that mark outlives a person's verdict). One that moved
     /// meanwhile is not flagged; the note is recorded all the same. Returns whether it was
     /// flagged.
-    #[doc(hidden)]
-    pub async fn flag_unknown(&self, attempt_id: &str, note: Note) -> Result<bool> {
+    pub(crate) async fn flag_unknown(&self, attempt_id: &str, note: Note) -> Result<bool> {
         let attempt_id = attempt_id.to_owned();
         self.group(FlagUnknown { attempt_id, note }).await
     }

@@ -34,7 +34,7 @@ impl Engine {
     ) -> Result<(String, TokenInfo)> {
         validate_owner(owner)?;
         if let Some(name) = name {
-            validate_name(name)?;
+            validate_token_name(name)?;
         }
         let token = new_token();
         let id = uuid::Uuid::now_v7().to_string();
@@ -109,7 +109,7 @@ fn digest(token: &str) -> String {
 }
 
 /// A token's name: 1–128 characters, none of them a control character.
-fn validate_name(name: &str) -> Result<()> {
+fn validate_token_name(name: &str) -> Result<()> {
     let count = name.chars().count();
     if name.trim().is_empty() || count > MAX_TOKEN_NAME {
         return Err(Error::invalid_input(
@@ -141,10 +141,10 @@ mod tests {
 
     #[test]
     fn names_are_short_printable_text() {
-        assert!(validate_name("deploy bot").is_ok());
-        assert!(validate_name("").is_err());
-        assert!(validate_name("   ").is_err());
-        assert!(validate_name("a\nb").is_err());
-        assert!(validate_name(&"n".repeat(129)).is_err());
+        assert!(validate_token_name("deploy bot").is_ok());
+        assert!(validate_token_name("").is_err());
+        assert!(validate_token_name("   ").is_err());
+        assert!(validate_token_name("a\nb").is_err());
+        assert!(validate_token_name(&"n".repeat(129)).is_err());
     }
 }

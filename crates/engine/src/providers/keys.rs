@@ -14,7 +14,7 @@ use crate::providers::{ProviderConfig, ProviderKind};
 use crate::Engine;
 
 /// The keyring service every onejob key is filed under; the user is the provider's name.
-pub const SERVICE: &str = "onejob";
+pub(crate) const SERVICE: &str = "onejob";
 /// The longest key accepted, in bytes; real API keys are far shorter.
 pub const MAX_KEY_BYTES: usize = 4096;
 /// How long a keyring call may take before onejob stops waiting: a locked keyring may wait
@@ -36,7 +36,7 @@ pub enum KeyStatus {
 /// Whether a provider cannot be called without a key: it names `api_key_env`, or it is an
 /// `anthropic` provider (the Messages API refuses every request without `x-api-key`). The
 /// built-in sandbox never needs one.
-pub fn key_required(config: &ProviderConfig) -> bool {
+pub(crate) fn key_required(config: &ProviderConfig) -> bool {
     match config.kind {
         ProviderKind::Sandbox => false,
         ProviderKind::Anthropic => true,
@@ -47,7 +47,7 @@ pub fn key_required(config: &ProviderConfig) -> bool {
 /// Checks a key a person gave before it goes to the keyring: not empty or blank, no line
 /// break or other control character, at most [`MAX_KEY_BYTES`]. The error names the field
 /// `key` and never repeats the key.
-pub fn validate_key(key: &str) -> Result<()> {
+pub(crate) fn validate_api_key(key: &str) -> Result<()> {
     let why = if key.trim().is_empty() {
         Some("is empty; give the provider's API key".to_owned())
     } else if key.len() > MAX_KEY_BYTES {
@@ -70,7 +70,9 @@ pub fn validate_key(key: &str) -> Result<()> {
 /// The API key for a call to this provider, read now: the environment variable named by
 /// `api_key_env` when it is set, else the keyring's entry, else none. A required key that is
 /// missing is `misconfigured`, with how to set it; nothing is sent then.
-pub async fn api_key(config: &ProviderConfig) -> std::result::Result<Option<String>, AttemptError> {
+pub(crate) async fn api_key(
+    config: &ProviderConfig,
+) -> std::result::Result<Option<String>, AttemptError> {
     // The built-in sandbox takes no key: it never asks the keyring (which may be locked and
     // prompt on a desktop) for each of its attempts.
     if config.kind == ProviderKind::Sandbox {
@@ -229,7 +231,7 @@ impl Engine {
     /// never carry the key.
     pub async fn set_provider_key(&self, provider: &str, key: &str) -> Result<()> {
         let provider = self.provider(provider).await?;
-        validate_key(key)?;
+        validate_api_key(key)?;
         keyring_set(&provider.config.name, key).await
     }
 
@@ -268,7 +270,7 @@ mod tests {
     const PLANTED: &str = "sk-planted-4f1c";
 
     fn refused(key: &str) -> Error {
-        validate_key(key).expect_err("refused")
+        validate_api_key(key).expect_err("refused")
     }
 
     fn field_of(error: &Error) -> &str {
@@ -280,9 +282,9 @@ mod tests {
 
     #[test]
     fn an_ordinary_key_is_accepted() {
-        validate_key("sk-proj-abc_DEF-123").expect("accepted");
-        validate_key(&"k".repeat(MAX_KEY_BYTES)).expect("exactly the limit");
-        validate_key("key with inner spaces").expect("spaces are printable");
+        validate_api_key("sk-proj-abc_DEF-123").expect("accepted");
+        validate_api_key(&"k".repeat(MAX_KEY_BYTES)).expect("exactly the limit");
+        validate_api_key("key with inner spaces").expect("spaces are printable");
     }
 
     #[test]

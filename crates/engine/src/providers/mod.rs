@@ -1,9 +1,9 @@
 //! Provider configuration: what `provider add` accepts and the ledger stores.
 
-pub mod anthropic;
-pub mod http;
+pub(crate) mod anthropic;
+pub(crate) mod http;
 pub mod keys;
-pub mod openai;
+pub(crate) mod openai;
 pub(crate) mod url;
 
 use serde::{Deserialize, Serialize};
@@ -102,10 +102,10 @@ pub struct ProviderConfig {
 }
 
 /// The longest key retention a provider may state: a year.
-pub const MAX_KEY_RETENTION_S: i64 = 365 * 24 * 3600;
+pub(crate) const MAX_KEY_RETENTION_S: i64 = 365 * 24 * 3600;
 
 /// The fields a provider configuration may have; any other is `invalid_input`.
-pub const PROVIDER_FIELDS: [&str; 16] = [
+pub(crate) const PROVIDER_FIELDS: [&str; 16] = [
     "name",
     "kind",
     "base_url",
@@ -136,7 +136,7 @@ pub enum Tokenizer {
 
 /// What an AI provider's answer carried, read out of its kind's envelope.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Decoded {
+pub(crate) struct Decoded {
     pub output: Output,
     /// The provider's token usage, as it reported it.
     pub usage: Option<Value>,
@@ -146,7 +146,7 @@ pub struct Decoded {
 
 /// The model's answer: message text to be parsed, or JSON the envelope already holds.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Output {
+pub(crate) enum Output {
     Text(String),
     Json(Value),
 }
@@ -154,7 +154,7 @@ pub enum Output {
 /// Reads the answer out of a 2xx JSON body by the provider's kind; a body that is not the
 /// kind's envelope is `invalid_answer`. A `sandbox` answers a job with a contract as a Chat
 /// Completion (see [`build_request`]), so that answer is read as an `openai` one.
-pub fn decode(
+pub(crate) fn decode(
     kind: ProviderKind,
     contract: Option<&Contract>,
     body: Value,
@@ -174,7 +174,7 @@ pub fn decode(
 /// The job's result from a decoded answer: held to the contract when the job has one (text
 /// that is not JSON, a schema violation or an extra key is `contract_violation`); without a
 /// contract, message text is kept as JSON when it parses and as a string otherwise.
-pub fn judge(
+pub(crate) fn judge(
     output: Output,
     contract: Option<&Contract>,
 ) -> std::result::Result<Value, AttemptError> {
@@ -195,7 +195,7 @@ pub fn judge(
 /// made to the contract's schema and its dials can break it. `params` are the intent's;
 /// `api_key` is the one [`keys::api_key`] read for this call, and goes only into a header.
 #[allow(clippy::too_many_arguments)]
-pub fn build_request(
+pub(crate) fn build_request(
     client: &reqwest::Client,
     config: &ProviderConfig,
     base_url: &str,

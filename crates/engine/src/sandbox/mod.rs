@@ -41,9 +41,9 @@
 //! Processing runs in its own task: a client that hangs up does not stop the work, as with a
 //! real provider.
 
-mod answers;
 mod chat;
 mod dials;
+mod replies;
 mod server;
 
 use std::net::SocketAddr;
@@ -61,12 +61,12 @@ use server::{serve, Shared, State};
 use crate::error::{Error, Result};
 
 /// The path of the chat mode, as an `openai` provider with `base_url` `<sandbox url>/v1` posts.
-pub const CHAT_PATH: &str = "/v1/chat/completions";
+pub(crate) const CHAT_PATH: &str = "/v1/chat/completions";
 
 /// The chat endpoint of the sandbox whose job endpoint is `base_url`: the same server, at
 /// [`CHAT_PATH`] (the job endpoint answers on any path, so the base URL's own path and query
 /// are dropped). `None` when `base_url` is not an http(s) URL.
-pub fn chat_url(base_url: &str) -> Option<String> {
+pub(crate) fn chat_url(base_url: &str) -> Option<String> {
     let url = reqwest::Url::parse(base_url).ok()?;
     if !matches!(url.scheme(), "http" | "https") || !url.has_host() {
         return None;
@@ -97,17 +97,17 @@ pub struct LogEntry {
 /// clone is dropped.
 #[derive(Clone)]
 pub struct Sandbox {
-    handle: Arc<Handle>,
+    running: Arc<Running>,
 }
 
-struct Handle {
+struct Running {
     addr: SocketAddr,
     shared: Arc<Shared>,
     shutdown: watch::Sender<bool>,
     server: Mutex<Option<JoinHandle<()>>>,
 }
 
-impl Drop for Handle {
+impl Drop for Running {
     fn drop(&mut self) {
         self.shutdown.send_replace(true);
     }
@@ -139,7 +139,7 @@ impl Sandbox {
         let (shutdown, stopped) = watch::channel(false);
         let server = tokio::spawn(serve(listener, shared.clone(), stopped));
         Ok(Sandbox {
-            handle: Arc::new(Handle {
+            running: Arc::new(Running {
                 addr,
                 shared,
                 shutdown,
@@ -150,40 +150,40 @@ impl Sandbox {
 
     /// The address it listens on, with the port chosen when 0 was asked for.
     pub fn addr(&self) -> SocketAddr {
-        self.handle.addr
+        self.running.addr
     }
 
     /// The base URL of its job endpoint: `http://127.0.0.1:PORT`.
     pub fn url(&self) -> String {
-        format!("http://{}", self.handle.addr)
+        format!("http://{}", self.running.addr)
     }
 
     /// Replaces the dials; requests that arrive afterwards use them. Out-of-range values are
     /// not refused here (validate first): probabilities act as if clamped.
     pub fn set_dials(&self, dials: Dials) {
-        *lock(&self.handle.shared.dials) = dials;
+        *lock(&self.running.shared.dials) = dials;
     }
 
     /// The dials in force.
     pub fn dials(&self) -> Dials {
-        lock(&self.handle.shared.dials).clone()
+        lock(&self.running.shared.dials).clone()
     }
 
     /// Every request its job endpoint saw, in arrival order.
     pub fn log(&self) -> Vec<LogEntry> {
-        lock(&self.handle.shared.state).log.clone()
+        lock(&self.running.shared.state).log.clone()
     }
 
     /// How many client connections are open now, held ones included.
     pub fn open_connections(&self) -> usize {
-        self.handle.shared.open_connections.load(Ordering::SeqCst)
+        self.running.shared.open_connections.load(Ordering::SeqCst)
     }
 
     /// Stops accepting, closes every connection (held ones included) and returns once the
     /// server has ended. Other clones see a stopped server.
     pub async fn stop(self) {
-        self.handle.shutdown.send_replace(true);
-        let server = lock(&self.handle.server).take();
+        self.running.shutdown.send_replace(true);
+        let server = lock(&self.running.server).take();
         if let Some(server) = server {
             // The server task only ends by itself; a panic in it has nothing left to clean up.
             let _ = server.await;

@@ -20,8 +20,8 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
-use super::answers::{json_response, Answer, Delivery, Plan, Reply, Work};
 use super::dials::{Dials, Fault};
+use super::replies::{json_response, Answer, Delivery, Plan, Reply, Work};
 use super::{lock, LogEntry, CHAT_PATH};
 use crate::store::now;
 

@@ -22,8 +22,6 @@ pub struct BulkRow {
     /// `running` or `done`.
     pub state: String,
     pub matched: i64,
-    pub created_at: String,
-    pub finished_at: Option<String>,
 }
 
 /// How far an operation has come.

@@ -16,20 +16,20 @@
 //! Times that decide (leases, backoff) are taken from the database's clock: operations take
 //! durations, never instants computed on a host.
 
-pub mod attempts;
-pub mod bulk;
-pub mod checks;
-pub mod contracts;
-pub mod events;
-pub mod evidence;
+pub(crate) mod attempts;
+pub(crate) mod bulk;
+pub(crate) mod checks;
+pub(crate) mod contracts;
+pub(crate) mod events;
+pub(crate) mod evidence;
 mod ids;
-pub mod jobs;
+pub(crate) mod jobs;
 pub mod postgres;
-pub mod providers;
-pub mod retry_keys;
-pub mod rows;
-pub mod sqlite;
-pub mod tokens;
+pub(crate) mod providers;
+pub(crate) mod retry_keys;
+pub(crate) mod rows;
+pub(crate) mod sqlite;
+pub(crate) mod tokens;
 
 /// How the build fills in the queries' column lists (`crates/engine/build.rs`), compiled here
 /// only for its tests.
@@ -49,7 +49,7 @@ use postgres::{PgConn, PgTx, Watch};
 use crate::error::{Error, Result};
 
 /// The current time in the ledger's fixed-width UTC text form.
-pub fn now() -> String {
+pub(crate) fn now() -> String {
     Utc::now().to_rfc3339_opts(SecondsFormat::Millis, true)
 }
 
@@ -85,13 +85,13 @@ pub(crate) fn row_in_column<T: serde::de::DeserializeOwned>(
 /// One connection of either backend, borrowed for the statements of one operation. A
 /// PostgreSQL connection comes with its [`Watch`], which every statement on it runs under; a
 /// SQLite one with its file as shown, which its failures name.
-pub enum Conn<'c> {
+pub(crate) enum Conn<'c> {
     Sqlite(&'c mut SqliteConnection, &'c str),
     Postgres(&'c mut PgConnection, &'c Watch),
 }
 
 /// Anything the store's operations run on: a transaction, a pooled connection, a borrowed one.
-pub trait Handle: Send {
+pub(crate) trait Handle: Send {
     /// The connection to run the next statement on.
     fn conn(&mut self) -> Conn<'_>;
 }
@@ -106,7 +106,7 @@ impl Handle for Conn<'_> {
 }
 
 /// A write transaction of either backend; dropped without `commit`, it rolls back.
-pub enum Tx {
+pub(crate) enum Tx {
     Sqlite(sqlite::WriterGuard),
     Postgres(PgTx),
 }
@@ -219,7 +219,7 @@ impl Tx {
 }
 
 /// A connection from a pool, for reads outside a transaction.
-pub enum Pooled {
+pub(crate) enum Pooled {
     /// A reader, and the ledger's file as shown.
     Sqlite(PoolConnection<Sqlite>, Arc<str>),
     Postgres(PgConn),
@@ -241,7 +241,7 @@ impl Handle for Pooled {
 /// unsettled while its statements may leave a transaction open, and dropped so (its caller went
 /// away mid-call), that transaction ends unanswered: rolled back on SQLite's writer before
 /// anything else runs on it; on PostgreSQL by closing the connection instead of giving it back.
-pub struct Writing {
+pub(crate) struct Writing {
     conn: WritingConn,
     settled: bool,
 }
@@ -352,7 +352,7 @@ impl postgres::PgDb {
 
 /// The ledger's database, either backend.
 #[derive(Clone)]
-pub enum Db {
+pub(crate) enum Db {
     Sqlite(sqlite::SqliteDb),
     Postgres(postgres::PgDb),
 }

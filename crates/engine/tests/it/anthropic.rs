@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
-use common::{Ledger, OWNER};
+use common::{quick, Ledger, OWNER};
 use http_body_util::{BodyExt, Full};
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
@@ -16,6 +16,7 @@ use hyper::{Request, Response};
 use hyper_util::rt::TokioIo;
 use onejob_engine::executor::{Executor, ExecutorOptions};
 use onejob_engine::sandbox::{Dials, Sandbox};
+use onejob_engine::testing::InternalCalls as _;
 use onejob_engine::{Engine, JobDetail, JobStatus, Usage};
 use serde_json::{json, Value};
 
@@ -256,9 +257,7 @@ async fn the_anthropic_adapter_keeps_the_contract_scenario() {
         ([127, 0, 0, 1], 0).into(),
         Dials {
             server_error: 1.0,
-            latency_ms: 5,
-            jitter_ms: 0,
-            ..Dials::default()
+            ..quick(5)
         },
     )
     .await

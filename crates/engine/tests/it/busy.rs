@@ -8,8 +8,7 @@ use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use common::{sandbox, until, OWNER};
-use onejob_engine::sandbox::Dials;
+use common::{quick, sandbox, until, OWNER};
 use onejob_engine::{Engine, Error, JobStatus, OpenOptions};
 use serde_json::json;
 
@@ -51,12 +50,7 @@ async fn a_sqlite_file_held_by_another_process_is_busy_not_lost() {
     };
     let e = Engine::open_with(&path, options).await.expect("open");
     // Slow enough that its answer arrives while the file is held.
-    let server = sandbox(Dials {
-        latency_ms: 800,
-        jitter_ms: 0,
-        ..Dials::default()
-    })
-    .await;
+    let server = sandbox(quick(800)).await;
     let provider = json!({
         "name": "slow", "kind": "http", "base_url": server.url(),
         "soft_timeout_ms": 5000, "hard_timeout_ms": 10_000, "honours_idempotency_key": false

@@ -7,7 +7,8 @@ use crate::common;
 use std::time::Duration;
 
 use common::{quick, sandbox, start, until, Ledger, OWNER};
-use onejob_engine::sandbox::{Dials, Sandbox, CHAT_PATH};
+use onejob_engine::sandbox::{Dials, Sandbox};
+use onejob_engine::testing::{InternalCalls as _, CHAT_PATH};
 use onejob_engine::{AttemptState, Engine, JobDetail, JobStatus};
 use serde_json::{json, Value};
 

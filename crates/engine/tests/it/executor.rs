@@ -8,6 +8,7 @@ use std::time::Duration;
 use common::{kinds, quick, sandbox, start, until, Ledger, Sql, OWNER};
 use onejob_engine::executor::{Executor, ExecutorOptions, Reconciled};
 use onejob_engine::sandbox::Dials;
+use onejob_engine::testing::ExecutorSteps as _;
 use onejob_engine::{AttemptState, Engine, Error, JobDetail, JobStatus, Resolution, Verdict};
 use onejob_testkit::RawServer;
 use serde_json::json;
@@ -469,7 +470,9 @@ async fn reconcile_resolves_unknown_attempts_from_the_status_url() {
     let went_through = submit(e, "went-through", &["dropper"], 5).await;
     let unknown = until(e, &went_through, |d| d.job.status == JobStatus::Unknown).await;
     match reconcile_when_due(&executor, &unknown.attempts[0]).await {
-        Reconciled::Completed(done) => assert_eq!(done.outcome, onejob_engine::Outcome::Won),
+        Reconciled::Completed(done) => {
+            assert_eq!(done.outcome, onejob_engine::testing::Outcome::Won)
+        }
         other => panic!("expected a completion, got {other:?}"),
     }
     let done = e.job(OWNER, &went_through).await.expect("job");

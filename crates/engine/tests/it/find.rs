@@ -7,9 +7,9 @@ use std::collections::HashSet;
 use std::time::Duration;
 
 use common::{why, Ledger, Sql, OWNER};
+use onejob_engine::testing::{Cause, Claim, InternalCalls as _};
 use onejob_engine::{
-    Cause, Claim, Engine, Error, Job, JobPart, JobStatus, JobsQuery, OpenJobs, Resolution,
-    ShownValue, Verdict,
+    Engine, Error, Job, JobPart, JobStatus, JobsQuery, OpenJobs, Resolution, ShownValue, Verdict,
 };
 use serde_json::json;
 

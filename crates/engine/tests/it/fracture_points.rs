@@ -4,7 +4,8 @@
 use crate::common;
 
 use common::{intent, kinds, Ledger, OWNER};
-use onejob_engine::{AttemptState, Cause, Engine, JobStatus, Outcome};
+use onejob_engine::testing::{Cause, InternalCalls as _, Outcome};
+use onejob_engine::{AttemptState, Engine, JobStatus};
 use serde_json::json;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -129,7 +130,7 @@ async fn reverse_order_completion_second_loses() {
             .expect("a race_lost event");
         assert_eq!(race.detail["winner"], json!(first.id));
         assert_eq!(race.detail["loser"], json!(second.id));
-        let sha = onejob_engine::intent::canonical_sha256(&json!({ "from": second.provider }));
+        let sha = onejob_engine::testing::canonical_sha256(&json!({ "from": second.provider }));
         assert_eq!(race.detail["payload_sha256"], json!(sha));
         assert!(
             !serde_json::to_string(&detail)

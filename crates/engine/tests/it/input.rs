@@ -5,6 +5,7 @@
 use crate::common;
 
 use common::{intent, Ledger, OWNER};
+use onejob_engine::testing::InternalCalls as _;
 use onejob_engine::{Error, JobStatus, JobsQuery, Resolution, Verdict};
 use serde_json::{json, Value};
 

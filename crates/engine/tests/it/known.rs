@@ -7,6 +7,7 @@ use crate::common;
 use std::time::Duration;
 
 use common::{start, until, Ledger, Sql, OWNER};
+use onejob_engine::testing::InternalCalls as _;
 use onejob_engine::{AttemptState, Engine, JobDetail, JobPart};
 use onejob_testkit::RawServer;
 use serde_json::{json, Value};

@@ -6,9 +6,10 @@ use crate::common;
 use std::time::Duration;
 
 use common::{intent, kinds, why, Ledger, Sql, OWNER};
+use onejob_engine::testing::{AfterFailure, Cause, InternalCalls as _, Outcome};
 use onejob_engine::{
-    AfterFailure, AttemptState, BulkAction, BulkFilter, BulkRequest, Cause, Error, JobPart,
-    JobStatus, JobsQuery, Outcome, Resolution, ShownValue, Verdict,
+    AttemptState, BulkAction, BulkFilter, BulkRequest, Error, JobPart, JobStatus, JobsQuery,
+    Resolution, ShownValue, Verdict,
 };
 use serde_json::json;
 
@@ -463,7 +464,7 @@ async fn an_answer_for_an_attempt_a_person_marked_failed_is_dropped_and_flagged(
         .expect("event");
     assert_eq!(
         flagged.detail["payload_sha256"],
-        json!(onejob_engine::intent::canonical_sha256(
+        json!(onejob_engine::testing::canonical_sha256(
             &json!({ "charged": 100 })
         ))
     );

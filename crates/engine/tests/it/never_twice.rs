@@ -8,12 +8,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::{intent, kinds, quick, sandbox, start_with, until, why, Ledger, Raw, Sql, OWNER};
-use onejob_engine::executor::{Executor, ExecutorOptions, Replayed};
+use onejob_engine::executor::{Executor, ExecutorOptions};
 use onejob_engine::sandbox::Dials;
-use onejob_engine::{
-    AfterFailure, AttemptState, Cause, Engine, FailureKind, JobStatus, OpenOptions, Outcome,
-    Resolution, Verdict,
+use onejob_engine::testing::{
+    AfterFailure, Cause, ExecutorSteps as _, FailureKind, InternalCalls as _, Outcome, Replayed,
 };
+use onejob_engine::{AttemptState, Engine, JobStatus, OpenOptions, Resolution, Verdict};
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -539,7 +539,7 @@ async fn a_retry_after_of_a_year_waits_an_hour_and_the_event_records_both() {
     assert_eq!(backoff.detail["capped"], json!(true));
     assert_eq!(
         e.claim_next(&sent.job.id).await.expect("claim"),
-        onejob_engine::Claim::Skipped,
+        onejob_engine::testing::Claim::Skipped,
         "the backoff is read inside the claim"
     );
 }
@@ -559,12 +559,7 @@ async fn wait_through_a_lock(
     let e = Engine::open_with(&ledger.location, limits)
         .await
         .expect("open");
-    let server = sandbox(Dials {
-        latency_ms,
-        jitter_ms: 0,
-        ..Dials::default()
-    })
-    .await;
+    let server = sandbox(quick(latency_ms)).await;
     let config = json!({
         "name": "slow", "kind": "http", "base_url": server.url(),
         "soft_timeout_ms": 5000, "hard_timeout_ms": 8000, "honours_idempotency_key": false
@@ -1156,7 +1151,7 @@ async fn a_replay_window_counts_from_the_keys_first_send_at_the_provider_not_the
     .await;
     let job = pay_at(e, "payments", "retried-hours-later").await;
     let first = match e.claim_next(&job).await.expect("claim") {
-        onejob_engine::Claim::Attempt(ja) => ja.attempt.id,
+        onejob_engine::testing::Claim::Attempt(ja) => ja.attempt.id,
         other => panic!("{other:?}"),
     };
     e.mark_sent(&first, "executor-test", Duration::from_secs(3600))
@@ -1173,7 +1168,7 @@ async fn a_replay_window_counts_from_the_keys_first_send_at_the_provider_not_the
     .await
     .expect("failed");
     let second = match e.claim_next(&job).await.expect("claim") {
-        onejob_engine::Claim::Attempt(ja) => ja.attempt.id,
+        onejob_engine::testing::Claim::Attempt(ja) => ja.attempt.id,
         other => panic!("{other:?}"),
     };
     e.mark_sent(&second, "executor-test", Duration::from_secs(3600))
@@ -1198,7 +1193,7 @@ async fn a_replay_window_counts_from_the_keys_first_send_at_the_provider_not_the
     let mut ids = Vec::new();
     for _ in 0..2 {
         let id = match e.claim_next(&other).await.expect("claim") {
-            onejob_engine::Claim::Attempt(ja) => ja.attempt.id,
+            onejob_engine::testing::Claim::Attempt(ja) => ja.attempt.id,
             c => panic!("{c:?}"),
         };
         e.mark_sent(&id, "executor-test", Duration::from_secs(3600))
@@ -1218,7 +1213,7 @@ async fn a_replay_window_counts_from_the_keys_first_send_at_the_provider_not_the
     sent_hours_ago(&raw, &ids[0], 21).await;
     sent_hours_ago(&raw, &ids[1], 20).await;
     match e.replay_gate(&ids[1]).await.expect("gate") {
-        onejob_engine::ReplayGate::Now { left, .. } => {
+        onejob_engine::testing::ReplayGate::Now { left, .. } => {
             assert!(
                 left < Duration::from_secs(3600),
                 "{left:?}: counted from the first send"

@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use common::{Ledger, OWNER};
 use onejob_engine::executor::{Executor, ExecutorOptions};
+use onejob_engine::testing::InternalCalls as _;
 use onejob_engine::{JobStatus, Usage};
 use onejob_testkit::MockLlm;
 use serde_json::{json, Value};

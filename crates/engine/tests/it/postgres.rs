@@ -7,10 +7,13 @@
 use std::time::Duration;
 
 use onejob_engine::executor::{Executor, ExecutorOptions};
-use onejob_engine::sandbox::{Dials, Sandbox};
-use onejob_engine::{Claim, Engine, Error, JobStatus};
+use onejob_engine::sandbox::Sandbox;
+use onejob_engine::testing::{Claim, ExecutorSteps as _, InternalCalls as _};
+use onejob_engine::{Engine, Error, JobStatus};
 use onejob_testkit::{Postgres, Relay};
 use serde_json::json;
+
+use crate::common::quick;
 
 const OWNER: &str = "local";
 
@@ -653,16 +656,9 @@ async fn relayed(cluster: &Postgres, name: &str) -> (Relay, Engine) {
 async fn one_commit_answer_lost(needle: &str) -> onejob_engine::JobDetail {
     let cluster = Postgres::start().expect("a cluster");
     let (relay, engine) = relayed(&cluster, "unanswered").await;
-    let server = Sandbox::start(
-        ([127, 0, 0, 1], 0).into(),
-        Dials {
-            latency_ms: 5,
-            jitter_ms: 0,
-            ..Dials::default()
-        },
-    )
-    .await
-    .expect("a sandbox");
+    let server = Sandbox::start(([127, 0, 0, 1], 0).into(), quick(5))
+        .await
+        .expect("a sandbox");
     let config = json!({
         "name": "payee", "kind": "http", "base_url": server.url(),
         "soft_timeout_ms": 5000, "hard_timeout_ms": 8000,
@@ -974,16 +970,9 @@ async fn a_host_frozen_while_moving_an_attempt_costs_another_host_no_lease() {
     let cluster = Postgres::start().expect("a cluster");
     let url = cluster.database("frozen").expect("a database");
     // The other host's own attempt is at this provider for the whole freeze.
-    let slow = Sandbox::start(
-        ([127, 0, 0, 1], 0).into(),
-        Dials {
-            latency_ms: 10_000,
-            jitter_ms: 0,
-            ..Dials::default()
-        },
-    )
-    .await
-    .expect("a sandbox");
+    let slow = Sandbox::start(([127, 0, 0, 1], 0).into(), quick(10_000))
+        .await
+        .expect("a sandbox");
     let frozen = Engine::open(&url)
         .await
         .expect("open the host that freezes");

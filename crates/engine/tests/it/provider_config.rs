@@ -5,8 +5,8 @@
 use crate::common;
 
 use common::{start, until, Ledger, Raw, Sql, OWNER};
-use onejob_engine::providers::keys::SERVICE;
-use onejob_engine::providers::PROVIDER_FIELDS;
+use onejob_engine::testing::PROVIDER_FIELDS;
+use onejob_engine::testing::SERVICE;
 use onejob_engine::{Engine, Error, JobStatus, KeyStatus};
 use onejob_testkit::DesktopSession;
 use serde_json::{json, Value};

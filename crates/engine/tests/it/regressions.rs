@@ -4,7 +4,8 @@
 use crate::common;
 
 use common::{why, Ledger, OWNER};
-use onejob_engine::{Cause, Claim, JobStatus, Resolution, Verdict};
+use onejob_engine::testing::{Cause, Claim, InternalCalls as _};
+use onejob_engine::{JobStatus, Resolution, Verdict};
 use serde_json::json;
 use sqlx::Connection;
 

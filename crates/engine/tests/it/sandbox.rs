@@ -6,20 +6,13 @@ use crate::common;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use common::quick;
+use common::{quick, sandbox};
 use onejob_engine::sandbox::{Dials, LogEntry, Sandbox};
 use onejob_engine::Error;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-
-const LOOPBACK: &str = "127.0.0.1:0";
-
-async fn sandbox(dials: Dials) -> Sandbox {
-    let addr: SocketAddr = LOOPBACK.parse().expect("address");
-    Sandbox::start(addr, dials).await.expect("sandbox starts")
-}
 
 /// A client that never goes through a proxy and gives up after `timeout`.
 fn client(timeout: Duration) -> reqwest::Client {
@@ -70,12 +63,7 @@ async fn eventually(what: &str, check: impl Fn() -> bool) {
 
 #[tokio::test]
 async fn a_normal_request_is_echoed_with_its_request_id_and_logged_with_key_and_body_hash() {
-    let sandbox = sandbox(Dials {
-        latency_ms: 200,
-        jitter_ms: 0,
-        ..Dials::default()
-    })
-    .await;
+    let sandbox = sandbox(quick(200)).await;
     let body = json!({"prompt": "hello", "n": 1});
     let started = Instant::now();
     let response = post(
@@ -420,12 +408,7 @@ async fn without_honouring_the_key_a_repeat_is_processed_again() {
 #[tokio::test]
 async fn a_key_whose_first_request_is_still_processing_gets_409_and_status_pending() {
     // Long enough that the second request arrives while the first is held, even on a busy machine.
-    let sandbox = sandbox(Dials {
-        latency_ms: 5000,
-        jitter_ms: 0,
-        ..Dials::default()
-    })
-    .await;
+    let sandbox = sandbox(quick(5000)).await;
     let first = tokio::spawn({
         let request = post(
             &client(Duration::from_secs(10)),

@@ -4,7 +4,8 @@
 use crate::common;
 
 use common::{Ledger, Sql};
-use onejob_engine::{Error, TokenInfo, TOKEN_PREFIX};
+use onejob_engine::testing::TOKEN_PREFIX;
+use onejob_engine::{Error, TokenInfo};
 
 /// A new token of `owner`, without a name, and what the list says of it.
 async fn new_token(ledger: &Ledger, owner: &str) -> (String, TokenInfo) {

@@ -8,6 +8,7 @@ use axum::body::Body;
 use axum::http::{header, Method, Request, StatusCode};
 use axum::Router;
 use http_body_util::BodyExt;
+use onejob_engine::testing::InternalCalls as _;
 use onejob_engine::{AttemptError, Engine};
 use serde_json::{json, Value};
 use tokio::sync::watch;

@@ -82,7 +82,11 @@ async fn fail_in(
 impl Engine {
     /// For the executor: no trustworthy answer (`in_flight → unknown`); the job waits for a
     /// person or a reconciliation.
-    pub async fn mark_unknown(&self, attempt_id: &str, why: AttemptError) -> Result<Attempt> {
+    pub(crate) async fn mark_unknown(
+        &self,
+        attempt_id: &str,
+        why: AttemptError,
+    ) -> Result<Attempt> {
         let attempt_id = attempt_id.to_owned();
         self.group(MarkUnknown { attempt_id, why }).await
     }
@@ -90,7 +94,11 @@ impl Engine {
     /// For the executor: a failure found before sending (a missing key, a provider removed
     /// since). It only ever moves `pending → failed`: an attempt another process already
     /// marked `in_flight` is left alone (`invalid_transition`), since its request may be out.
-    pub async fn fail_unsent(&self, attempt_id: &str, why: AttemptError) -> Result<JobAttempt> {
+    pub(crate) async fn fail_unsent(
+        &self,
+        attempt_id: &str,
+        why: AttemptError,
+    ) -> Result<JobAttempt> {
         let attempt_id = attempt_id.to_owned();
         let done = self.group(FailUnsent { attempt_id, why }).await?;
         self.wake_executor();
@@ -98,7 +106,7 @@ impl Engine {
     }
 
     /// For the executor: a definite failure. The job is queued again or failed, as decided.
-    pub async fn fail_attempt(
+    pub(crate) async fn fail_attempt(
         &self,
         attempt_id: &str,
         why: AttemptError,
@@ -111,8 +119,7 @@ impl Engine {
 
     /// [`Engine::fail_attempt`] with a replay's or a status lookup's event, recorded in the
     /// same transaction before the failure's.
-    #[doc(hidden)]
-    pub async fn fail_attempt_noted(
+    pub(crate) async fn fail_attempt_noted(
         &self,
         attempt_id: &str,
         why: AttemptError,
@@ -134,8 +141,14 @@ impl Engine {
         Ok(done)
     }
 
-    /// For an out-of-band process: gives up waiting on an attempt without a person.
-    pub async fn abandon_attempt(&self, attempt_id: &str, reason: &str) -> Result<JobAttempt> {
+    /// For an out-of-band process: gives up waiting on an attempt without a person. Only tests
+    /// call it (through `testing`).
+    #[cfg_attr(not(feature = "testing"), allow(dead_code))]
+    pub(crate) async fn abandon_attempt(
+        &self,
+        attempt_id: &str,
+        reason: &str,
+    ) -> Result<JobAttempt> {
         let mut tx = self.begin().await?;
         let outcome = async {
             job_rows::lock(&mut tx, &[], &[attempt_id.to_owned()]).await?;

@@ -132,8 +132,10 @@ pub(super) async fn start_attempt_in_bulk(
 impl Engine {
     /// For the executor: creates the job's next attempt at `provider` as `pending`. Refused
     /// with `attempt_blocked` while another is open, `invalid_transition` once the job is
-    /// `succeeded`, `cancelled` or `failed`.
-    pub async fn claim_attempt(&self, job_id: &str, provider: &str) -> Result<JobAttempt> {
+    /// `succeeded`, `cancelled` or `failed`. Only tests call it (through `testing`): the
+    /// executor claims by the route policy ([`Engine::claim_next`]).
+    #[cfg_attr(not(feature = "testing"), allow(dead_code))]
+    pub(crate) async fn claim_attempt(&self, job_id: &str, provider: &str) -> Result<JobAttempt> {
         let (job_id, provider) = (job_id.to_owned(), provider.to_owned());
         self.group(ClaimAttempt { job_id, provider }).await
     }

@@ -75,8 +75,10 @@ impl Engine {
     /// For the executor: commits `pending → in_flight` with its lease, before a byte is sent.
     /// Refused unless the attempt is `pending` and its job `running` with no result: only the
     /// executor whose move succeeds may send it. Committed with the executor's other writes
-    /// of the moment (a group commit); it returns only once that commit is durable.
-    pub async fn mark_sent(
+    /// of the moment (a group commit); it returns only once that commit is durable. Only tests
+    /// call it (through `testing`); the executor calls [`Engine::mark_sent_of`].
+    #[cfg_attr(not(feature = "testing"), allow(dead_code))]
+    pub(crate) async fn mark_sent(
         &self,
         attempt_id: &str,
         executor_id: &str,
@@ -110,7 +112,7 @@ impl Engine {
 
     /// For the executor: extends its lease on an attempt it holds in flight; false when it no
     /// longer holds one (the attempt moved on).
-    pub async fn renew_lease(
+    pub(crate) async fn renew_lease(
         &self,
         attempt_id: &str,
         executor_id: &str,
@@ -125,20 +127,9 @@ impl Engine {
         .await
     }
 
-    /// For the executor: saves the provider's request id and HTTP status as soon as headers arrive.
-    pub async fn record_response_head(
-        &self,
-        attempt_id: &str,
-        request_id: Option<&str>,
-        http_status: Option<u16>,
-    ) -> Result<()> {
-        let head = ResponseHead::new(request_id.map(str::to_owned), http_status);
-        self.queue_response_head(None, attempt_id, head)?.await
-    }
-
-    /// For the executor: [`Engine::record_response_head`] without waiting: the write is queued
-    /// at once, so a write the caller queues after it (the answer) is committed in the same
-    /// group or a later one, never before it. The future commits it and gives its outcome.
+    /// For the executor: saves the provider's request id and HTTP status as soon as headers
+    /// arrive, without waiting: the write is queued at once, so a write the caller queues after
+    /// it (the answer) is committed in the same group or a later one, never before it. The future commits it and gives its outcome.
     /// When the answer takes the head with it ([`ResponseHead::carried_by_answer`]) before this
     /// write runs, this write writes nothing; given the attempt's `job_id`, that answer may then
     /// run ahead of it in its group (see `group/runs.rs`).
@@ -148,13 +139,13 @@ impl Engine {
         attempt_id: &str,
         head: Arc<ResponseHead>,
     ) -> Result<impl std::future::Future<Output = Result<()>> + Send + 'static> {
-        let pending = self.writes.queue(RecordHead {
+        let ticket = self.writes.queue(RecordHead {
             job_id: job_id.map(str::to_owned),
             attempt_id: attempt_id.to_owned(),
             head,
         })?;
         let writes = self.writes.clone();
-        Ok(async move { writes.outcome(pending).await })
+        Ok(async move { writes.outcome(ticket).await })
     }
 }
 
@@ -287,7 +278,8 @@ mod tests {
     #![allow(clippy::unwrap_used)]
 
     use super::*;
-    use crate::{Cause, Outcome};
+    use crate::attempt::Cause;
+    use crate::model::Outcome;
 
     /// A ledger on either backend, as the test run chooses.
     async fn open(dir: &tempfile::TempDir) -> Engine {

@@ -184,9 +184,11 @@ impl Engine {
         self.bulk_operation(owner, &id).await
     }
 
-    /// [`Engine::bulk_start`], then [`Engine::bulk_run`] to its end: what a face that waits
-    /// for the whole operation calls. A replayed key finishes what is left of its operation.
-    pub async fn bulk(
+    /// [`Engine::bulk_start`], then [`Engine::bulk_run`] to its end, in one call. A replayed
+    /// key finishes what is left of its operation. Only tests and benchmarks call it (through
+    /// `testing`); the faces start an operation and run it apart.
+    #[cfg_attr(not(feature = "testing"), allow(dead_code))]
+    pub(crate) async fn bulk(
         &self,
         owner: &str,
         key: &str,

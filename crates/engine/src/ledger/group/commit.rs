@@ -6,7 +6,7 @@ use std::future::Future;
 use std::pin::Pin;
 
 use super::runs::{run_from, run_together};
-use super::{take, Answer, Lock, Queued};
+use super::{take, Lock, Queued, ReplyOnCommit};
 use crate::error::{Error, Result};
 use crate::store::{jobs as job_rows, Db, Tx};
 
@@ -100,7 +100,7 @@ fn is_held(held: &[(String, Option<String>)], lock: &Lock) -> bool {
 /// back to run again.
 async fn commit_unless_refused(db: &Db, group: Vec<Queued>) -> Option<Vec<Queued>> {
     let (mut tx, group) = begin(db, group).await?;
-    let mut answers: Vec<Answer> = Vec::with_capacity(group.len());
+    let mut replies: Vec<ReplyOnCommit> = Vec::with_capacity(group.len());
     // Which writes a run's statement has already run for.
     let mut together = vec![false; group.len()];
     for at in 0..group.len() {
@@ -116,9 +116,9 @@ async fn commit_unless_refused(db: &Db, group: Vec<Queued>) -> Option<Vec<Queued
             }
         }
         if kept {
-            let (keep, answer) = group[at].run(&mut tx).await;
+            let (keep, reply) = group[at].run(&mut tx).await;
             kept = keep;
-            answers.push(answer);
+            replies.push(reply);
         }
         if !kept {
             // Its first run's outcome and the others' are dropped unanswered, and what a run's
@@ -133,8 +133,8 @@ async fn commit_unless_refused(db: &Db, group: Vec<Queued>) -> Option<Vec<Queued
         }
     }
     let committed = tx.commit().await.map_err(Error::from);
-    for answer in answers {
-        answer(committed.clone());
+    for reply in replies {
+        reply(committed.clone());
     }
     None
 }
@@ -145,7 +145,7 @@ async fn commit_with_savepoints(db: &Db, group: Vec<Queued>) {
         return;
     };
     let alone = group.len() == 1;
-    let mut answers: Vec<Answer> = Vec::with_capacity(group.len());
+    let mut replies: Vec<ReplyOnCommit> = Vec::with_capacity(group.len());
     let mut rest = group.into_iter();
     let mut broken: Option<Error> = None;
     // Whether a savepoint is open and what was written since it is to be kept.
@@ -166,14 +166,14 @@ async fn commit_with_savepoints(db: &Db, group: Vec<Queued>) {
                 break;
             }
         }
-        let (keep, answer) = queued.run(&mut tx).await;
-        answers.push(answer);
+        let (keep, reply) = queued.run(&mut tx).await;
+        replies.push(reply);
         if alone {
             if !keep {
                 // A refusal: nothing of it may stay, and nothing else is in the transaction.
                 let _ = tx.rollback().await;
-                for answer in answers {
-                    answer(Ok(()));
+                for reply in replies {
+                    reply(Ok(()));
                 }
                 return;
             }
@@ -196,8 +196,8 @@ async fn commit_with_savepoints(db: &Db, group: Vec<Queued>) {
             queued.refuse(e.clone());
         }
     }
-    for answer in answers {
-        answer(committed.clone());
+    for reply in replies {
+        reply(committed.clone());
     }
 }
 
@@ -207,11 +207,12 @@ mod tests {
 
     use crate::error::Error;
     use crate::ledger::claim::{claim_in, ClaimNext};
-    use crate::ledger::group::{GroupWrite, Lock, Pending, Step};
+    use crate::ledger::group::{GroupWrite, Lock, Step, Ticket};
+    use crate::ledger::Claim;
     use crate::store::Tx;
-    use crate::{Claim, Engine, JobStatus};
+    use crate::{Engine, JobStatus};
 
-    fn queue_claim(engine: &Engine, id: &str) -> Pending<Claim> {
+    fn queue_claim(engine: &Engine, id: &str) -> Ticket<Claim> {
         let claim = ClaimNext {
             job_id: id.to_owned(),
         };

@@ -91,7 +91,7 @@ mod tests {
     #![allow(clippy::unwrap_used)]
 
     use super::*;
-    use crate::ledger::group::{GroupWrite, Lock, Pending, Step};
+    use crate::ledger::group::{GroupWrite, Lock, Step, Ticket};
     use crate::store::Tx;
     use crate::Engine;
 
@@ -116,13 +116,13 @@ mod tests {
     async fn a_queue_longer_than_a_group_is_answered_to_the_last_write() {
         let dir = tempfile::tempdir().unwrap();
         let engine = Engine::open(dir.path().join("ledger.db")).await.unwrap();
-        let queued: Vec<Pending<usize>> = (0..MAX_GROUP + 44)
+        let queued: Vec<Ticket<usize>> = (0..MAX_GROUP + 44)
             .map(|n| engine.writes.queue(Number(n)).unwrap())
             .collect();
-        for (n, pending) in queued.into_iter().enumerate() {
+        for (n, ticket) in queued.into_iter().enumerate() {
             let answered = tokio::time::timeout(
                 std::time::Duration::from_secs(60),
-                engine.writes.outcome(pending),
+                engine.writes.outcome(ticket),
             );
             assert_eq!(answered.await.expect("answered").unwrap(), n);
         }

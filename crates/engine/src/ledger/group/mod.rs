@@ -1,4 +1,4 @@
-//! Group commit for the executor's writes: claims, `pending → in_flight`, response heads,
+//! Group commit for the executor's writes: claims, `ticket → in_flight`, response heads,
 //! lease renewals, answers and failures from every attempt this process drives. Many writes
 //! share one write transaction, so one durable commit (one fsync) holds them all.
 //!
@@ -13,7 +13,7 @@
 //!    other in a circle). A write whose job another host holds steps aside and is committed a
 //!    moment later in a group of its own; the rest of the group goes on without it.
 //! 3. **Runs** (`runs.rs`). The writes run in their order on the one transaction. On
-//!    PostgreSQL the commonest writes of many attempts (`pending → in_flight`, answers) run as
+//!    PostgreSQL the commonest writes of many attempts (`ticket → in_flight`, answers) run as
 //!    one statement, when no write of the same job is passed over by it.
 //! 4. **Commit** (`commit.rs`). Most groups have no write that fails, and run without
 //!    savepoints. When one fails, the whole transaction is rolled back and the group runs
@@ -29,7 +29,7 @@
 //! Writes in one group see each other's rows as writes in a row would: each is still a
 //! transition guarded by its expected state, decided inside one transaction that holds the
 //! locks of the jobs its writes concern. What SPEC §9 orders stays ordered: an attempt's
-//! `in_flight` write is queued only after its `pending` one was committed and answered, and its
+//! `in_flight` write is queued only after its `ticket` one was committed and answered, and its
 //! request is written only after the `in_flight` commit has answered.
 
 use std::future::Future;
@@ -104,11 +104,11 @@ pub(crate) trait GroupWrite: Send + Sync + 'static {
 type Slot = Mutex<Option<Ran>>;
 
 /// Answers a caller once its group's commit is known: `Ok` when it is durable.
-type Answer = Box<dyn FnOnce(Result<()>) + Send>;
+type ReplyOnCommit = Box<dyn FnOnce(Result<()>) + Send>;
 
 /// A queued write's run on the group's transaction: whether to keep what it wrote, and how to
 /// answer its caller after the commit.
-type Running<'t> = Pin<Box<dyn Future<Output = (bool, Answer)> + Send + 't>>;
+type Running<'t> = Pin<Box<dyn Future<Output = (bool, ReplyOnCommit)> + Send + 't>>;
 
 /// The job a queued write concerns: the group locks it before any write runs (see
 /// [`commit::begin`]). A claim locks its job itself, passing over one another host holds.
@@ -128,18 +128,18 @@ struct Queued {
     touches: Touches,
     /// The write's common case, which the group may run together with its neighbours'.
     fast: Option<(Fast, Slot)>,
-    write: Box<dyn Answered>,
+    write: Box<dyn AnyWrite>,
 }
 
 impl Queued {
-    fn new<W: GroupWrite>(write: W) -> (Queued, Pending<W::Out>) {
+    fn new<W: GroupWrite>(write: W) -> (Queued, Ticket<W::Out>) {
         let lock = write.lock();
         let fast = write.fast();
         let touches = write.touches().unwrap_or_else(|| match &fast {
             Some(fast) => Touches::Job(fast.job_id().to_owned()),
             None => Touches::of(&lock),
         });
-        let (reply, answer) = oneshot::channel();
+        let (reply, waiting) = oneshot::channel();
         let write = WithReply {
             write,
             reply: Arc::new(Mutex::new(Some(reply))),
@@ -150,7 +150,7 @@ impl Queued {
             fast: fast.map(|fast| (fast, Slot::default())),
             write: Box::new(write),
         };
-        (queued, Pending(answer))
+        (queued, Ticket(waiting))
     }
 
     /// Runs the write on the group's transaction, given what a run's statement left for it if
@@ -168,7 +168,7 @@ impl Queued {
 }
 
 /// A write with its caller's answer, behind one type so writes of any type queue together.
-trait Answered: Send + Sync {
+trait AnyWrite: Send + Sync {
     /// [`GroupWrite::run`], or [`GroupWrite::run_after`] given `ran`.
     fn run<'t>(&'t self, tx: &'t mut Tx, ran: Option<Ran>) -> Running<'t>;
     /// Answers the caller with `e` instead.
@@ -176,16 +176,16 @@ trait Answered: Send + Sync {
 }
 
 /// Where a caller waits for its write's outcome, taken by whoever answers it.
-type Reply<T> = Arc<Mutex<Option<oneshot::Sender<Result<T>>>>>;
+type ReplyTo<T> = Arc<Mutex<Option<oneshot::Sender<Result<T>>>>>;
 
 /// A write and where its caller waits. Whichever of `run`'s answer and `refuse` is called
 /// answers; the other finds the sender gone.
 struct WithReply<W: GroupWrite> {
     write: W,
-    reply: Reply<W::Out>,
+    reply: ReplyTo<W::Out>,
 }
 
-impl<W: GroupWrite> Answered for WithReply<W> {
+impl<W: GroupWrite> AnyWrite for WithReply<W> {
     fn run<'t>(&'t self, tx: &'t mut Tx, ran: Option<Ran>) -> Running<'t> {
         let written = match ran {
             Some(ran) => self.write.run_after(tx, ran),
@@ -195,12 +195,12 @@ impl<W: GroupWrite> Answered for WithReply<W> {
         Box::pin(async move {
             let outcome = written.await;
             let keep = outcome.is_ok();
-            let answer: Answer = Box::new(move |commit| {
+            let reply: ReplyOnCommit = Box::new(move |commit| {
                 if let Some(reply) = take(&reply) {
                     let _ = reply.send(commit.and(outcome));
                 }
             });
-            (keep, answer)
+            (keep, reply)
         })
     }
 
@@ -218,9 +218,9 @@ pub(crate) struct WriteQueue {
 }
 
 /// The caller's side of a queued write.
-pub(crate) struct Pending<T>(oneshot::Receiver<Result<T>>);
+pub(crate) struct Ticket<T>(oneshot::Receiver<Result<T>>);
 
-impl<T> Pending<T> {
+impl<T> Ticket<T> {
     fn answered(got: std::result::Result<Result<T>, oneshot::error::RecvError>) -> Result<T> {
         got.map_err(|_| Error::internal("a group commit stopped before answering"))?
     }
@@ -237,26 +237,26 @@ impl WriteQueue {
     /// Runs `write` in the next group commit and returns its outcome once that commit is
     /// durable. A write that returns `Err` leaves nothing behind.
     pub(crate) async fn run<W: GroupWrite>(&self, write: W) -> Result<W::Out> {
-        let pending = self.queue(write)?;
-        self.outcome(pending).await
+        let ticket = self.queue(write)?;
+        self.outcome(ticket).await
     }
 
     /// A queued write's outcome: committed in another holder's group, or in one this caller
     /// leads (see [`Gathering::answered`]).
-    pub(crate) async fn outcome<T>(&self, mut pending: Pending<T>) -> Result<T> {
+    pub(crate) async fn outcome<T>(&self, mut ticket: Ticket<T>) -> Result<T> {
         let got = self
             .queued
-            .answered(&mut pending.0, |group| self.commit(group))
+            .answered(&mut ticket.0, |group| self.commit(group))
             .await;
-        Pending::answered(got)
+        Ticket::answered(got)
     }
 
     /// Queues `write` without committing: a later [`WriteQueue::outcome`] commits it with
     /// whatever else is queued then.
-    pub(crate) fn queue<W: GroupWrite>(&self, write: W) -> Result<Pending<W::Out>> {
-        let (queued, pending) = Queued::new(write);
+    pub(crate) fn queue<W: GroupWrite>(&self, write: W) -> Result<Ticket<W::Out>> {
+        let (queued, ticket) = Queued::new(write);
         self.queued.push(queued)?;
-        Ok(pending)
+        Ok(ticket)
     }
 
     /// Takes the group lock and commits what is queued, if anything: a caller whose write an

@@ -56,13 +56,13 @@ pub(super) fn answer(
             if outcomes.iter().any(|o| matches!(o, Ok((_, false)))) {
                 crate::wake(work);
             }
-            for (pending, outcome) in group.into_iter().zip(outcomes) {
-                let _ = pending.reply.send(outcome);
+            for (to_submit, outcome) in group.into_iter().zip(outcomes) {
+                let _ = to_submit.reply.send(outcome);
             }
         }
         Err(e) => {
-            for pending in group {
-                let _ = pending.reply.send(Err(e.clone()));
+            for to_submit in group {
+                let _ = to_submit.reply.send(Err(e.clone()));
             }
         }
     }
@@ -88,8 +88,8 @@ async fn commit_group(
     let mut tx = db.begin().await?;
     let outcome = async {
         let mut outcomes = Vec::with_capacity(group.len());
-        for pending in group {
-            outcomes.push(submit_step(&mut tx, pending).await?);
+        for to_submit in group {
+            outcomes.push(submit_step(&mut tx, to_submit).await?);
         }
         Ok(outcomes)
     }
@@ -168,14 +168,14 @@ async fn commit_together(
 async fn submit_alone(
     db: &Db,
     held: Option<WriterGuard>,
-    pending: &ToSubmit,
+    to_submit: &ToSubmit,
 ) -> Result<(Job, bool)> {
     let mut writer = db.write_held(held).await?;
     // If the caller goes away while the statement runs, nothing was answered; and should a
     // transaction be open on the writer, it is rolled back before anything else runs there.
     writer.settle(false);
     let id = uuid::Uuid::now_v7().to_string();
-    let outcome = job_rows::submit(&mut writer, &new_job(&id, pending)).await;
+    let outcome = job_rows::submit(&mut writer, &new_job(&id, to_submit)).await;
     if outcome.is_err() {
         // A safeguard: the autocommitted statement leaves no transaction open, but should one
         // be open on the SQLite writer, it ends here, before anything else runs there.
@@ -183,43 +183,43 @@ async fn submit_alone(
     }
     writer.settle(true);
     match outcome {
-        Ok(held) => holder(&mut writer, pending, &id, held).await,
-        Err(e) => Err(refusal(&mut writer, pending, e).await),
+        Ok(held) => holder(&mut writer, to_submit, &id, held).await,
+        Err(e) => Err(refusal(&mut writer, to_submit, e).await),
     }
 }
 
 /// One submit inside a group's transaction, under a savepoint of its own: refused, it is
 /// undone alone and answers only its caller. The outer error (a savepoint that cannot be
 /// rolled back) fails the group.
-pub(super) async fn submit_step(tx: &mut Tx, pending: &ToSubmit) -> Result<Result<(Job, bool)>> {
+pub(super) async fn submit_step(tx: &mut Tx, to_submit: &ToSubmit) -> Result<Result<(Job, bool)>> {
     let id = uuid::Uuid::now_v7().to_string();
     // SQLite's statements take their savepoint themselves, in the same call.
     let outer = matches!(tx, Tx::Postgres(_));
     if outer {
         tx.savepoint().await?;
     }
-    match job_rows::submit_step(tx, &new_job(&id, pending)).await {
+    match job_rows::submit_step(tx, &new_job(&id, to_submit)).await {
         Ok(held) => {
             if outer {
                 tx.release_savepoint().await?;
             }
-            Ok(holder(tx, pending, &id, held).await)
+            Ok(holder(tx, to_submit, &id, held).await)
         }
         Err(e) => {
             tx.rollback_to_savepoint().await?;
             tx.release_savepoint().await?;
-            Ok(Err(refusal(tx, pending, e).await))
+            Ok(Err(refusal(tx, to_submit, e).await))
         }
     }
 }
 
-fn new_job<'a>(id: &'a str, pending: &'a ToSubmit) -> job_rows::NewJob<'a> {
+fn new_job<'a>(id: &'a str, to_submit: &'a ToSubmit) -> job_rows::NewJob<'a> {
     job_rows::NewJob {
         id,
-        owner_id: &pending.owner,
-        idempotency_key: &pending.key,
-        fingerprint: &pending.intent.fingerprint,
-        intent: &pending.intent.stored,
+        owner_id: &to_submit.owner,
+        idempotency_key: &to_submit.key,
+        fingerprint: &to_submit.intent.fingerprint,
+        intent: &to_submit.intent.stored,
     }
 }
 
@@ -228,13 +228,13 @@ fn new_job<'a>(id: &'a str, pending: &'a ToSubmit) -> job_rows::NewJob<'a> {
 /// statement's snapshot: it is read then.
 async fn holder(
     h: &mut impl Handle,
-    pending: &ToSubmit,
+    to_submit: &ToSubmit,
     id: &str,
     held: Option<job_rows::JobRow>,
 ) -> Result<(Job, bool)> {
     let row = match held {
         Some(row) => row,
-        None => job_rows::by_key(h, &pending.owner, &pending.key)
+        None => job_rows::by_key(h, &to_submit.owner, &to_submit.key)
             .await?
             .ok_or_else(|| Error::internal("the key was taken, yet no job holds it"))?,
     };
@@ -246,7 +246,7 @@ async fn holder(
 /// What to answer for a submit whose statement failed: `invalid_input` naming the provider or
 /// the contract that is not configured when one is not (the schema's check refused the job),
 /// else the failure itself.
-async fn refusal(h: &mut impl Handle, pending: &ToSubmit, e: sqlx::Error) -> Error {
+async fn refusal(h: &mut impl Handle, to_submit: &ToSubmit, e: sqlx::Error) -> Error {
     let names_refused = match &e {
         sqlx::Error::Database(db) => {
             db.kind() == sqlx::error::ErrorKind::CheckViolation
@@ -258,7 +258,7 @@ async fn refusal(h: &mut impl Handle, pending: &ToSubmit, e: sqlx::Error) -> Err
     if !names_refused {
         return e.into();
     }
-    match missing_name(h, pending).await {
+    match missing_name(h, to_submit).await {
         Ok(Some(missing)) => missing,
         Ok(None) => {
             let message = match &e {
@@ -278,8 +278,8 @@ async fn refusal(h: &mut impl Handle, pending: &ToSubmit, e: sqlx::Error) -> Err
 
 /// `invalid_input` naming the route's first provider or the contract that is not configured,
 /// if one is not.
-async fn missing_name(h: &mut impl Handle, pending: &ToSubmit) -> Result<Option<Error>> {
-    let intent = &pending.intent;
+async fn missing_name(h: &mut impl Handle, to_submit: &ToSubmit) -> Result<Option<Error>> {
+    let intent = &to_submit.intent;
     if let Some((i, name)) = provider_rows::first_missing(h, &intent.intent.route).await? {
         return Ok(Some(Error::invalid_input(
             format!("intent.route.{i}"),

@@ -32,7 +32,7 @@ use std::sync::Arc;
 use tokio::sync::{oneshot, Notify};
 
 use crate::error::{ConflictDetails, Error, Result};
-use crate::intent::{parse_intent, validate_intent, validate_key, validate_owner, ValidIntent};
+use crate::intent::{parse_intent, validate_key, validate_owner, ValidIntent};
 use crate::model::{Job, Submitted};
 use crate::store::Db;
 use crate::Engine;
@@ -49,8 +49,8 @@ struct ToSubmit {
     reply: oneshot::Sender<Result<(Job, bool)>>,
 }
 
-/// A submit's answer, once the commit that holds it is known.
-type Answer = oneshot::Receiver<Result<(Job, bool)>>;
+/// The caller's side of a queued submit: its answer, once the commit that holds it is known.
+type Ticket = oneshot::Receiver<Result<(Job, bool)>>;
 
 /// Where submits wait for their group commit; one per engine, shared by its clones.
 pub(crate) struct SubmitQueue {
@@ -73,8 +73,8 @@ impl SubmitQueue {
         }
     }
 
-    fn push(&self, pending: ToSubmit) -> Result<()> {
-        self.queued.push(pending)
+    fn push(&self, to_submit: ToSubmit) -> Result<()> {
+        self.queued.push(to_submit)
     }
 
     /// Takes the group lock and commits what is queued, if anything: a caller whose submit
@@ -88,9 +88,9 @@ impl SubmitQueue {
     /// The answer to a queued submit: from another holder's group if it takes the submit
     /// first, else after committing the group this caller leads (see
     /// [`Gathering::answered`]).
-    async fn answer(&self, mut answer: Answer) -> Result<(Job, bool)> {
+    async fn outcome(&self, mut ticket: Ticket) -> Result<(Job, bool)> {
         self.queued
-            .answered(&mut answer, |group| self.commit(group))
+            .answered(&mut ticket, |group| self.commit(group))
             .await
             .map_err(|_| Error::internal("the submit's group commit stopped before answering"))?
     }
@@ -122,7 +122,11 @@ impl SubmitQueue {
 }
 
 impl Engine {
-    /// Submits an intent given as JSON text. See [`Engine::submit_intent`].
+    /// Submits an intent given as JSON text: the first call with a key creates a `queued` job
+    /// at version 0 and wakes the executor; a repeat with the same intent returns that job with
+    /// `replayed: true` and starts nothing; a repeat with another intent is
+    /// `idempotency_conflict` naming the existing job. Nothing is reported before the commit
+    /// that holds the job has returned success.
     pub async fn submit(&self, owner: &str, key: &str, intent_json: &str) -> Result<Submitted> {
         validate_owner(owner)?;
         validate_key(key)?;
@@ -130,33 +134,16 @@ impl Engine {
         self.submit_valid(owner, key, intent).await
     }
 
-    /// Submits an intent: the first call with a key creates a `queued` job at version 0 and
-    /// wakes the executor; a repeat with the same intent returns that job with
-    /// `replayed: true` and starts nothing; a repeat with another intent is
-    /// `idempotency_conflict` naming the existing job. Nothing is reported before the commit
-    /// that holds the job has returned success.
-    pub async fn submit_intent(
-        &self,
-        owner: &str,
-        key: &str,
-        intent: serde_json::Value,
-    ) -> Result<Submitted> {
-        validate_owner(owner)?;
-        validate_key(key)?;
-        let intent = validate_intent(intent)?;
-        self.submit_valid(owner, key, intent).await
-    }
-
     async fn submit_valid(&self, owner: &str, key: &str, intent: ValidIntent) -> Result<Submitted> {
         let fingerprint = intent.fingerprint.clone();
-        let (reply, answer) = oneshot::channel();
+        let (reply, ticket) = oneshot::channel();
         self.submits.push(ToSubmit {
             owner: owner.to_owned(),
             key: key.to_owned(),
             intent,
             reply,
         })?;
-        let (job, replayed) = self.submits.answer(answer).await?;
+        let (job, replayed) = self.submits.outcome(ticket).await?;
         if !replayed || job.fingerprint == fingerprint {
             return Ok(Submitted { job, replayed });
         }
@@ -179,8 +166,8 @@ mod tests {
     use super::*;
 
     /// Queues submits without leading, so one `lead` then commits them as one group.
-    fn queue(engine: &Engine, key: &str, intent: &str) -> oneshot::Receiver<Result<(Job, bool)>> {
-        let (reply, answer) = oneshot::channel();
+    fn queue(engine: &Engine, key: &str, intent: &str) -> Ticket {
+        let (reply, ticket) = oneshot::channel();
         engine
             .submits
             .push(ToSubmit {
@@ -190,7 +177,7 @@ mod tests {
                 reply,
             })
             .unwrap();
-        answer
+        ticket
     }
 
     /// A lone submit on SQLite answers with the job it bound, not with one read back: it must

@@ -31,8 +31,8 @@ mod liveness;
 mod tx;
 mod url;
 
-pub use liveness::{PgConn, Watch};
-pub use tx::PgTx;
+pub(crate) use liveness::{PgConn, Watch};
+pub(crate) use tx::PgTx;
 pub use url::{is_url, redact};
 
 use std::str::FromStr;
@@ -48,7 +48,7 @@ use liveness::Liveness;
 use url::{options_password, scrub};
 
 /// The channel the schema's triggers notify on every change.
-pub const CHANNEL: &str = "onejob_changes";
+pub(crate) const CHANNEL: &str = "onejob_changes";
 
 /// How long a connection may take to open (and a pooled one to be handed out, its ping
 /// included) before the server is reported unreachable: seconds, not the OS's TCP timeout.
@@ -56,11 +56,11 @@ pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// How long a statement may wait for its answer before the process asks the server, on a new
 /// connection, whether it answers at all; asked again as often while the statement waits.
-pub const PATIENCE: Duration = Duration::from_secs(3);
+pub(crate) const PATIENCE: Duration = Duration::from_secs(3);
 
 /// How long that question waits for a connection and a `SELECT 1`: a server that answers
 /// does so in milliseconds, even when it is busy.
-pub const PROBE_TIMEOUT: Duration = Duration::from_secs(2);
+pub(crate) const PROBE_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// Settings every connection of the ledger starts with. The server ends a transaction left
 /// idle for 10 s (a frozen host's, SPEC §14) and any statement running for 30 s, and probes
@@ -77,7 +77,7 @@ const SESSION: [(&str, &str); 5] = [
 
 /// The pool of one PostgreSQL ledger.
 #[derive(Clone)]
-pub struct PgDb {
+pub(crate) struct PgDb {
     pub pool: PgPool,
     /// The URL without its password, for display.
     pub location: String,

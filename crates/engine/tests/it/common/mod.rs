@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use onejob_engine::executor::{Executor, ExecutorOptions};
 use onejob_engine::sandbox::{Dials, Sandbox};
+use onejob_engine::testing::InternalCalls as _;
 use onejob_engine::{AttemptError, Engine, JobAttempt, JobDetail, Resolution, Submitted, Verdict};
 use serde_json::{json, Value};
 

@@ -1,6 +1,7 @@
 //! The reference model: what the ledger must hold after each step, and what each call returns.
 
-use onejob_engine::{AttemptState, Cause, FailureKind, JobStatus, Outcome, Verdict};
+use onejob_engine::testing::{Cause, FailureKind, Outcome};
+use onejob_engine::{AttemptState, JobStatus, Verdict};
 use serde_json::Value;
 
 use super::schedule::{Act, JobRef, Op};

@@ -5,9 +5,13 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 use std::time::Duration;
 
+use onejob_engine::testing::{
+    AfterFailure, Cause, Claim, FailureKind, InternalCalls as _, Note, Outcome, ReplayGate,
+    RetryHere,
+};
 use onejob_engine::{
-    AfterFailure, AttemptState, BulkAction, BulkFilter, BulkRequest, Cause, Claim, Engine, Error,
-    FailureKind, JobStatus, Note, Outcome, ReplayGate, Resolution, RetryHere, Verdict,
+    AttemptState, BulkAction, BulkFilter, BulkRequest, Engine, Error, JobStatus, Resolution,
+    Verdict,
 };
 use serde_json::{json, Value};
 
@@ -105,7 +109,7 @@ pub(super) struct Key {
 impl Key {
     pub(super) fn budget(&self) -> usize {
         self.max_attempts
-            .unwrap_or(onejob_engine::intent::DEFAULT_MAX_ATTEMPTS) as usize
+            .unwrap_or(onejob_engine::testing::DEFAULT_MAX_ATTEMPTS) as usize
     }
 }
 
@@ -906,7 +910,7 @@ impl Ledger {
             }
             Again::Later { .. } => {
                 let why = FailureKind::Timeout.because("the replay timed out, said the model");
-                let wait = Some(onejob_engine::executor::REPLAY_FIRST_WAIT);
+                let wait = Some(onejob_engine::testing::REPLAY_FIRST_WAIT);
                 let note = Note::replayed("retries_later", Some(&why), None, left, wait);
                 match engine.note(id, note).await {
                     Ok(()) => Expect::Replayed(ReplayGot::RetriesLater),

@@ -1,4 +1,4 @@
 -- Owner $1's bulk operation under key $2; no row when there is none.
 SELECT id::text AS id, idempotency_key, fingerprint, action, params::text AS params, state,
-       matched, onejob_time(created_at) AS created_at, onejob_time(finished_at) AS finished_at
+       matched
 FROM bulk_operations WHERE owner_id = $1 AND idempotency_key = $2
