@@ -17,7 +17,7 @@ use crate::job::JobStatus;
 use crate::model::{Resolution, Verdict};
 use crate::store::bulk::{self as bulk_rows, BulkRow, NewBulk, FIRST_CURSOR};
 use crate::store::{attempts as attempt_rows, jobs as job_rows, providers as provider_rows};
-use crate::store::{Db, Handle, Tx};
+use crate::store::{Handle, Tx};
 use crate::{AttemptState, Engine};
 
 use super::person::{cancel_in, resolve_in, retry_in};
@@ -26,15 +26,12 @@ use super::{finish, owned_job_row};
 
 mod request;
 
-/// Jobs decided per transaction at most on PostgreSQL: few, so that another host's write to
-/// one of them waits for a small commit, and more than one, so that an operation alone does not
-/// pay a commit per job.
+/// Jobs decided per transaction at most: few, so that a write arriving meanwhile waits for a
+/// small commit (on PostgreSQL, another host's write to one of them), and more than one, so
+/// that an operation alone does not pay a commit per job. On SQLite a batch also ends early,
+/// after a job, when another write of this process waits (ADR 0053), and waiting submits ride
+/// in its commit (ADR 0057).
 const BATCH: u32 = 8;
-/// The same on SQLite, where a batch ends early, after a job, when another write of this
-/// process waits (ADR 0053), and waiting submits ride in its commit (ADR 0057): more jobs per
-/// commit leave fewer commits for a write to arrive in. Another process sharing the file waits
-/// in SQLite's busy loop for at most one batch.
-const BATCH_SQLITE: u32 = 32;
 /// Skipped jobs read per statement when an operation is shown.
 const SKIPPED_PAGE: u32 = 1000;
 /// The outcome of a job the action changed.
@@ -156,15 +153,11 @@ impl Engine {
                 decided: count(counts.changed + counts.skipped),
             }
         };
-        let batch = match self.db {
-            Db::Sqlite(_) => BATCH_SQLITE,
-            Db::Postgres(_) => BATCH,
-        };
         let mut cursor = FIRST_CURSOR.to_owned();
         loop {
             let ids = {
                 let mut conn = self.read().await?;
-                bulk_rows::undecided(&mut conn, &id, &cursor, batch).await?
+                bulk_rows::undecided(&mut conn, &id, &cursor, BATCH).await?
             };
             if ids.is_empty() {
                 break;

@@ -6,6 +6,7 @@ use std::time::Duration;
 use super::*;
 use crate::bulk::BulkFilter;
 use crate::store::sqlite::WriterGuard;
+use crate::store::Db;
 
 const INTENT: &str = r#"{"route": ["sandbox"], "input": {"n": 1}}"#;
 
