@@ -257,7 +257,7 @@ pub(crate) fn validate_owner(owner: &str) -> Result<()> {
     }
 }
 
-/// Refuses JSON text nested deeper than [`MAX_DEPTH`], scanning without recursion.
+/// Refuses JSON text nested deeper than `MAX_DEPTH`, scanning without recursion.
 pub fn check_depth(text: &str, field: &str) -> Result<()> {
     let (mut depth, mut in_string, mut escaped) = (0usize, false, false);
     for b in text.bytes() {

@@ -2,7 +2,7 @@
 //!
 //! What was sent is recorded by the executor as the request leaves, and what came back when the
 //! exchange ends without a trustworthy answer. Nothing secret is kept (SPEC §12): the URL loses
-//! its query string, and a header is left out when [`secret_header`] says its name or value may
+//! its query string, and a header is left out when `secret_header` says its name or value may
 //! carry a credential. The body is kept as sent: it is the request's JSON (the job's input, or the
 //! prompt rendered from it), which never holds a key, and it is the only faithful record of what a
 //! provider was asked once a contract or a provider's model has changed since.

@@ -21,7 +21,7 @@ pub enum Next {
 /// first). `validated(provider)` says whether automatic failover to that provider is allowed.
 ///
 /// The last attempt's failure kind decides whether the same provider may be tried again
-/// (SPEC §6, through [`crate::FailureKind::rule`]). Whether the route may move on is decided by
+/// (SPEC §6, through `crate::FailureKind::rule`). Whether the route may move on is decided by
 /// the whole history (SPEC §7): once any attempt ended in an outcome that does not permit
 /// failover (an `http` 5xx, a timeout, an attempt a person abandoned after it was sent), the
 /// work may have happened where it ran, and the job never leaves that provider by itself

@@ -20,18 +20,18 @@ pub(crate) const FIRST_PART_CHARS: usize = FIRST_PART_BYTES;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Type)]
 #[serde(tag = "shown", rename_all = "snake_case")]
 pub enum ShownValue {
-    /// A value of at most [`LARGE_BYTES`], whole.
+    /// A value of at most `LARGE_BYTES`, whole.
     Whole { value: Value },
     /// A larger value: the length in bytes of its JSON text (for a job's intent or result, the
     /// text the ledger holds, measured there; for an event's detail, its pretty text), and the
     /// start of its pretty text (2-space indent, the text the screen shows and a saved file
-    /// holds), at most [`FIRST_PART_BYTES`], cut on a character boundary and, when one is
+    /// holds), at most `FIRST_PART_BYTES`, cut on a character boundary and, when one is
     /// near, after a line.
     Large { size: u32, first_part: String },
 }
 
 impl ShownValue {
-    /// The value whole when its pretty JSON text is at most [`LARGE_BYTES`], else its size
+    /// The value whole when its pretty JSON text is at most `LARGE_BYTES`, else its size
     /// and first part. One pass over the text, which is never held whole.
     pub fn of(value: Value) -> ShownValue {
         let mut text = FirstPartWriter::new(FIRST_PART_BYTES);

@@ -36,7 +36,7 @@ pub struct Prompt {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Contract {
     pub name: String,
-    /// The schema as given; [`Contract::effective_schema`] is what answers are held to.
+    /// The schema as given; `Contract::effective_schema` is what answers are held to.
     pub schema: Value,
     pub template: Template,
     pub samples: Vec<Value>,

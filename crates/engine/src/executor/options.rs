@@ -12,7 +12,7 @@ pub const DEFAULT_MAX_IN_FLIGHT: usize = 32;
 /// the app's setting): each holds a connection and a lease renewer.
 pub const MAX_IN_FLIGHT: usize = 1024;
 
-/// Checks a count of attempts sent at once as a person gave it: 1 to [`MAX_IN_FLIGHT`], else
+/// Checks a count of attempts sent at once as a person gave it: 1 to `MAX_IN_FLIGHT`, else
 /// `invalid_input` on field `concurrency`.
 pub fn check_max_in_flight(n: usize) -> Result<()> {
     if (1..=MAX_IN_FLIGHT).contains(&n) {

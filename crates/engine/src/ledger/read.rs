@@ -40,7 +40,7 @@ impl Engine {
 
     /// [`Engine::job`] as a screen shows it: the intent and result each whole, or when its
     /// JSON text is over 64 KiB only its length and first part, measured by the database so
-    /// that a large value is never read to be measured ([`crate::ShownValue::measured`]).
+    /// that a large value is never read to be measured (`crate::ShownValue::measured`).
     pub async fn job_shown(&self, owner: &str, job_id: &str) -> Result<ShownJobDetail> {
         let job_id = &input::id("job_id", "job", job_id)?;
         validate_owner(owner)?;

@@ -90,7 +90,7 @@ pub struct ProviderConfig {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tokenizer: Option<Tokenizer>,
     /// `anthropic` kind: the `anthropic-version` header sent; absent means
-    /// [`anthropic::DEFAULT_VERSION`].
+    /// `anthropic::DEFAULT_VERSION`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub anthropic_version: Option<String>,
     /// `sandbox` kind: the fault dials (see [`sandbox::Dials`]); absent means the defaults.

@@ -11,7 +11,7 @@
 //!   reply carries `X-Request-Id: sbx-<n>`, the id of the request it answers.
 //! - `POST /v1/chat/completions` — the same, speaking OpenAI's Chat Completions (an `openai`
 //!   provider whose `base_url` is the sandbox's url plus `/v1`, and every job with a contract
-//!   at a `sandbox` provider, see [`chat_url`]). The answer is a chat completion
+//!   at a `sandbox` provider, see `chat_url`). The answer is a chat completion
 //!   whose `choices[0].message.content` is a JSON text made to fit the schema of the request's
 //!   `response_format` (every property, the first of an `enum`, `"sandbox"` for a string, the
 //!   minimum or 0 for a number), with a usage block; `extra_key` puts an `"unexpected"` key

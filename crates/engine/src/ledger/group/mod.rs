@@ -111,7 +111,7 @@ type ReplyOnCommit = Box<dyn FnOnce(Result<()>) + Send>;
 type Running<'t> = Pin<Box<dyn Future<Output = (bool, ReplyOnCommit)> + Send + 't>>;
 
 /// The job a queued write concerns: the group locks it before any write runs (see
-/// [`commit::begin`]). A claim locks its job itself, passing over one another host holds.
+/// `commit::begin`). A claim locks its job itself, passing over one another host holds.
 #[derive(Clone)]
 pub(crate) enum Lock {
     /// A job, by its id.

@@ -13,7 +13,7 @@
 //!   listens on a connection of its own, pings it when it has been quiet for a while, and
 //!   reconnects when the connection drops or stops answering.
 //! - A server that stops answering without closing its connections (a host suspended or cut
-//!   off) is noticed in seconds: a statement still waiting after [`PATIENCE`] makes the
+//!   off) is noticed in seconds: a statement still waiting after `PATIENCE` makes the
 //!   process ask the server on a new connection whether it answers at all; if it does not, the
 //!   statement fails with `storage` and its connection is closed, never handed out again. A
 //!   statement waiting on another host's row lock is left to wait: the server still answers.
