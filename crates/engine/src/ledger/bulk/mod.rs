@@ -202,12 +202,9 @@ impl Engine {
     /// The owner's bulk operation `id` as far as it has come, with every job skipped so far;
     /// another owner's is `not_found`.
     pub async fn bulk_operation(&self, owner: &str, id: &str) -> Result<BulkOperation> {
-        validate_owner(owner)?;
-        let id = input::id("id", "bulk operation", id)?;
+        let id = operation_id(owner, id)?;
         let mut conn = self.read().await?;
-        let row = bulk_rows::owned(&mut conn, owner, &id)
-            .await?
-            .ok_or_else(|| Error::not_found("bulk operation", &id))?;
+        let row = owned_operation(&mut conn, owner, &id).await?;
         operation_of(&mut conn, row).await
     }
 
@@ -216,13 +213,10 @@ impl Engine {
     /// free again. One that has decided a job, or is deciding one now, is kept
     /// (`invalid_transition`): what it did stays on record.
     pub async fn bulk_discard(&self, owner: &str, id: &str) -> Result<()> {
-        validate_owner(owner)?;
-        let id = input::id("id", "bulk operation", id)?;
+        let id = operation_id(owner, id)?;
         let mut tx = self.begin().await?;
         let outcome = async {
-            let row = bulk_rows::owned(&mut tx, owner, &id)
-                .await?
-                .ok_or_else(|| Error::not_found("bulk operation", &id))?;
+            let row = owned_operation(&mut tx, owner, &id).await?;
             // Taken first, so that a run deciding a job meanwhile either has (and is seen here)
             // or finds it decided.
             let withdrawn = bulk_rows::withdraw(&mut tx, &row.id).await?;
@@ -246,12 +240,9 @@ impl Engine {
 
     /// The owner's operation's id and request, or `not_found`.
     async fn bulk_request(&self, owner: &str, id: &str) -> Result<(String, BulkRequest)> {
-        validate_owner(owner)?;
-        let id = input::id("id", "bulk operation", id)?;
+        let id = operation_id(owner, id)?;
         let mut conn = self.read().await?;
-        let row = bulk_rows::owned(&mut conn, owner, &id)
-            .await?
-            .ok_or_else(|| Error::not_found("bulk operation", &id))?;
+        let row = owned_operation(&mut conn, owner, &id).await?;
         let request = serde_json::from_str(&row.params).map_err(|e| {
             Error::internal(format!(
                 "bulk operation {id} holds an unreadable request: {e}"
@@ -312,26 +303,24 @@ impl Engine {
             Ok(_) if tx.others_waiting() => self.submits.riders(),
             _ => None,
         };
-        let Some(riders) = riders else {
-            return finish(tx, outcome).await;
-        };
-        let ridden = riders.run(&mut tx).await;
-        let outcome = match ridden {
-            Ok(ridden) => outcome.map(|done| (done, ridden)),
-            Err(e) => Err(e),
-        };
-        let committed = finish(tx, outcome).await;
-        match committed {
-            Ok((done, ridden)) => {
-                riders.answer(&self.work, Ok(ridden));
-                Ok(done)
-            }
-            Err(e) => {
-                riders.answer(&self.work, Err(e.clone()));
-                Err(e)
-            }
+        match riders {
+            Some(riders) => riders.ride(tx, outcome, &self.work).await,
+            None => finish(tx, outcome).await,
         }
     }
+}
+
+/// A bulk operation's id as given, checked, with its owner's name.
+fn operation_id(owner: &str, id: &str) -> Result<String> {
+    validate_owner(owner)?;
+    input::id("id", "bulk operation", id)
+}
+
+/// The owner's operation `id`; another owner's is `not_found`.
+async fn owned_operation(h: &mut impl Handle, owner: &str, id: &str) -> Result<BulkRow> {
+    bulk_rows::owned(h, owner, id)
+        .await?
+        .ok_or_else(|| Error::not_found("bulk operation", id))
 }
 
 /// The action on one job, on a transaction holding its lock: `None` when it changed the job,

@@ -86,15 +86,18 @@ async fn commit_group(
         return Ok(outcomes);
     }
     let mut tx = db.begin().await?;
-    let outcome = async {
-        let mut outcomes = Vec::with_capacity(group.len());
-        for to_submit in group {
-            outcomes.push(submit_step(&mut tx, to_submit).await?);
-        }
-        Ok(outcomes)
-    }
-    .await;
+    let outcome = steps(&mut tx, group).await;
     finish(tx, outcome).await
+}
+
+/// Each submit of `group` on `tx`, under a savepoint of its own (see [`submit_step`]): the
+/// outcomes in order; an error fails them all.
+pub(super) async fn steps(tx: &mut Tx, group: &[ToSubmit]) -> Result<Vec<Result<(Job, bool)>>> {
+    let mut outcomes = Vec::with_capacity(group.len());
+    for to_submit in group {
+        outcomes.push(submit_step(tx, to_submit).await?);
+    }
+    Ok(outcomes)
 }
 
 /// The whole group in one statement and one read; `None`, with nothing committed, when the
@@ -191,7 +194,7 @@ async fn submit_alone(
 /// One submit inside a group's transaction, under a savepoint of its own: refused, it is
 /// undone alone and answers only its caller. The outer error (a savepoint that cannot be
 /// rolled back) fails the group.
-pub(super) async fn submit_step(tx: &mut Tx, to_submit: &ToSubmit) -> Result<Result<(Job, bool)>> {
+async fn submit_step(tx: &mut Tx, to_submit: &ToSubmit) -> Result<Result<(Job, bool)>> {
     let id = uuid::Uuid::now_v7().to_string();
     // SQLite's statements take their savepoint themselves, in the same call.
     let outer = matches!(tx, Tx::Postgres(_));

@@ -8,11 +8,11 @@ use std::sync::Mutex;
 use tokio::sync::Notify;
 
 use crate::error::Result;
-use crate::model::Job;
+use crate::ledger::finish;
 use crate::store::sqlite::WriterGuard;
 use crate::store::{Db, Tx};
 
-use super::commit::{answer, submit_step};
+use super::commit::{answer, steps};
 use super::ToSubmit;
 
 /// At most one group, offered by the leader now waiting for the writer: only the holder of the
@@ -100,9 +100,9 @@ impl Drop for Offer<'_> {
     }
 }
 
-/// Submits taken from their leader by the holder of the writer: it runs them in its
-/// transaction ([`Riders::run`]) and answers them once that transaction has ended
-/// ([`Riders::answer`]). Dropped unanswered, its callers learn that nobody will answer them.
+/// Submits taken from their leader by the holder of the writer, to be committed in its
+/// transaction by [`Riders::ride`]. Dropped unanswered, its callers learn that nobody will
+/// answer them.
 pub(crate) struct Riders {
     group: Vec<ToSubmit>,
 }
@@ -112,19 +112,25 @@ impl Riders {
         Riders { group }
     }
 
-    /// Runs each submit on `tx`, under a savepoint of its own, as in a group of their own: a
-    /// refused one answers its caller alone. The outcomes in order; an error fails them all.
-    pub(crate) async fn run(&self, tx: &mut Tx) -> Result<Vec<Result<(Job, bool)>>> {
-        let mut outcomes = Vec::with_capacity(self.group.len());
-        for pending in &self.group {
-            outcomes.push(submit_step(tx, pending).await?);
+    /// Runs each submit on `tx` after the holder's own work (`done`), each under a savepoint
+    /// of its own as in a group of submits, then ends the transaction through [`finish`]; once
+    /// it has ended, answers each caller with what the commit gave it, or every one with the
+    /// failure that ended it, and wakes the executor when a job was created. The holder gets
+    /// back its own outcome, or that failure.
+    pub(crate) async fn ride<T>(self, mut tx: Tx, done: Result<T>, work: &Notify) -> Result<T> {
+        let outcome = match steps(&mut tx, &self.group).await {
+            Ok(ridden) => done.map(|done| (done, ridden)),
+            Err(e) => Err(e),
+        };
+        match finish(tx, outcome).await {
+            Ok((done, ridden)) => {
+                answer(work, self.group, Ok(ridden));
+                Ok(done)
+            }
+            Err(e) => {
+                answer(work, self.group, Err(e.clone()));
+                Err(e)
+            }
         }
-        Ok(outcomes)
-    }
-
-    /// Answers each caller with what the committed transaction gave it, or every one of them
-    /// with the failure that ended it; wakes the executor when a job was created.
-    pub(crate) fn answer(self, work: &Notify, committed: Result<Vec<Result<(Job, bool)>>>) {
-        answer(work, self.group, committed);
     }
 }
