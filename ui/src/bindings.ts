@@ -889,13 +889,13 @@ export type ShownJob = {
 
 /**  A value as a screen receives it: whole, or when large only by its size and first part. */
 export type ShownValue = 
-/**  A value of at most [`LARGE_BYTES`], whole. */
+/**  A value of at most `LARGE_BYTES`, whole. */
 { shown: "whole"; value: Value } | 
 /**
  *  A larger value: the length in bytes of its JSON text (for a job's intent or result, the
  *  text the ledger holds, measured there; for an event's detail, its pretty text), and the
  *  start of its pretty text (2-space indent, the text the screen shows and a saved file
- *  holds), at most [`FIRST_PART_BYTES`], cut on a character boundary and, when one is
+ *  holds), at most `FIRST_PART_BYTES`, cut on a character boundary and, when one is
  *  near, after a line.
  */
 { shown: "large"; size: number; first_part: string };
