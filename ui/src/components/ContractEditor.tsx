@@ -59,7 +59,6 @@ export function ContractEditor({ contract, onDone }: { contract: ContractView | 
     <EditorForm
       noun="contract"
       name={contract?.name ?? null}
-      className="contract-editor"
       busy={busy}
       formError={errors["form"]}
       note={<p className="muted">Saving a changed schema, template or samples makes every earlier check stop counting.</p>}

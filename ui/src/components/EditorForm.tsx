@@ -3,12 +3,10 @@
 import type { ReactNode } from "react";
 
 interface Props {
-  /** What the form edits, as its heading and test ids name it: "provider", "contract". */
+  /** What the form edits, as its heading, class and test ids name it: "provider", "contract". */
   noun: string;
   /** The name of the one edited, or null when the form adds a new one. */
   name: string | null;
-  /** The form's own class, beside "card". */
-  className: string;
   busy: boolean;
   /** The error of the whole form, shown above the buttons. */
   formError: string | undefined;
@@ -20,11 +18,11 @@ interface Props {
 }
 
 /** A form that adds or edits one named thing: the fields are its children. */
-export function EditorForm({ noun, name, className, busy, formError, note, onSave, onClose, children }: Props) {
+export function EditorForm({ noun, name, busy, formError, note, onSave, onClose, children }: Props) {
   const editing = name !== null;
   return (
     <form
-      className={`card ${className}`}
+      className={`card ${noun}-editor`}
       aria-label={editing ? `Edit ${noun} ${name}` : `Add a ${noun}`}
       data-testid={`${noun}-form`}
       noValidate

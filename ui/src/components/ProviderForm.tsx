@@ -83,7 +83,6 @@ export function ProviderForm({ provider, onDone }: Props) {
     <EditorForm
       noun="provider"
       name={provider?.name ?? null}
-      className="provider-form"
       busy={busy}
       formError={errors["form"]}
       note={note !== null && <p className="muted">{note}</p>}
