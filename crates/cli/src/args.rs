@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use onejob_engine::{default_db_path, JobStatus, Verdict, APP_IDENTIFIER};
+use onejob_engine::{default_db_path, BulkFilter, JobStatus, Verdict, APP_IDENTIFIER};
 
 /// Exactly one result per intent: submit jobs to paid providers and get one answer each,
 /// however often you click and however the network behaves.
@@ -221,22 +221,25 @@ pub struct Submit {
 
 #[derive(Debug, Args)]
 pub struct Jobs {
-    /// Only jobs in this status
-    #[arg(long, value_name = "S", value_parser = status_parser())]
-    pub status: Option<JobStatus>,
+    #[command(flatten)]
+    pub filter: FilterArgs,
     /// At most this many jobs (1-1000) [default: 50]
     #[arg(long, value_name = "N")]
     pub limit: Option<u32>,
     /// Continue after this cursor: the `next` of the previous page
     #[arg(long, value_name = "CURSOR")]
     pub after: Option<String>,
-    /// Only jobs whose idempotency key starts with TEXT (case-sensitive), or whose id does
-    /// (any case); at most 255 characters
-    #[arg(long, value_name = "TEXT", allow_hyphen_values = true)]
-    pub search: Option<String>,
+}
+
+/// Which jobs: the filter the jobs list and a bulk operation share (SPEC §16).
+#[derive(Debug, Clone, Args)]
+pub struct FilterArgs {
     /// Only jobs whose route names this provider, or that ran an attempt at it
     #[arg(long, value_name = "NAME")]
     pub provider: Option<String>,
+    /// Only jobs in this status
+    #[arg(long, value_name = "S", value_parser = status_parser())]
+    pub status: Option<JobStatus>,
     /// Only jobs whose open attempt has this error kind (soft_timeout, connection_broken, lease_expired, …)
     #[arg(long, value_name = "K")]
     pub error_kind: Option<String>,
@@ -246,6 +249,23 @@ pub struct Jobs {
     /// Only jobs created after this time (RFC 3339, or a date YYYY-MM-DD)
     #[arg(long, value_name = "T")]
     pub created_after: Option<String>,
+    /// Only jobs whose idempotency key starts with TEXT (case-sensitive), or whose id does
+    /// (any case); at most 255 characters
+    #[arg(long, value_name = "TEXT", allow_hyphen_values = true)]
+    pub search: Option<String>,
+}
+
+impl From<FilterArgs> for BulkFilter {
+    fn from(args: FilterArgs) -> Self {
+        BulkFilter {
+            status: args.status,
+            provider: args.provider,
+            error_kind: args.error_kind,
+            created_before: args.created_before,
+            created_after: args.created_after,
+            search: args.search,
+        }
+    }
 }
 
 #[derive(Debug, Args)]

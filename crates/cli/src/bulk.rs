@@ -5,10 +5,10 @@ use std::io::Write;
 
 use clap::{Args, ValueEnum};
 use onejob_engine::bulk::generated_key;
-use onejob_engine::{BulkAction, BulkFilter, BulkRequest, Engine, Error, JobStatus, Result};
+use onejob_engine::{BulkAction, BulkRequest, Engine, Error, Result};
 use serde_json::{json, Value};
 
-use crate::args::{status_parser, VerdictArg};
+use crate::args::{FilterArgs, VerdictArg};
 
 #[derive(Debug, Args)]
 #[command(
@@ -17,7 +17,10 @@ Each job is changed as the single action would change it; one that moved meanwhi
 error code that action gives. Prints {\"bulk\": {\"id\", \"key\", \"matched\", \"changed\", \"skipped\": \
 [{\"job_id\", \"code\"}], \"done\"}, \"replayed\"} on stdout; on stderr, {\"bulk_started\": …} first (with \
 the key, generated when --key is not given) and {\"bulk_progress\": …} after each batch. The same command \
-with the same --key, after a crash or a lost answer, finishes what is left and changes nothing twice."
+with the same --key, after a crash or a lost answer, finishes what is left and changes nothing twice.",
+    mut_arg("status", |status| status.help(
+        "Only jobs in this status [resolve: unknown, the only one it applies to]"
+    ))
 )]
 pub struct BulkArgs {
     /// What to do to each job: resolve its unknown attempt (--as), cancel it, or retry it
@@ -26,24 +29,8 @@ pub struct BulkArgs {
     /// With resolve: the verdict on each job's unknown attempt
     #[arg(long = "as", value_name = "VERDICT")]
     pub verdict: Option<VerdictArg>,
-    /// Only jobs whose route names this provider, or that ran an attempt at it
-    #[arg(long, value_name = "NAME")]
-    pub provider: Option<String>,
-    /// Only jobs in this status [resolve: unknown, the only one it applies to]
-    #[arg(long, value_name = "S", value_parser = status_parser())]
-    pub status: Option<JobStatus>,
-    /// Only jobs whose open attempt has this error kind (soft_timeout, connection_broken, lease_expired, …)
-    #[arg(long, value_name = "K")]
-    pub error_kind: Option<String>,
-    /// Only jobs created before this time (RFC 3339, or a date YYYY-MM-DD)
-    #[arg(long, value_name = "T")]
-    pub created_before: Option<String>,
-    /// Only jobs created after this time (RFC 3339, or a date YYYY-MM-DD)
-    #[arg(long, value_name = "T")]
-    pub created_after: Option<String>,
-    /// Only jobs whose idempotency key or id starts with TEXT
-    #[arg(long, value_name = "TEXT", allow_hyphen_values = true)]
-    pub search: Option<String>,
+    #[command(flatten)]
+    pub filter: FilterArgs,
     /// With retry: the provider to retry each job at [default: where its last attempt ran]
     #[arg(long, value_name = "PROVIDER")]
     pub retry_on: Option<String>,
@@ -76,14 +63,7 @@ impl BulkArgs {
                 ActionArg::Cancel => BulkAction::Cancel,
                 ActionArg::Retry => BulkAction::Retry,
             },
-            filter: BulkFilter {
-                status: self.status,
-                provider: self.provider.clone(),
-                error_kind: self.error_kind.clone(),
-                created_before: self.created_before.clone(),
-                created_after: self.created_after.clone(),
-                search: self.search.clone(),
-            },
+            filter: self.filter.clone().into(),
             verdict: self.verdict.map(Into::into),
             provider: self.retry_on.clone(),
             dry_run: self.dry_run,

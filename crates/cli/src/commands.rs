@@ -72,15 +72,9 @@ async fn run_once(db: &Path, owner: &str, command: Command) -> Result<Value> {
         }
         Command::Jobs(jobs) => {
             let query = JobsQuery {
-                status: jobs.status,
                 after: jobs.after,
                 limit: jobs.limit,
-                search: jobs.search,
-                provider: jobs.provider,
-                error_kind: jobs.error_kind,
-                created_before: jobs.created_before,
-                created_after: jobs.created_after,
-                ..JobsQuery::default()
+                ..JobsQuery::matching(jobs.filter.into())
             };
             with_engine(db, async |engine| {
                 to_json(engine.jobs(owner, &query).await?)

@@ -7,7 +7,7 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 
 use axum::extract::{Path, State};
-use axum::http::{header, HeaderValue, StatusCode};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use onejob_engine::{BulkOperation, BulkRequest, Engine};
 use serde::Serialize;
@@ -15,11 +15,8 @@ use utoipa::ToSchema;
 
 use crate::auth::Owner;
 use crate::body::Json;
-use crate::jobs::IdempotencyKey;
-use crate::openapi::{
-    BadRequest, IdempotencyConflict, NotFound, PayloadTooLarge, RequestTimeout, ServerError,
-    Unauthorized, UnsupportedMediaType,
-};
+use crate::jobs::{keyed_answer, IdempotencyKey};
+use crate::openapi::{BodyErrors, CommonErrors, IdempotencyConflict, NotFound};
 use crate::problem::Problem;
 use crate::Api;
 
@@ -93,13 +90,9 @@ own `provider` selects the jobs)",
         (status = 200, description = "A dry run's count, or the operation this key already \
 started, as far as it has come", body = BulkStartedAnswer,
             headers(("Idempotent-Replayed" = String, description = "`true` on a repetition"))),
-        (status = 400, response = BadRequest),
-        (status = 401, response = Unauthorized),
-        (status = 408, response = RequestTimeout),
-        (status = 413, response = PayloadTooLarge),
-        (status = 415, response = UnsupportedMediaType),
+        CommonErrors,
+        BodyErrors,
         (status = 422, response = IdempotencyConflict),
-        (status = 500, response = ServerError),
     ),
 )]
 pub async fn start(
@@ -123,16 +116,8 @@ pub async fn start(
         bulk: operation,
         replayed,
     };
-    let mut response = (status, axum::Json(answer)).into_response();
-    let headers = response.headers_mut();
-    if replayed {
-        headers.insert("idempotent-replayed", HeaderValue::from_static("true"));
-    } else if let Some(location) =
-        id.and_then(|id| HeaderValue::try_from(format!("/v1/bulk/{id}")).ok())
-    {
-        headers.insert(header::LOCATION, location);
-    }
-    Ok(response)
+    let location = id.map(|id| format!("/v1/bulk/{id}"));
+    Ok(keyed_answer(status, answer, replayed, location))
 }
 
 /// `GET /v1/bulk/{id}`.
@@ -144,10 +129,8 @@ it skipped with their codes, and whether every job has been decided (`done`).",
     params(("id" = String, Path, description = "The operation's id")),
     responses(
         (status = 200, description = "The operation as far as it has come", body = BulkShown),
-        (status = 400, response = BadRequest),
-        (status = 401, response = Unauthorized),
+        CommonErrors,
         (status = 404, response = NotFound),
-        (status = 500, response = ServerError),
     ),
 )]
 pub async fn show(

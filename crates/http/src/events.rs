@@ -13,7 +13,7 @@ use futures_util::Stream;
 use onejob_engine::FeedEvent;
 
 use crate::long::{Caller, Held};
-use crate::openapi::{BadRequest, ServerError, StreamEvent, TooManyRequests, Unauthorized};
+use crate::openapi::{CommonErrors, StreamEvent, TooManyRequests};
 use crate::problem::Problem;
 use crate::{Api, RECHECK};
 
@@ -58,10 +58,8 @@ waits; a stream ends within 5 s of its token's revocation.",
         (status = 200, description = "The stream; it stays open until the client or the server \
 ends it. Its schema is one event's, as OpenAPI 3.1 tools read a stream's",
             content_type = "text/event-stream", body = StreamEvent),
-        (status = 400, response = BadRequest),
-        (status = 401, response = Unauthorized),
+        CommonErrors,
         (status = 429, response = TooManyRequests),
-        (status = 500, response = ServerError),
     ),
 )]
 pub async fn stream(

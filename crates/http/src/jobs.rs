@@ -17,8 +17,7 @@ use crate::auth::Owner;
 use crate::body::{Json, Text};
 use crate::long::Caller;
 use crate::openapi::{
-    BadRequest, Conflict, IdempotencyConflict, NotFound, PayloadTooLarge, RequestTimeout,
-    ServerError, TooManyRequests, Unauthorized, UnsupportedMediaType,
+    BodyErrors, CommonErrors, Conflict, IdempotencyConflict, NotFound, TooManyRequests,
 };
 use crate::problem::Problem;
 use crate::query::Query;
@@ -63,13 +62,9 @@ on every retry: the quoted sf-string `\"order-45\"` or the bare `order-45`, one 
             ("Location" = String, description = "`/v1/jobs/{id}` of the new job"))),
         (status = 200, description = "The job this key and intent already made; `replayed` is \
 true", body = Submitted, headers(("Idempotent-Replayed" = String, description = "`true`"))),
-        (status = 400, response = BadRequest),
-        (status = 401, response = Unauthorized),
-        (status = 408, response = RequestTimeout),
-        (status = 413, response = PayloadTooLarge),
-        (status = 415, response = UnsupportedMediaType),
+        CommonErrors,
+        BodyErrors,
         (status = 422, response = IdempotencyConflict),
-        (status = 500, response = ServerError),
     ),
 )]
 pub async fn submit(
@@ -80,18 +75,31 @@ pub async fn submit(
 ) -> Result<Response, Problem> {
     let submitted = api.engine.submit(&owner, &key, &intent).await?;
     let replayed = submitted.replayed;
+    let status = if replayed {
+        StatusCode::OK
+    } else {
+        StatusCode::CREATED
+    };
     let location = format!("/v1/jobs/{}", submitted.job.id);
-    let mut response = axum::Json(submitted).into_response();
+    Ok(keyed_answer(status, submitted, replayed, Some(location)))
+}
+
+/// The answer to a request under an idempotency key: `answer` with `status`, marked
+/// `Idempotent-Replayed: true` on a repetition, else pointing at what it made with `Location`.
+pub fn keyed_answer(
+    status: StatusCode,
+    answer: impl Serialize,
+    replayed: bool,
+    location: Option<String>,
+) -> Response {
+    let mut response = (status, axum::Json(answer)).into_response();
     let headers = response.headers_mut();
     if replayed {
         headers.insert("idempotent-replayed", HeaderValue::from_static("true"));
-    } else {
-        *response.status_mut() = StatusCode::CREATED;
-        if let Ok(location) = HeaderValue::from_str(&location) {
-            response.headers_mut().insert(header::LOCATION, location);
-        }
+    } else if let Some(location) = location.and_then(|l| HeaderValue::try_from(l).ok()) {
+        headers.insert(header::LOCATION, location);
     }
-    Ok(response)
+    response
 }
 
 /// The query of `GET /v1/jobs/{id}`.
@@ -118,11 +126,9 @@ server's connections in waits and event streams (429 past that), and a wait ends
     params(("id" = String, Path, description = "The job's id"), WaitQuery),
     responses(
         (status = 200, description = "The job", body = JobDetail),
-        (status = 400, response = BadRequest),
-        (status = 401, response = Unauthorized),
+        CommonErrors,
         (status = 404, response = NotFound),
         (status = 429, response = TooManyRequests),
-        (status = 500, response = ServerError),
     ),
 )]
 pub async fn show(
@@ -240,9 +246,7 @@ pub struct ListQuery {
     responses(
         (status = 200, description = "One page: at most `limit` jobs, ending after the job \
 that takes it past 4 MiB; `next` is null on the last", body = JobPage),
-        (status = 400, response = BadRequest),
-        (status = 401, response = Unauthorized),
-        (status = 500, response = ServerError),
+        CommonErrors,
     ),
 )]
 pub async fn list(
@@ -355,11 +359,9 @@ job flagged for review.",
     params(("id" = String, Path, description = "The job's id")),
     responses(
         (status = 200, description = "The cancelled job", body = Cancelled),
-        (status = 400, response = BadRequest),
-        (status = 401, response = Unauthorized),
+        CommonErrors,
         (status = 404, response = NotFound),
         (status = 409, response = Conflict),
-        (status = 500, response = ServerError),
     ),
 )]
 pub async fn cancel(
@@ -397,15 +399,11 @@ every repetition of it: the quoted sf-string `\"retry-45-1\"` or the bare `retry
         (status = 200, description = "The job and the attempt this retry started; with \
 `Idempotent-Replayed: true`, the attempt the key's first retry started", body = JobAttempt,
             headers(("Idempotent-Replayed" = String, description = "`true` on a repetition"))),
-        (status = 400, response = BadRequest),
-        (status = 401, response = Unauthorized),
+        CommonErrors,
+        BodyErrors,
         (status = 404, response = NotFound),
-        (status = 408, response = RequestTimeout),
         (status = 409, response = Conflict),
-        (status = 413, response = PayloadTooLarge),
-        (status = 415, response = UnsupportedMediaType),
         (status = 422, response = IdempotencyConflict),
-        (status = 500, response = ServerError),
     ),
 )]
 pub async fn retry(
@@ -419,12 +417,12 @@ pub async fn retry(
         .engine
         .retry_keyed(&owner, &key, &id, body.provider.as_deref())
         .await?;
-    let mut response = axum::Json(retried.done).into_response();
-    if retried.replayed {
-        let headers = response.headers_mut();
-        headers.insert("idempotent-replayed", HeaderValue::from_static("true"));
-    }
-    Ok(response)
+    Ok(keyed_answer(
+        StatusCode::OK,
+        retried.done,
+        retried.replayed,
+        None,
+    ))
 }
 
 /// The body of `POST /v1/attempts/{id}/resolve`.
@@ -454,14 +452,10 @@ attempt in the same commit.",
     responses(
         (status = 200, description = "The job and the attempt; `next_attempt` with `retry_on`",
             body = JobAttempt),
-        (status = 400, response = BadRequest),
-        (status = 401, response = Unauthorized),
+        CommonErrors,
+        BodyErrors,
         (status = 404, response = NotFound),
-        (status = 408, response = RequestTimeout),
         (status = 409, response = Conflict),
-        (status = 413, response = PayloadTooLarge),
-        (status = 415, response = UnsupportedMediaType),
-        (status = 500, response = ServerError),
     ),
 )]
 pub async fn resolve(

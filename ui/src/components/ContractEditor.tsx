@@ -1,7 +1,7 @@
 // Adds or edits a contract: its name, its output schema (checked as JSON Schema while it is
 // typed), its prompt template with the {{fields}} it uses listed live, and its sample inputs.
 // The engine checks it again on save; its errors show beside the field they name.
-import { useMemo, useState } from "react";
+import { useMemo, useState, type ReactNode } from "react";
 
 import { call, useLedger } from "../api";
 import { commands, type ContractView } from "../bindings";
@@ -15,6 +15,7 @@ import {
   type ContractDraft,
 } from "../forms/contractForm";
 import { hasErrors, placeError, type FieldErrors } from "../forms/fields";
+import { EditorForm } from "./EditorForm";
 import { FieldError } from "./ProviderForm";
 
 const FORM_FIELDS = ["name", "schema", "template", "samples"] as const;
@@ -55,17 +56,15 @@ export function ContractEditor({ contract, onDone }: { contract: ContractView | 
   const schemaError = errors["schema"] ?? schemaLive ?? undefined;
   const samplesError = errors["samples"] ?? samplesLive ?? undefined;
   return (
-    <form
-      className="card contract-editor"
-      aria-label={editing ? `Edit contract ${contract.name}` : "Add a contract"}
-      data-testid="contract-form"
-      noValidate
-      onSubmit={(e) => {
-        e.preventDefault();
-        save();
-      }}
+    <EditorForm
+      noun="contract"
+      name={contract?.name ?? null}
+      busy={busy}
+      formError={errors["form"]}
+      note={<p className="muted">Saving a changed schema, template or samples makes every earlier check stop counting.</p>}
+      onSave={save}
+      onClose={onDone}
     >
-      <h3>{editing ? <>Edit <code>{contract.name}</code></> : "Add a contract"}</h3>
       <label className="field">
         <span className="label">Name — what intents call it: 1–64 of A–Z a–z 0–9 . _ -</span>
         <input
@@ -79,20 +78,7 @@ export function ContractEditor({ contract, onDone }: { contract: ContractView | 
         />
         <FieldError prefix="contract" field="name" error={errors["name"]} />
       </label>
-      <label className="field">
-        <span className="label">
-          Output schema (JSON Schema) — every answer must keep it; extra top-level keys are refused unless it sets
-          additionalProperties
-        </span>
-        <textarea
-          className="intent"
-          rows={8}
-          spellCheck={false}
-          value={draft.schema}
-          onChange={(e) => set("schema", e.currentTarget.value)}
-          data-testid="contract-schema"
-          aria-invalid={schemaError !== undefined}
-        />
+      <TextField part="schema" draft={draft} set={set} invalid={schemaError !== undefined}>
         {schemaError === undefined ? (
           <span className="field-ok" data-testid="contract-schema-ok">
             A valid JSON Schema.
@@ -100,60 +86,68 @@ export function ContractEditor({ contract, onDone }: { contract: ContractView | 
         ) : (
           <FieldError prefix="contract" field="schema" error={schemaError} />
         )}
-      </label>
-      <label className="field">
-        <span className="label">System text — the instructions; {"{{field}}"} takes a value from the job's input</span>
-        <textarea
-          className="intent"
-          rows={2}
-          value={draft.system}
-          onChange={(e) => set("system", e.currentTarget.value)}
-          data-testid="contract-system"
-        />
-      </label>
-      <label className="field">
-        <span className="label">User text — the prompt, with {"{{field}}"} variables (a.b reaches into objects)</span>
-        <textarea
-          className="intent"
-          rows={3}
-          value={draft.user}
-          onChange={(e) => set("user", e.currentTarget.value)}
-          data-testid="contract-user"
-          aria-invalid={errors["template"] !== undefined}
-        />
+      </TextField>
+      <TextField part="system" draft={draft} set={set} />
+      <TextField part="user" draft={draft} set={set} invalid={errors["template"] !== undefined}>
         <FieldError prefix="contract" field="template" error={errors["template"]} />
-      </label>
+      </TextField>
       <p className="muted" data-testid="contract-fields">
         Fields a job's input must have:{" "}
         {fields.length === 0 ? "none" : fields.map((f) => <code key={f} className="chip" data-field={f}>{f}</code>)}
       </p>
-      <label className="field">
-        <span className="label">Samples — a JSON array of inputs; a contract check sends each to the provider</span>
-        <textarea
-          className="intent"
-          rows={5}
-          spellCheck={false}
-          value={draft.samples}
-          onChange={(e) => set("samples", e.currentTarget.value)}
-          data-testid="contract-samples"
-          aria-invalid={samplesError !== undefined}
-        />
+      <TextField part="samples" draft={draft} set={set} invalid={samplesError !== undefined}>
         <FieldError prefix="contract" field="samples" error={samplesError} />
-      </label>
-      {errors["form"] !== undefined && (
-        <p className="form-error" role="alert" data-testid="contract-error-form">
-          {errors["form"]}
-        </p>
-      )}
-      <p className="muted">Saving a changed schema, template or samples makes every earlier check stop counting.</p>
-      <div className="actions">
-        <button type="submit" className="button primary" disabled={busy} data-testid="contract-save">
-          {editing ? "Save contract" : "Add contract"}
-        </button>
-        <button type="button" className="button" onClick={onDone} data-testid="contract-cancel">
-          Close
-        </button>
-      </div>
-    </form>
+      </TextField>
+    </EditorForm>
+  );
+}
+
+/** The text parts of a contract, each typed in a text area of its own. */
+type TextPart = "schema" | "system" | "user" | "samples";
+
+/** Each text part's label, its text area's height in rows, and whether it is JSON (no spelling check). */
+const TEXT_PARTS: Record<TextPart, { label: string; rows: number; json: boolean }> = {
+  schema: {
+    label:
+      "Output schema (JSON Schema) — every answer must keep it; extra top-level keys are refused unless it sets " +
+      "additionalProperties",
+    rows: 8,
+    json: true,
+  },
+  system: { label: "System text — the instructions; {{field}} takes a value from the job's input", rows: 2, json: false },
+  user: { label: "User text — the prompt, with {{field}} variables (a.b reaches into objects)", rows: 3, json: false },
+  samples: { label: "Samples — a JSON array of inputs; a contract check sends each to the provider", rows: 5, json: true },
+};
+
+/** One text part of the contract in a labelled text area, with what is said of it beneath. */
+function TextField({
+  part,
+  draft,
+  set,
+  invalid,
+  children,
+}: {
+  part: TextPart;
+  draft: ContractDraft;
+  set: (field: TextPart, value: string) => void;
+  /** Whether what is typed is refused; left out where nothing is checked. */
+  invalid?: boolean;
+  children?: ReactNode;
+}) {
+  const { label, rows, json } = TEXT_PARTS[part];
+  return (
+    <label className="field">
+      <span className="label">{label}</span>
+      <textarea
+        className="intent"
+        rows={rows}
+        spellCheck={json ? false : undefined}
+        value={draft[part]}
+        onChange={(e) => set(part, e.currentTarget.value)}
+        data-testid={`contract-${part}`}
+        aria-invalid={invalid}
+      />
+      {children}
+    </label>
   );
 }

@@ -6,6 +6,7 @@ import { useState } from "react";
 import { call, useLedger } from "../api";
 import { commands, type ProviderKind, type ProviderView } from "../bindings";
 import { hasErrors, placeError, type FieldErrors } from "../forms/fields";
+import { EditorForm } from "./EditorForm";
 import {
   checkProvider,
   configOf,
@@ -79,17 +80,15 @@ export function ProviderForm({ provider, onDone }: Props) {
   };
 
   return (
-    <form
-      className="card provider-form"
-      aria-label={editing ? `Edit provider ${provider.name}` : "Add a provider"}
-      data-testid="provider-form"
-      noValidate
-      onSubmit={(e) => {
-        e.preventDefault();
-        void save();
-      }}
+    <EditorForm
+      noun="provider"
+      name={provider?.name ?? null}
+      busy={busy}
+      formError={errors["form"]}
+      note={note !== null && <p className="muted">{note}</p>}
+      onSave={save}
+      onClose={onDone}
     >
-      <h3>{editing ? <>Edit <code>{provider.name}</code></> : "Add a provider"}</h3>
       <div className="form-grid">
         {fields.map((field) => (
           <Field key={field} field={field} draft={draft} error={errors[field]} set={set} editing={editing} />
@@ -127,21 +126,7 @@ export function ProviderForm({ provider, onDone }: Props) {
           </div>
         )}
       </div>
-      {errors["form"] !== undefined && (
-        <p className="form-error" role="alert" data-testid="provider-error-form">
-          {errors["form"]}
-        </p>
-      )}
-      {note !== null && <p className="muted">{note}</p>}
-      <div className="actions">
-        <button type="submit" className="button primary" disabled={busy} data-testid="provider-save">
-          {editing ? "Save provider" : "Add provider"}
-        </button>
-        <button type="button" className="button" onClick={onDone} data-testid="provider-cancel">
-          Close
-        </button>
-      </div>
-    </form>
+    </EditorForm>
   );
 }
 

@@ -285,26 +285,8 @@ export function JobsScreen({ now, open, go }: Props) {
             ))}
           </datalist>
         </label>
-        <label>
-          Created after{" "}
-          <input
-            type="datetime-local"
-            aria-label="Created after (local time)"
-            value={createdAfter}
-            onChange={(e) => setCreatedAfter(e.currentTarget.value)}
-            data-testid="jobs-created-after"
-          />
-        </label>
-        <label>
-          before{" "}
-          <input
-            type="datetime-local"
-            aria-label="Created before (local time)"
-            value={createdBefore}
-            onChange={(e) => setCreatedBefore(e.currentTarget.value)}
-            data-testid="jobs-created-before"
-          />
-        </label>
+        <CreatedBound side="after" text="Created after" value={createdAfter} onChange={setCreatedAfter} />
+        <CreatedBound side="before" text="before" value={createdBefore} onChange={setCreatedBefore} />
       </nav>
       {error !== null && <ErrorBanner error={error} />}
       <BulkActions filter={filter} total={total} />
@@ -342,6 +324,32 @@ export function JobsScreen({ now, open, go }: Props) {
         </div>
       </div>
     </>
+  );
+}
+
+/** One end of the filter on when jobs were created, typed in local time. */
+function CreatedBound({
+  side,
+  text,
+  value,
+  onChange,
+}: {
+  side: "after" | "before";
+  text: string;
+  value: string;
+  onChange: (value: string) => void;
+}) {
+  return (
+    <label>
+      {text}{" "}
+      <input
+        type="datetime-local"
+        aria-label={`Created ${side} (local time)`}
+        value={value}
+        onChange={(e) => onChange(e.currentTarget.value)}
+        data-testid={`jobs-created-${side}`}
+      />
+    </label>
   );
 }
 

@@ -15,9 +15,9 @@ mod responses;
 mod schemas;
 
 pub use responses::{
-    BadRequest, Conflict, HeadersTooLarge, IdempotencyConflict, NotFound, PayloadTooLarge,
-    RequestTimeout, ServerError, TooManyRequests, Unauthorized, Unavailable, UnsupportedMediaType,
-    UriTooLong,
+    BadRequest, BodyErrors, CommonErrors, Conflict, HeadersTooLarge, IdempotencyConflict, NotFound,
+    PayloadTooLarge, RequestTimeout, ServerError, TooManyRequests, Unauthorized, Unavailable,
+    UnsupportedMediaType, UriTooLong,
 };
 pub use schemas::{Problem, StreamEvent};
 

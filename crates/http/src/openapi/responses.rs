@@ -1,9 +1,11 @@
 //! The reusable error answers, one per status, each a problem+json body (see `Problem`) of
-//! the codes its description names.
+//! the codes its description names; and the sets of them that several operations share.
+
+use std::collections::BTreeMap;
 
 use utoipa::openapi::schema::{ObjectBuilder, Type};
 use utoipa::openapi::{ContentBuilder, HeaderBuilder, Ref, RefOr, ResponseBuilder};
-use utoipa::{ToResponse, ToSchema};
+use utoipa::{IntoResponses, ToResponse, ToSchema};
 
 use crate::problem::PROBLEM_JSON;
 
@@ -135,3 +137,35 @@ answer!(
         "Seconds to wait before sending the same request again",
     )
 );
+
+/// The reusable answer `R` under `status`, as an operation lists it: a reference by name.
+fn at<'r, R: ToResponse<'r>>(status: &str) -> (String, RefOr<utoipa::openapi::Response>) {
+    let name = R::response().0;
+    (status.to_owned(), RefOr::Ref(Ref::from_response_name(name)))
+}
+
+/// The error answers of every operation behind a token: 400, 401 and 500.
+pub struct CommonErrors;
+
+impl IntoResponses for CommonErrors {
+    fn responses() -> BTreeMap<String, RefOr<utoipa::openapi::Response>> {
+        BTreeMap::from([
+            at::<BadRequest>("400"),
+            at::<Unauthorized>("401"),
+            at::<ServerError>("500"),
+        ])
+    }
+}
+
+/// The error answers of an operation that reads a body: 408, 413 and 415.
+pub struct BodyErrors;
+
+impl IntoResponses for BodyErrors {
+    fn responses() -> BTreeMap<String, RefOr<utoipa::openapi::Response>> {
+        BTreeMap::from([
+            at::<RequestTimeout>("408"),
+            at::<PayloadTooLarge>("413"),
+            at::<UnsupportedMediaType>("415"),
+        ])
+    }
+}
