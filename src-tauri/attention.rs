@@ -198,6 +198,7 @@ mod tests {
             sent_at: None,
             finished_at: None,
             usage: None,
+            cost: None,
         }
     }
 
@@ -208,6 +209,7 @@ mod tests {
             attempts,
             events: Vec::new(),
             usage: None,
+            cost: Vec::new(),
             known: Vec::new(),
         }
     }

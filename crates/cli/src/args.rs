@@ -101,6 +101,8 @@ pub enum Command {
     },
     /// Resolve, cancel or retry every job a filter matches, in one keyed operation
     Bulk(crate::bulk::BulkArgs),
+    /// What attempts cost, by day, provider or owner, and the money at risk in unknown ones; of every owner's jobs in this ledger
+    Spend(SpendArgs),
     /// Configure the providers jobs are sent to
     #[command(subcommand)]
     Provider(ProviderCommand),
@@ -229,6 +231,37 @@ pub struct Jobs {
     /// Continue after this cursor: the `next` of the previous page
     #[arg(long, value_name = "CURSOR")]
     pub after: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct SpendArgs {
+    /// Sum by the day each attempt was sent (UTC), by provider, or by owner
+    #[arg(long, value_enum, default_value_t = SpendByArg::Day)]
+    pub by: SpendByArg,
+    /// Only attempts sent at or after this time (RFC 3339, or a date for its midnight UTC)
+    #[arg(long, value_name = "DATE")]
+    pub since: Option<String>,
+    /// Only attempts charged in this currency; needed where attempts were charged in several
+    #[arg(long, value_name = "CODE")]
+    pub currency: Option<String>,
+}
+
+/// What `onejob spend` sums by.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum SpendByArg {
+    Day,
+    Provider,
+    Owner,
+}
+
+impl From<SpendByArg> for onejob_engine::SpendBy {
+    fn from(by: SpendByArg) -> Self {
+        match by {
+            SpendByArg::Day => onejob_engine::SpendBy::Day,
+            SpendByArg::Provider => onejob_engine::SpendBy::Provider,
+            SpendByArg::Owner => onejob_engine::SpendBy::Owner,
+        }
+    }
 }
 
 /// Which jobs: the filter the jobs list and a bulk operation share (SPEC §16).

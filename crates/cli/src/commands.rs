@@ -124,6 +124,16 @@ async fn run_once(db: &Path, owner: &str, command: Command) -> Result<Value> {
             })
             .await
         }
+        Command::Spend(spend) => {
+            let by = spend.by.into();
+            with_engine(db, async |engine| {
+                let spend = engine
+                    .spend(None, by, spend.since, spend.currency.as_deref())
+                    .await?;
+                Ok(spend.answer())
+            })
+            .await
+        }
         Command::Cancel { job_id } => {
             with_engine(db, async |engine| {
                 Ok(json!({ "job": engine.cancel(owner, &job_id).await? }))

@@ -67,6 +67,10 @@ pub struct Attempt {
     /// The tokens its provider reported for the answer (AI providers only), whatever the
     /// answer's fate: a lost or contract-breaking answer was billed too.
     pub usage: Option<Usage>,
+    /// What it cost (SPEC §17) at the price it was sent at; `None` at a provider without a
+    /// price, or before it was sent.
+    #[serde(default)]
+    pub cost: Option<crate::money::Cost>,
 }
 
 /// Tokens an AI provider reported for one answer.
@@ -214,6 +218,11 @@ pub struct JobDetail {
     pub events: Vec<Event>,
     /// The tokens reported over all its attempts; `None` when no attempt reported any.
     pub usage: Option<Usage>,
+    /// What its attempts cost, one total per currency (SPEC §17); empty when none was sent at
+    /// a provider with a price.
+    #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(required = true))]
+    pub cost: Vec<crate::money::Cost>,
     /// What is known of each of its `unknown` attempts (SPEC §16), by attempt number.
     #[serde(default)]
     #[cfg_attr(feature = "openapi", schema(required = true))]
@@ -289,6 +298,9 @@ pub struct ShownJobDetail {
     pub events: Vec<Event>,
     /// The tokens reported over all its attempts; `None` when no attempt reported any.
     pub usage: Option<Usage>,
+    /// What its attempts cost, one total per currency (SPEC §17); empty when none was sent at
+    /// a provider with a price.
+    pub cost: Vec<crate::money::Cost>,
     /// What is known of each of its `unknown` attempts (SPEC §16), by attempt number.
     pub known: Vec<crate::known::Known>,
 }

@@ -216,6 +216,204 @@ impl Price {
     }
 }
 
+impl Price {
+    /// The worst case of one request sent with `body` (SPEC §17, ADR 0062), in billionths: the
+    /// request's price, every byte of the body as an input token (a token never stands for
+    /// less than one byte of what it reads, and a request's body holds its whole prompt), and
+    /// the body's own `max_tokens` (`max_completion_tokens`, `max_output_tokens`) of output,
+    /// or the provider's context window where the body gives none; each count at most the
+    /// context window. `None` past 64 bits.
+    pub fn worst_nanos(&self, body: &str, context_window: Option<u64>) -> Option<i64> {
+        let window = context_window.unwrap_or(u64::MAX);
+        let input = u64::try_from(body.len()).unwrap_or(u64::MAX).min(window);
+        let asked = serde_json::from_str::<serde_json::Value>(body)
+            .ok()
+            .and_then(|body| {
+                ["max_tokens", "max_completion_tokens", "max_output_tokens"]
+                    .iter()
+                    .find_map(|name| body.get(name).and_then(serde_json::Value::as_u64))
+            });
+        let output = asked.or(context_window).unwrap_or(0).min(window);
+        self.cost_nanos(input, output)
+    }
+}
+
+/// What spend is summed by (SPEC §17).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, specta::Type)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum SpendBy {
+    /// The day each attempt was sent, UTC (`2026-12-04`).
+    #[default]
+    Day,
+    Provider,
+    Owner,
+}
+
+impl SpendBy {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SpendBy::Day => "day",
+            SpendBy::Provider => "provider",
+            SpendBy::Owner => "owner",
+        }
+    }
+}
+
+/// One line of spend: a day, a provider or an owner, in one currency.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, specta::Type)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct SpendLine {
+    /// The day (`2026-12-04`), the provider's name or the owner, as the spend was summed by.
+    pub key: String,
+    #[serde(flatten)]
+    pub cost: Cost,
+}
+
+/// Spend summed by day, provider or owner, and its total (SPEC §17).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, specta::Type)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct Spend {
+    pub by: SpendBy,
+    pub lines: Vec<SpendLine>,
+    /// Every line together; `None` when nothing was charged.
+    pub total: Option<Cost>,
+}
+
+impl Spend {
+    /// The answer of `onejob spend` and `GET /v1/spend` (SPEC §17): each line with its day,
+    /// provider or owner under that name, and the total.
+    pub fn answer(&self) -> serde_json::Value {
+        let lines: Vec<serde_json::Value> = self
+            .lines
+            .iter()
+            .map(|line| {
+                serde_json::json!({
+                    self.by.as_str(): line.key,
+                    "currency": line.cost.currency,
+                    "spent": line.cost.spent,
+                    "at_risk": line.cost.at_risk,
+                })
+            })
+            .collect();
+        serde_json::json!({ "spend": lines, "total": self.total })
+    }
+}
+
+/// What an attempt is charged when it is sent at a provider with a price: the price (a copy,
+/// so a later change of price changes nothing spent) and its worst case.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Charge {
+    pub currency: String,
+    /// The price as JSON.
+    pub price: String,
+    pub worst_nanos: i64,
+}
+
+impl Price {
+    /// The charge of one request sent with `body` at this price (its worst case as
+    /// [`Price::worst_nanos`] counts it, `i64::MAX` billionths past 64 bits).
+    pub(crate) fn charge(&self, body: &str, context_window: Option<u64>) -> Charge {
+        Charge {
+            currency: self.currency.clone(),
+            price: serde_json::to_string(self).unwrap_or_default(),
+            worst_nanos: self.worst_nanos(body, context_window).unwrap_or(i64::MAX),
+        }
+    }
+}
+
+/// What an attempt cost, or a job in one currency (SPEC §17), amounts as decimal strings.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, specta::Type)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct Cost {
+    /// The currency's ISO 4217 code.
+    pub currency: String,
+    /// Spent: answered attempts at what they used (at their worst case where the answer
+    /// reported no usage), and attempts settled as done or abandoned at their worst case.
+    /// An attempt proven never sent, or refused before any effect, adds nothing.
+    pub spent: String,
+    /// At risk: `unknown` attempts at their worst case, until they are resolved.
+    pub at_risk: String,
+}
+
+/// An attempt's money as its ledger row holds it, in billionths.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Charged {
+    pub spent: i64,
+    pub at_risk: i64,
+}
+
+/// What an attempt in `state`, ended with `error_kind`, has spent and has at risk, given its
+/// worst case and its settled cost (ADR 0062). The same rule is written in SQL for the sums of
+/// spend (`attempts/spend.sql`); `spend_rule_is_the_views_rule` holds them together.
+pub(crate) fn charged(
+    state: crate::attempt::AttemptState,
+    error_kind: Option<&str>,
+    worst: i64,
+    cost: Option<i64>,
+) -> Charged {
+    use crate::attempt::AttemptState as S;
+    match state {
+        S::Pending | S::InFlight => Charged::default(),
+        S::Unknown => Charged {
+            spent: 0,
+            at_risk: worst,
+        },
+        S::Failed if error_kind.is_some_and(costs_nothing) => Charged::default(),
+        _ => Charged {
+            spent: cost.unwrap_or(worst),
+            at_risk: 0,
+        },
+    }
+}
+
+/// The failures that prove a request was never sent, or refused before it had any effect: they
+/// cost nothing (SPEC §17). Every other end of a sent attempt is charged.
+pub(crate) const FREE_FAILURES: [&str; 9] = [
+    "never_sent",
+    "misconfigured",
+    "rejected",
+    "throttled",
+    "server_error",
+    "server_error_keyed",
+    "reconciled_failed",
+    "resolved_by_person",
+    "cancelled",
+];
+
+/// Whether a failure of this kind costs nothing.
+pub(crate) fn costs_nothing(kind: &str) -> bool {
+    FREE_FAILURES.contains(&kind)
+}
+
+/// The cost of each currency among `attempts`, in the order each currency first appears.
+pub fn totals<'a>(attempts: impl IntoIterator<Item = &'a crate::model::Attempt>) -> Vec<Cost> {
+    let mut sums: Vec<(String, i64, i64)> = Vec::new();
+    for cost in attempts.into_iter().filter_map(|a| a.cost.as_ref()) {
+        let nanos = |text: &str| {
+            Amount::parse(text)
+                .ok()
+                .and_then(Amount::nanos)
+                .unwrap_or(0)
+        };
+        let (spent, at_risk) = (nanos(&cost.spent), nanos(&cost.at_risk));
+        match sums.iter_mut().find(|(c, _, _)| *c == cost.currency) {
+            Some(sum) => {
+                sum.1 = sum.1.saturating_add(spent);
+                sum.2 = sum.2.saturating_add(at_risk);
+            }
+            None => sums.push((cost.currency.clone(), spent, at_risk)),
+        }
+    }
+    sums.into_iter()
+        .map(|(currency, spent, at_risk)| Cost {
+            currency,
+            spent: Amount::from_nanos(spent).to_string(),
+            at_risk: Amount::from_nanos(at_risk).to_string(),
+        })
+        .collect()
+}
+
 /// `tokens` at `price` a thousand, in billionths, rounded up.
 fn per_thousand(price: Option<Amount>, tokens: u64) -> Option<i64> {
     let Some(price) = price else {
@@ -316,5 +514,39 @@ mod tests {
         price.per_1k_output_tokens = Some(amount("1000001"));
         let e = price.validate("provider.price").unwrap_err();
         assert!(e.to_string().contains("more than onejob can count"), "{e}");
+    }
+
+    /// Every kind that costs nothing is a kind attempts end with, so a renamed kind cannot
+    /// silently start charging.
+    #[test]
+    fn every_free_failure_is_a_failure_kind() {
+        for kind in FREE_FAILURES {
+            assert!(crate::failure::FailureKind::parse(kind).is_some(), "{kind}");
+        }
+    }
+
+    #[test]
+    fn the_worst_case_counts_every_byte_in_and_the_asked_or_the_window_out() {
+        let price = Price {
+            currency: "USD".into(),
+            per_request: Some(amount("0.01")),
+            per_1k_input_tokens: Some(amount("1")),
+            per_1k_output_tokens: Some(amount("2")),
+        };
+        let body = r#"{"max_tokens": 500, "messages": []}"#;
+        let bytes = i64::try_from(body.len()).unwrap();
+        // 0.01 + a thousandth a byte + 500 × 0.002
+        let expected = 10_000_000 + bytes * 1_000_000 + 1_000_000_000;
+        assert_eq!(price.worst_nanos(body, Some(8000)), Some(expected));
+        // No max_tokens: the whole window of output.
+        let body = r#"{"messages": []}"#;
+        let bytes = i64::try_from(body.len()).unwrap();
+        let expected = 10_000_000 + bytes * 1_000_000 + 8000 * 2_000_000;
+        assert_eq!(price.worst_nanos(body, Some(8000)), Some(expected));
+        // No more input than the window holds.
+        assert_eq!(
+            price.worst_nanos(&"x".repeat(100), Some(10)),
+            Some(10_000_000 + 10 * 1_000_000 + 10 * 2_000_000)
+        );
     }
 }

@@ -142,6 +142,7 @@ mod tests {
             sent_at: None,
             finished_at: None,
             usage: None,
+            cost: None,
         }
     }
 

@@ -21,5 +21,6 @@ mod person;
 mod providers;
 mod sandbox;
 mod serve;
+mod spend;
 mod submit;
 mod tokens;

@@ -235,7 +235,7 @@ fn a_price_is_kept_to_the_digit_and_refused_by_the_part_at_fault() {
     let priced = |price: &str| {
         PRIMARY.replace(
             "\"honours_idempotency_key\":false",
-            &format!("\"honours_idempotency_key\":false,\"price\":{price}"),
+            &format!("\"honours_idempotency_key\":false,\"context_window\":8000,\"price\":{price}"),
         )
     };
     let price = r#"{"currency":"USD","per_request":"0.010","per_1k_input_tokens":"0.15","per_1k_output_tokens":"0.000000001"}"#;

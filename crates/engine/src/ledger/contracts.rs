@@ -144,13 +144,15 @@ impl Engine {
         into_check(row, current)
     }
 
-    /// Keeps an AI provider's token usage for an attempt, and the answer's own id as its request
-    /// id when the response headers carried none.
+    /// Keeps an AI provider's token usage for an attempt, what it cost (`cost_nanos`, at the
+    /// price the attempt was sent at), and the answer's own id as its request id when the
+    /// response headers carried none.
     pub(crate) async fn record_usage(
         &self,
         attempt_id: &str,
         answer_id: Option<&str>,
         usage: Option<&Value>,
+        cost_nanos: Option<i64>,
     ) -> Result<()> {
         let usage = usage.map(Value::to_string);
         let (attempt_id, answer_id) = (attempt_id.to_owned(), answer_id.map(str::to_owned));
@@ -158,6 +160,7 @@ impl Engine {
             attempt_id,
             answer_id,
             usage,
+            cost_nanos,
         })
         .await
     }
@@ -179,6 +182,7 @@ struct RecordUsage {
     attempt_id: String,
     answer_id: Option<String>,
     usage: Option<String>,
+    cost_nanos: Option<i64>,
 }
 
 impl GroupWrite for RecordUsage {
@@ -191,7 +195,8 @@ impl GroupWrite for RecordUsage {
     fn run<'t>(&'t self, tx: &'t mut Tx) -> Step<'t, ()> {
         Box::pin(async move {
             let (answer_id, usage) = (self.answer_id.as_deref(), self.usage.as_deref());
-            attempt_rows::record_usage(tx, &self.attempt_id, answer_id, usage).await?;
+            let cost = self.cost_nanos;
+            attempt_rows::record_usage(tx, &self.attempt_id, answer_id, usage, cost).await?;
             Ok(())
         })
     }

@@ -17,6 +17,7 @@ mod person;
 mod providers;
 mod read;
 mod replay;
+mod spend;
 pub use replay::{Note, ReplayGate};
 mod submit;
 mod tokens;

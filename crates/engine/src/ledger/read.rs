@@ -29,11 +29,13 @@ impl Engine {
         let events = events::for_job(&mut conn, job_id).await?;
         let usage = Usage::total(attempts.iter().filter_map(|a| a.usage.as_ref()));
         let known = super::evidence::known_of(&mut conn, job_id, &attempts, &events).await?;
+        let cost = crate::money::totals(&attempts);
         Ok(JobDetail {
             job,
             attempts,
             events,
             usage,
+            cost,
             known,
         })
     }
@@ -57,11 +59,13 @@ impl Engine {
         let events = events::for_job(&mut conn, job_id).await?;
         let usage = Usage::total(attempts.iter().filter_map(|a| a.usage.as_ref()));
         let known = super::evidence::known_of(&mut conn, job_id, &attempts, &events).await?;
+        let cost = crate::money::totals(&attempts);
         Ok(ShownJobDetail {
             job,
             attempts,
             events,
             usage,
+            cost,
             known,
         })
     }
@@ -318,7 +322,7 @@ pub(super) fn blank_is_none(text: Option<String>) -> Option<String> {
 
 /// A time a filter takes (RFC 3339, or a date for its midnight UTC) in the ledger's text form,
 /// or `invalid_input` naming `field`; blank is none.
-fn ledger_time(field: &str, text: Option<String>) -> Result<Option<String>> {
+pub(super) fn ledger_time(field: &str, text: Option<String>) -> Result<Option<String>> {
     let Some(text) = blank_is_none(text) else {
         return Ok(None);
     };

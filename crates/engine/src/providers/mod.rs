@@ -418,6 +418,12 @@ impl ProviderConfig {
         }
         if let Some(price) = &self.price {
             price.validate("provider.price")?;
+            if price.per_1k_output_tokens.is_some() && self.context_window.is_none() {
+                return Err(Error::invalid_input(
+                    "provider.price.per_1k_output_tokens",
+                    "needs the provider's context_window: an answer's length is bounded only by it where a job gives no max_tokens, and without a bound an attempt's worst case could not be counted (SPEC §17)",
+                ));
+            }
         }
         if let Some(var) = &self.api_key_env {
             let ok = !var.is_empty() && var.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');

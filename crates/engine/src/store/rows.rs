@@ -10,6 +10,7 @@ use crate::attempt::AttemptState;
 use crate::error::{Error, Result};
 use crate::job::JobStatus;
 use crate::model::{Attempt, AttemptError, Job, JobError, Usage};
+use crate::money::{self, Amount, Cost};
 
 /// A `jobs` row as every statement that returns one reads it. Its fields are the store's
 /// (statements set them); the ledger reads the row through [`JobRow::into_job`].
@@ -85,6 +86,14 @@ pub struct AttemptRow {
     pub sent_at: Option<String>,
     pub finished_at: Option<String>,
     pub usage: Option<String>,
+    /// What it was charged (SPEC §17): its currency, its worst case and its settled cost in
+    /// billionths; NULL at a provider without a price.
+    #[sqlx(default)]
+    pub currency: Option<String>,
+    #[sqlx(default)]
+    pub worst_nanos: Option<i64>,
+    #[sqlx(default)]
+    pub cost_nanos: Option<i64>,
 }
 
 impl AttemptRow {
@@ -101,6 +110,7 @@ impl AttemptRow {
     /// The row as the engine's record.
     pub fn into_attempt(self) -> Result<Attempt> {
         let state = self.state()?;
+        let cost = self.cost(state);
         let error = self.error_kind.map(|kind| AttemptError {
             kind,
             message: self.error_message.unwrap_or_default(),
@@ -127,6 +137,19 @@ impl AttemptRow {
                 .and_then(|u| serde_json::from_str::<serde_json::Value>(u).ok())
                 .as_ref()
                 .and_then(Usage::from_reported),
+            cost,
+        })
+    }
+
+    /// What the attempt has spent and has at risk, by its state (`money::charged`); `None` at a
+    /// provider without a price, or before it was sent.
+    fn cost(&self, state: AttemptState) -> Option<Cost> {
+        let (currency, worst) = (self.currency.clone()?, self.worst_nanos?);
+        let charged = money::charged(state, self.error_kind.as_deref(), worst, self.cost_nanos);
+        Some(Cost {
+            currency,
+            spent: Amount::from_nanos(charged.spent).to_string(),
+            at_risk: Amount::from_nanos(charged.at_risk).to_string(),
         })
     }
 }

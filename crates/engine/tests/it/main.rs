@@ -8,6 +8,7 @@ mod common;
 mod anthropic;
 mod busy;
 mod contracts;
+mod cost;
 mod executor;
 mod feed;
 mod find;

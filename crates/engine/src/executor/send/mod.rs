@@ -23,6 +23,7 @@ use crate::failure::FailureKind;
 use crate::known::{self, EndRecord, KnownReceived, SentRecord};
 use crate::ledger::ResponseHead;
 use crate::model::{Attempt, Job};
+use crate::money::Charge;
 use crate::providers::http::{self, Classified, Head};
 use crate::providers::ProviderConfig;
 
@@ -81,7 +82,12 @@ impl Executor {
                 return Ok(());
             }
         };
-        if !self.marked_sent(&attempt.job_id, &attempt.id).await {
+        // At a provider with a price, the attempt is charged its worst case as it is sent.
+        let charge = target.config.price.as_ref().map(|price| {
+            let body = sent.as_ref().map_or("", |sent| sent.body.as_str());
+            price.charge(body, target.config.context_window)
+        });
+        if !self.marked_sent(&attempt.job_id, &attempt.id, charge).await {
             return Ok(());
         }
         if let Some(sent) = &sent {
@@ -175,10 +181,10 @@ impl Executor {
     /// lease is renewed, which holds only for an attempt this executor has in flight: renewed,
     /// the move was committed and the attempt is sent now, once; not renewed, the move was not
     /// (the attempt stays `pending`, for a later pass) or the attempt moved on.
-    async fn marked_sent(&self, job_id: &str, attempt_id: &str) -> bool {
+    async fn marked_sent(&self, job_id: &str, attempt_id: &str, charge: Option<Charge>) -> bool {
         let (engine, id, lease) = (&self.inner.engine, &self.inner.id, self.inner.options.lease);
         match engine
-            .mark_sent_of(Some(job_id), attempt_id, id, lease)
+            .mark_sent_of(Some(job_id), attempt_id, id, lease, charge)
             .await
         {
             Ok(_) => true,

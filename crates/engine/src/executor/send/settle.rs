@@ -11,7 +11,7 @@ use crate::contracts::Contract;
 use crate::error::{Error, Result};
 use crate::failure::{FailureKind, RetryHere};
 use crate::ledger::ResponseHead;
-use crate::model::{AfterFailure, Attempt, AttemptError};
+use crate::model::{AfterFailure, Attempt, AttemptError, Usage};
 use crate::providers::http::Classified;
 use crate::providers::{decode, judge, ProviderConfig};
 
@@ -40,8 +40,16 @@ impl Executor {
         if decoded.usage.is_some() || decoded.id.is_some() {
             let engine = &self.inner.engine;
             let (id, usage) = (decoded.id.as_deref(), decoded.usage.as_ref());
-            self.persist("usage", || engine.record_usage(&attempt.id, id, usage))
-                .await?;
+            // Settled at the price it was sent at: the one this executor charged it (SPEC §17).
+            let cost = config.price.as_ref().and_then(|price| {
+                let used = Usage::from_reported(usage?)?;
+                let (input, output) = (used.prompt_tokens, used.completion_tokens);
+                price.cost_nanos(u64::from(input), u64::from(output))
+            });
+            self.persist("usage", || {
+                engine.record_usage(&attempt.id, id, usage, cost)
+            })
+            .await?;
         }
         Ok(match judge(decoded.output, contract) {
             Ok(result) => Classified::Answer(result),

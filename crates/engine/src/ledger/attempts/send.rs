@@ -13,6 +13,7 @@ use crate::events::EventKind;
 use crate::ledger::group::{Fast, GroupWrite, Lock, Ran, Step, Touches};
 use crate::ledger::transition::{move_from, AttemptMove};
 use crate::model::{Actor, Attempt};
+use crate::money::Charge;
 use crate::store::attempts::{self as attempt_rows, Patch};
 use crate::store::Tx;
 use crate::Engine;
@@ -84,19 +85,21 @@ impl Engine {
         executor_id: &str,
         lease: Duration,
     ) -> Result<Attempt> {
-        self.mark_sent_of(None, attempt_id, executor_id, lease)
+        self.mark_sent_of(None, attempt_id, executor_id, lease, None)
             .await
     }
 
     /// [`Engine::mark_sent`] for an attempt of `job_id`, known to the caller: on PostgreSQL
     /// the group commit may then move it in one statement with other jobs' attempts (see
-    /// `group/runs.rs`).
+    /// `group/runs.rs`). At a provider with a price, `charge` is recorded by the same write
+    /// (SPEC §17), which then runs on its own.
     pub(crate) async fn mark_sent_of(
         &self,
         job_id: Option<&str>,
         attempt_id: &str,
         executor_id: &str,
         lease: Duration,
+        charge: Option<Charge>,
     ) -> Result<Attempt> {
         // The lease runs from the commit by the database's clock; the attempt shows its end.
         let detail = json!({ "executor_id": executor_id, "lease_ms": lease.as_millis() as u64 });
@@ -106,6 +109,7 @@ impl Engine {
             executor_id: executor_id.to_owned(),
             lease,
             detail,
+            charge,
         })
         .await
     }
@@ -157,6 +161,8 @@ struct MarkSent {
     executor_id: String,
     lease: Duration,
     detail: serde_json::Value,
+    /// What a priced attempt is charged, recorded by the move's own transaction.
+    charge: Option<Charge>,
 }
 
 impl GroupWrite for MarkSent {
@@ -167,6 +173,9 @@ impl GroupWrite for MarkSent {
     }
 
     fn fast(&self) -> Option<Fast> {
+        if self.charge.is_some() {
+            return None;
+        }
         Some(Fast::Send {
             job_id: self.job_id.clone()?,
             attempt_id: self.attempt_id.clone(),
@@ -192,9 +201,15 @@ impl GroupWrite for MarkSent {
                 detail: self.detail.clone(),
             };
             // Only a pending attempt is sent: the move's guard is the only check.
-            move_from(tx, &self.attempt_id, AttemptState::Pending, m)
+            let moved = move_from(tx, &self.attempt_id, AttemptState::Pending, m)
                 .await?
-                .into_attempt()
+                .into_attempt()?;
+            match &self.charge {
+                Some(charge) => attempt_rows::charge(tx, &self.attempt_id, charge)
+                    .await?
+                    .into_attempt(),
+                None => Ok(moved),
+            }
         })
     }
 

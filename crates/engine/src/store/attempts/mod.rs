@@ -16,10 +16,10 @@ pub use super::rows::AttemptRow;
 pub use insert::{insert_first, insert_first_many, insert_next, Inserted};
 pub use lease::{expired_leases, lock_expired, renew_lease};
 pub use moves::{
-    flag, moved, record_response_head, record_usage, send_many, MoveEvent, Patch, Sending,
+    charge, flag, moved, record_response_head, record_usage, send_many, MoveEvent, Patch, Sending,
 };
 pub use read::{
-    by_id, for_job, last_for_job, lookup_wait, open_for_job, owned, pending, pending_left, unknown,
-    usage,
+    by_id, for_job, last_for_job, lookup_wait, open_for_job, owned, pending, pending_left, spend,
+    unknown, usage,
 };
 pub use replay::{hold_replay, release_replay, replay_held, replay_window, replayable};

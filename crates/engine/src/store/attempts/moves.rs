@@ -134,14 +134,34 @@ pub async fn record_usage(
     id: &str,
     request_id: Option<&str>,
     usage: Option<&str>,
+    cost_nanos: Option<i64>,
 ) -> sqlx::Result<()> {
     on_backend!(h, "attempts/record_usage", |conn, sql| {
         sqlx::query(sql)
             .bind(request_id)
             .bind(usage)
             .bind(id)
+            .bind(cost_nanos)
             .execute(conn)
             .await
             .map(|_| ())
+    })
+}
+
+/// Records what the attempt is charged as it moves to `in_flight` (SPEC §17); the attempt as
+/// charged.
+pub async fn charge(
+    h: &mut impl Handle,
+    id: &str,
+    charge: &crate::money::Charge,
+) -> sqlx::Result<AttemptRow> {
+    on_backend!(h, "attempts/charge", |conn, sql| {
+        sqlx::query_as(sql)
+            .bind(&charge.currency)
+            .bind(&charge.price)
+            .bind(charge.worst_nanos)
+            .bind(id)
+            .fetch_one(conn)
+            .await
     })
 }

@@ -4,7 +4,9 @@
 use std::time::Duration;
 
 use crate::store::rows::AttemptRow;
-use crate::store::{on_backend, Handle};
+use sqlx::FromRow;
+
+use crate::store::{on_backend, Conn, Handle};
 
 /// An attempt by id, whoever owns its job (for the executor).
 pub async fn by_id(h: &mut impl Handle, id: &str) -> sqlx::Result<Option<AttemptRow>> {
@@ -99,4 +101,53 @@ pub async fn usage(h: &mut impl Handle, id: &str) -> sqlx::Result<Option<String>
             .await
             .map(Option::flatten)
     })
+}
+
+/// One row of spend: a day, provider or owner (`key`) in one currency, in billionths.
+#[derive(FromRow)]
+pub struct SpendRow {
+    pub key: String,
+    pub currency: String,
+    pub spent: i64,
+    pub at_risk: i64,
+}
+
+/// Spend by `by` (`day`, `provider` or `owner`) and currency (`attempts/spend.sql`), of `owner`'s
+/// jobs or every owner's, of attempts sent since `since`, in `currency` or each.
+pub async fn spend(
+    h: &mut impl Handle,
+    by: &str,
+    owner: Option<&str>,
+    since: Option<&str>,
+    currency: Option<&str>,
+) -> sqlx::Result<Vec<SpendRow>> {
+    let free = crate::money::FREE_FAILURES;
+    match h.conn() {
+        Conn::Sqlite(conn, at) => {
+            let free = serde_json::to_string(&free).unwrap_or_default();
+            sqlx::query_as(crate::store::query!(sqlite, "attempts/spend"))
+                .bind(by)
+                .bind(owner)
+                .bind(since)
+                .bind(currency)
+                .bind(free)
+                .fetch_all(conn)
+                .await
+                .map_err(|e| crate::store::sqlite::named(at, e))
+        }
+        Conn::Postgres(conn, watch) => {
+            let free: Vec<&str> = free.to_vec();
+            watch
+                .guard(
+                    sqlx::query_as(crate::store::query!(postgres, "attempts/spend"))
+                        .bind(by)
+                        .bind(owner)
+                        .bind(since)
+                        .bind(currency)
+                        .bind(free)
+                        .fetch_all(&mut *conn),
+                )
+                .await
+        }
+    }
 }

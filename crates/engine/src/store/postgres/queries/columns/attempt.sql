@@ -7,4 +7,5 @@ id::text AS id, job_id::text AS job_id, number, provider, state, job_version, re
 http_status, error_kind, error_message, executor_id,
 onejob_time(lease_expires_at) AS lease_expires_at, flagged_for_review,
 onejob_time(created_at) AS created_at, onejob_time(sent_at) AS sent_at,
-onejob_time(finished_at) AS finished_at, usage::text AS usage
+onejob_time(finished_at) AS finished_at, usage::text AS usage, currency, worst_nanos,
+cost_nanos

@@ -4,4 +4,4 @@
 -- it in (crates/engine/build.rs, docs/adr/0058).
 id, job_id, number, provider, state, job_version, request_id, http_status, error_kind,
 error_message, executor_id, lease_expires_at, flagged_for_review, created_at, sent_at,
-finished_at, usage
+finished_at, usage, currency, worst_nanos, cost_nanos
