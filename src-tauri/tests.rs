@@ -145,6 +145,7 @@ fn invoke(window: &MockWindow, cmd: &str, args: Value) -> Result<Value, Value> {
 
 /// The commands of a mock window, invoked the way the UI does.
 trait Invoke {
+    /// The window the commands are invoked on.
     fn window(&self) -> &MockWindow;
 
     /// Invokes a command that must succeed; its answer.
