@@ -81,30 +81,46 @@ fn every_command_is_permitted_and_granted_to_the_window() {
 /// An app on the mock runtime serving the real commands over a fresh database.
 struct Headless {
     // Dropped in this order: the window and app, then the engine, then its directory.
-    window: WebviewWindow<tauri::test::MockRuntime>,
-    _app: tauri::App<tauri::test::MockRuntime>,
+    window: MockWindow,
+    _app: MockApp,
     engine: Engine,
     _dir: tempfile::TempDir,
 }
 
-fn headless_app() -> Headless {
-    // The commands remove providers and clear keys: never in the keyring of the desktop.
-    onejob_testkit::isolate_keyring();
-    let dir = tempfile::tempdir().unwrap();
-    let provider = r#"{"name": "sandbox", "kind": "sandbox", "base_url": "http://127.0.0.1:9",
-        "soft_timeout_ms": 1000, "hard_timeout_ms": 2000, "honours_idempotency_key": true}"#;
-    let engine = tauri::async_runtime::block_on(async {
-        let engine = Engine::open(dir.path().join("onejob.db")).await.unwrap();
-        engine.add_provider(provider).await.unwrap();
+type MockWindow = WebviewWindow<tauri::test::MockRuntime>;
+type MockApp = tauri::App<tauri::test::MockRuntime>;
+
+/// The provider the headless ledgers start with: a sandbox at a port nothing listens on.
+const SANDBOX: &str = r#"{"name": "sandbox", "kind": "sandbox", "base_url": "http://127.0.0.1:9",
+    "soft_timeout_ms": 1000, "hard_timeout_ms": 2000, "honours_idempotency_key": true}"#;
+
+/// A new ledger file in `dir` with the [`SANDBOX`] provider.
+fn ledger_with_the_sandbox(dir: &Path) -> Engine {
+    tauri::async_runtime::block_on(async {
+        let engine = Engine::open(dir.join("onejob.db")).await.unwrap();
+        engine.add_provider(SANDBOX).await.unwrap();
         engine
-    });
-    let app = with_commands(mock_builder(), AppState::new(engine.clone()))
+    })
+}
+
+/// The app on the mock runtime with `state`, started as at launch, and its main window.
+fn mock_app(state: AppState) -> (MockWindow, MockApp) {
+    let app = with_commands(mock_builder(), state)
         .build(mock_context(noop_assets()))
         .unwrap();
     start(app.handle());
     let window = WebviewWindowBuilder::new(&app, "main", Default::default())
         .build()
         .unwrap();
+    (window, app)
+}
+
+fn headless_app() -> Headless {
+    // The commands remove providers and clear keys: never in the keyring of the desktop.
+    onejob_testkit::isolate_keyring();
+    let dir = tempfile::tempdir().unwrap();
+    let engine = ledger_with_the_sandbox(dir.path());
+    let (window, app) = mock_app(AppState::new(engine.clone()));
     Headless {
         window,
         _app: app,
@@ -114,11 +130,7 @@ fn headless_app() -> Headless {
 }
 
 /// Invokes a command the way the UI does and returns its answer or its error as JSON.
-fn invoke(
-    window: &WebviewWindow<tauri::test::MockRuntime>,
-    cmd: &str,
-    args: Value,
-) -> Result<Value, Value> {
+fn invoke(window: &MockWindow, cmd: &str, args: Value) -> Result<Value, Value> {
     let request = InvokeRequest {
         cmd: cmd.into(),
         callback: CallbackFn(0),
@@ -129,6 +141,37 @@ fn invoke(
         invoke_key: INVOKE_KEY.to_string(),
     };
     get_ipc_response(window, request).map(|body| body.deserialize::<Value>().unwrap())
+}
+
+/// The commands of a mock window, invoked the way the UI does.
+trait Invoke {
+    /// The window the commands are invoked on.
+    fn window(&self) -> &MockWindow;
+
+    /// Invokes a command that must succeed; its answer.
+    fn ok(&self, cmd: &str, args: Value) -> Value {
+        invoke(self.window(), cmd, args).unwrap_or_else(|e| panic!("{cmd} failed: {e}"))
+    }
+
+    /// Invokes a command that must fail; its error.
+    fn refused(&self, cmd: &str, args: Value) -> Value {
+        match invoke(self.window(), cmd, args) {
+            Ok(answer) => panic!("{cmd} answered {answer}"),
+            Err(error) => error,
+        }
+    }
+}
+
+impl Invoke for MockWindow {
+    fn window(&self) -> &MockWindow {
+        self
+    }
+}
+
+impl Invoke for Headless {
+    fn window(&self) -> &MockWindow {
+        &self.window
+    }
 }
 
 /// Submits a job straight to the engine, as the CLI would; nothing executes it here.
@@ -143,9 +186,9 @@ fn submit(engine: &Engine, owner: &str, key: &str) -> String {
 #[test]
 fn an_empty_ledger_lists_no_jobs_and_needs_no_attention() {
     let app = headless_app();
-    let page = invoke(&app.window, "list_jobs", json!({})).unwrap();
+    let page = app.ok("list_jobs", json!({}));
     assert_eq!(page, json!({"jobs": [], "next": null}));
-    let count = invoke(&app.window, "needs_attention", json!({})).unwrap();
+    let count = app.ok("needs_attention", json!({}));
     assert_eq!(count, json!(0));
 }
 
@@ -156,21 +199,14 @@ fn list_jobs_shows_only_the_local_owners_jobs_and_pages_by_cursor() {
     let second = submit(&app.engine, OWNER, "draft-2");
     submit(&app.engine, "someone-else", "draft-3");
 
-    let page = invoke(
-        &app.window,
+    let page = app.ok(
         "list_jobs",
         json!({"filter": {"status": "queued"}, "limit": 1}),
-    )
-    .unwrap();
+    );
     assert_eq!(page["jobs"][0]["id"], json!(second), "newest first");
     assert_eq!(page["next"], json!(second));
 
-    let rest = invoke(
-        &app.window,
-        "list_jobs",
-        json!({"after": second, "limit": 1}),
-    )
-    .unwrap();
+    let rest = app.ok("list_jobs", json!({"after": second, "limit": 1}));
     assert_eq!(rest["jobs"][0]["id"], json!(first));
     assert_eq!(rest["jobs"].as_array().map(Vec::len), Some(1));
     assert_eq!(
@@ -179,33 +215,23 @@ fn list_jobs_shows_only_the_local_owners_jobs_and_pages_by_cursor() {
         "the other owner's job is not listed"
     );
 
-    let oldest = invoke(
-        &app.window,
-        "list_jobs",
-        json!({"limit": 1, "oldestFirst": true}),
-    )
-    .unwrap();
+    let oldest = app.ok("list_jobs", json!({"limit": 1, "oldestFirst": true}));
     assert_eq!(oldest["jobs"][0]["id"], json!(first), "oldest first");
-    let count = invoke(&app.window, "count_jobs", json!({})).unwrap();
+    let count = app.ok("count_jobs", json!({}));
     assert_eq!(count, json!(2), "only the local owner's jobs are counted");
-    let none = invoke(
-        &app.window,
-        "count_jobs",
-        json!({"filter": {"status": "succeeded"}}),
-    )
-    .unwrap();
+    let none = app.ok("count_jobs", json!({"filter": {"status": "succeeded"}}));
     assert_eq!(none, json!(0));
 }
 
 #[test]
 fn errors_reach_the_ui_as_the_tagged_union() {
     let app = headless_app();
-    let error = invoke(&app.window, "list_jobs", json!({"limit": 0})).unwrap_err();
+    let error = app.refused("list_jobs", json!({"limit": 0}));
     assert_eq!(error["code"], json!("invalid_input"));
     assert_eq!(error["details"]["field"], json!("limit"));
     assert!(error["message"].as_str().is_some_and(|m| !m.is_empty()));
 
-    let missing = invoke(&app.window, "job", json!({"id": "nope"})).unwrap_err();
+    let missing = app.refused("job", json!({"id": "nope"}));
     assert_eq!(missing["code"], json!("not_found"));
 }
 
@@ -214,19 +240,14 @@ fn a_repeated_submit_of_one_draft_returns_the_same_job_and_a_new_intent_is_a_con
     let app = headless_app();
     let intent = r#"{"route": ["sandbox"], "input": {"n": 1}}"#;
     let args = json!({"key": "draft-1", "intentJson": intent});
-    let first = invoke(&app.window, "submit", args.clone()).unwrap();
-    let second = invoke(&app.window, "submit", args).unwrap();
+    let first = app.ok("submit", args.clone());
+    let second = app.ok("submit", args);
     assert_eq!(first["replayed"], json!(false));
     assert_eq!(second["replayed"], json!(true));
     assert_eq!(first["job"]["id"], second["job"]["id"]);
 
     let edited = r#"{"route": ["sandbox"], "input": {"n": 2}}"#;
-    let conflict = invoke(
-        &app.window,
-        "submit",
-        json!({"key": "draft-1", "intentJson": edited}),
-    )
-    .unwrap_err();
+    let conflict = app.refused("submit", json!({"key": "draft-1", "intentJson": edited}));
     assert_eq!(conflict["code"], json!("idempotency_conflict"));
     assert_eq!(conflict["details"]["existing_job_id"], first["job"]["id"]);
 }
@@ -235,12 +256,7 @@ fn a_repeated_submit_of_one_draft_returns_the_same_job_and_a_new_intent_is_a_con
 fn the_fingerprint_is_the_one_a_submit_stores_and_ignores_how_the_intent_is_written() {
     let app = headless_app();
     let intent = r#"{"route": ["sandbox"], "input": {"n": 1, "text": "a"}}"#;
-    let job = invoke(
-        &app.window,
-        "submit",
-        json!({"key": "draft-1", "intentJson": intent}),
-    )
-    .unwrap();
+    let job = app.ok("submit", json!({"key": "draft-1", "intentJson": intent}));
     let fingerprint = |text: &str| invoke(&app.window, "fingerprint", json!({"intentJson": text}));
     assert_eq!(fingerprint(intent).unwrap(), job["job"]["fingerprint"]);
     // Another order, other whitespace, another number form and a null optional field: the same intent.
@@ -259,25 +275,23 @@ fn the_fingerprint_is_the_one_a_submit_stores_and_ignores_how_the_intent_is_writ
 fn retry_cancel_and_resolve_reach_the_engine() {
     let app = headless_app();
     let job_id = submit(&app.engine, OWNER, "draft-1");
-    let started = invoke(&app.window, "retry", json!({"jobId": job_id})).unwrap();
+    let started = app.ok("retry", json!({"jobId": job_id}));
     let attempt_id = started["attempt"]["id"].as_str().unwrap().to_owned();
     assert_eq!(started["attempt"]["state"], json!("pending"));
 
-    let blocked = invoke(&app.window, "retry", json!({"jobId": job_id})).unwrap_err();
+    let blocked = app.refused("retry", json!({"jobId": job_id}));
     assert_eq!(blocked["code"], json!("attempt_blocked"));
     assert_eq!(blocked["details"]["attempt_id"], json!(attempt_id));
 
-    let abandoned = invoke(
-        &app.window,
+    let abandoned = app.ok(
         "resolve",
         json!({"attemptId": attempt_id, "verdict": "abandoned",
                "resolution": {"result": null, "note": null, "retry_on": null}}),
-    )
-    .unwrap();
+    );
     assert_eq!(abandoned["attempt"]["state"], json!("abandoned"));
     assert_eq!(abandoned["job"]["status"], json!("queued"));
 
-    let cancelled = invoke(&app.window, "cancel", json!({"jobId": job_id})).unwrap();
+    let cancelled = app.ok("cancel", json!({"jobId": job_id}));
     assert_eq!(cancelled["status"], json!("cancelled"));
 }
 
@@ -289,30 +303,20 @@ fn bulk_start_and_bulk_run_act_on_every_matching_job_of_the_apps_owner_only() {
         .collect();
     let theirs = submit(&app.engine, "bob", "draft-0");
     let request = json!({"action": "cancel", "filter": {"status": "queued"}});
-    let started = invoke(
-        &app.window,
-        "bulk_start",
-        json!({"key": "bulk-1", "request": request}),
-    )
-    .unwrap();
+    let started = app.ok("bulk_start", json!({"key": "bulk-1", "request": request}));
     assert_eq!(started["replayed"], json!(false));
     assert_eq!(started["operation"]["matched"], json!(3));
     let id = started["operation"]["id"].as_str().unwrap().to_owned();
 
     // A confirmation declined: the set it fixed is discarded, and its key is free again.
-    invoke(&app.window, "bulk_discard", json!({"id": id})).unwrap();
-    let gone = invoke(&app.window, "bulk_run", json!({"id": id})).unwrap_err();
+    app.ok("bulk_discard", json!({"id": id}));
+    let gone = app.refused("bulk_run", json!({"id": id}));
     assert_eq!(gone["code"], json!("not_found"));
-    let started = invoke(
-        &app.window,
-        "bulk_start",
-        json!({"key": "bulk-1", "request": request}),
-    )
-    .unwrap();
+    let started = app.ok("bulk_start", json!({"key": "bulk-1", "request": request}));
     assert_eq!(started["replayed"], json!(false));
     let id = started["operation"]["id"].as_str().unwrap().to_owned();
 
-    let done = invoke(&app.window, "bulk_run", json!({"id": id})).unwrap();
+    let done = app.ok("bulk_run", json!({"id": id}));
     assert_eq!(done["changed"], json!(3), "{done}");
     assert_eq!(done["done"], json!(true));
     for job in &mine {
@@ -322,12 +326,7 @@ fn bulk_start_and_bulk_run_act_on_every_matching_job_of_the_apps_owner_only() {
     let untouched = tauri::async_runtime::block_on(app.engine.job("bob", &theirs)).unwrap();
     assert_eq!(untouched.job.status.as_str(), "queued");
 
-    let again = invoke(
-        &app.window,
-        "bulk_start",
-        json!({"key": "bulk-1", "request": request}),
-    )
-    .unwrap();
+    let again = app.ok("bulk_start", json!({"key": "bulk-1", "request": request}));
     assert_eq!(again["replayed"], json!(true));
     assert_eq!(again["operation"]["changed"], json!(3));
 }
@@ -335,19 +334,14 @@ fn bulk_start_and_bulk_run_act_on_every_matching_job_of_the_apps_owner_only() {
 #[test]
 fn providers_show_the_configuration_and_the_sandbox_dials_and_save_them_back() {
     let app = headless_app();
-    let listed = invoke(&app.window, "providers", json!({})).unwrap();
+    let listed = app.ok("providers", json!({}));
     let sandbox = &listed[0];
     assert_eq!(sandbox["name"], json!("sandbox"));
     assert_eq!(sandbox["dials"]["never_answer"], json!(0.0));
 
     let mut config = sandbox["config"].clone();
     config["dials"] = json!({"never_answer": 1.0, "latency_ms": 0, "jitter_ms": 0});
-    let saved = invoke(
-        &app.window,
-        "save_provider",
-        json!({"configJson": config.to_string()}),
-    )
-    .unwrap();
+    let saved = app.ok("save_provider", json!({"configJson": config.to_string()}));
     assert_eq!(saved["dials"]["never_answer"], json!(1.0));
     assert_eq!(
         saved["dials"]["retry_after_s"],
@@ -355,24 +349,20 @@ fn providers_show_the_configuration_and_the_sandbox_dials_and_save_them_back() {
         "unset dials keep their defaults"
     );
 
-    let secret = invoke(
-        &app.window,
-        "save_provider",
+    let secret = app.refused("save_provider",
         json!({"configJson": r#"{"name": "x", "kind": "http", "base_url": "http://127.0.0.1:1",
-            "soft_timeout_ms": 1, "hard_timeout_ms": 1, "honours_idempotency_key": false, "api_key": "s"}"#}),
-    )
-    .unwrap_err();
+            "soft_timeout_ms": 1, "hard_timeout_ms": 1, "honours_idempotency_key": false, "api_key": "s"}"#}));
     assert_eq!(secret["details"]["field"], json!("provider.api_key"));
 
-    invoke(&app.window, "remove_provider", json!({"name": "sandbox"})).unwrap();
-    let none = invoke(&app.window, "providers", json!({})).unwrap();
+    app.ok("remove_provider", json!({"name": "sandbox"}));
+    let none = app.ok("providers", json!({}));
     assert_eq!(none, json!([]));
 }
 
 #[test]
 fn settings_name_the_database_file() {
     let app = headless_app();
-    let settings = invoke(&app.window, "settings", json!({})).unwrap();
+    let settings = app.ok("settings", json!({}));
     let path = settings["db_path"].as_str().unwrap();
     assert!(path.ends_with("onejob.db"), "{path}");
     assert_eq!(settings["owner"], json!(OWNER));
@@ -393,19 +383,19 @@ fn the_attempts_sent_at_once_are_checked_and_saved_for_the_next_start() {
     let (_config_lock, config) = own_config_folder();
     let app = headless_app();
     let saved = config.path().join("dev.onejob.app").join("concurrency");
-    let settings = invoke(&app.window, "settings", json!({})).unwrap();
+    let settings = app.ok("settings", json!({}));
     assert_eq!(settings["concurrency"], json!(32), "the executor's default");
 
     for bad in [0, 1025] {
-        let refused = invoke(&app.window, "set_concurrency", json!({"n": bad})).unwrap_err();
+        let refused = app.refused("set_concurrency", json!({"n": bad}));
         assert_eq!(refused["code"], json!("invalid_input"), "{bad}");
         assert_eq!(refused["details"]["field"], json!("concurrency"));
         assert!(!saved.exists(), "nothing saved for {bad}");
     }
-    let settings = invoke(&app.window, "set_concurrency", json!({"n": 5})).unwrap();
+    let settings = app.ok("set_concurrency", json!({"n": 5}));
     assert_eq!(settings["concurrency"], json!(5));
     assert_eq!(std::fs::read_to_string(&saved).unwrap().trim(), "5");
-    let again = invoke(&app.window, "settings", json!({})).unwrap();
+    let again = app.ok("settings", json!({}));
     assert_eq!(again["concurrency"], json!(5));
 }
 
@@ -415,33 +405,27 @@ fn choosing_a_ledger_checks_it_refuses_a_password_and_saves_it_for_the_next_star
     let app = headless_app();
     let choice = config.path().join("dev.onejob.app").join("ledger");
 
-    let refused = invoke(
-        &app.window,
+    let refused = app.refused(
         "choose_ledger",
         json!({"location": "postgres://team:hunter2@127.0.0.1:1/ledger"}),
-    )
-    .unwrap_err();
+    );
     assert_eq!(refused["code"], json!("invalid_input"));
     assert_eq!(refused["details"]["field"], json!("ledger"));
     assert!(!refused.to_string().contains("hunter2"), "{refused}");
     assert!(!choice.exists(), "nothing saved");
 
-    let other = invoke(
-        &app.window,
+    let other = app.refused(
         "choose_ledger",
         json!({"location": "mysql://127.0.0.1/ledger"}),
-    )
-    .unwrap_err();
+    );
     assert_eq!(other["details"]["field"], json!("ledger"));
 
     let elsewhere = tempfile::tempdir().unwrap();
     let file = elsewhere.path().join("team.db");
-    let settings = invoke(
-        &app.window,
+    let settings = app.ok(
         "choose_ledger",
         json!({"location": file.display().to_string()}),
-    )
-    .unwrap();
+    );
     assert!(file.exists(), "checked by opening it");
     assert_eq!(
         std::fs::read_to_string(&choice).unwrap().trim(),
@@ -452,7 +436,7 @@ fn choosing_a_ledger_checks_it_refuses_a_password_and_saves_it_for_the_next_star
     }
     assert_eq!(settings["shared"], json!(false));
 
-    invoke(&app.window, "choose_ledger", json!({"location": "  "})).unwrap();
+    app.ok("choose_ledger", json!({"location": "  "}));
     assert!(!choice.exists(), "back to the default file");
 }
 
@@ -499,17 +483,15 @@ fn a_contract_check_runs_against_a_provider_and_shows_per_sample_results_and_whe
     };
     openai(json!({}));
 
-    let listed = invoke(&app.window, "contracts", json!({})).unwrap();
+    let listed = app.ok("contracts", json!({}));
     assert_eq!(listed[0]["name"], json!("summary"));
     assert_eq!(listed[0]["checks"], json!([]));
     let hash = listed[0]["hash"].clone();
 
-    let check = invoke(
-        &app.window,
+    let check = app.ok(
         "check_contract",
         json!({"contract": "summary", "provider": "model-a"}),
-    )
-    .unwrap();
+    );
     assert_eq!(check["passed"], json!(true), "{check:#}");
     assert_eq!(check["current"], json!(true));
     assert_eq!(check["contract_hash"], hash);
@@ -525,7 +507,7 @@ fn a_contract_check_runs_against_a_provider_and_shows_per_sample_results_and_whe
             .unwrap()
             .starts_with("not checked"));
     }
-    let listed = invoke(&app.window, "contracts", json!({})).unwrap();
+    let listed = app.ok("contracts", json!({}));
     assert_eq!(listed[0]["checks"][0]["id"], check["id"]);
     assert_eq!(listed[0]["checks"][0]["current"], json!(true));
 
@@ -533,37 +515,31 @@ fn a_contract_check_runs_against_a_provider_and_shows_per_sample_results_and_whe
         extra_key: 1.0,
         ..quick
     });
-    let failed = invoke(
-        &app.window,
+    let failed = app.ok(
         "check_contract",
         json!({"contract": "summary", "provider": "model-a"}),
-    )
-    .unwrap();
+    );
     assert_eq!(failed["passed"], json!(false));
     assert_eq!(failed["current"], json!(false));
     let reason = failed["samples"][0]["reason"].as_str().unwrap();
     assert!(reason.contains("/unexpected"), "{reason}");
 
     server.set_dials(quick);
-    invoke(
-        &app.window,
+    app.ok(
         "check_contract",
         json!({"contract": "summary", "provider": "model-a"}),
-    )
-    .unwrap();
+    );
     // A changed provider: the passed check stays shown but no longer counts.
     openai(json!({"supports_json_schema": false}));
-    let listed = invoke(&app.window, "contracts", json!({})).unwrap();
+    let listed = app.ok("contracts", json!({}));
     let last = &listed[0]["checks"][0];
     assert_eq!(last["passed"], json!(true));
     assert_eq!(last["current"], json!(false));
 
-    let missing = invoke(
-        &app.window,
+    let missing = app.refused(
         "check_contract",
         json!({"contract": "nope", "provider": "model-a"}),
-    )
-    .unwrap_err();
+    );
     assert_eq!(missing["code"], json!("not_found"));
     tauri::async_runtime::block_on(server.stop());
 }
@@ -577,12 +553,10 @@ fn save_contract_stores_it_and_lists_its_content_and_template_fields() {
         "template": {"system": "Write in {{ lang }}.", "user": "Summarise {{text}} for {{reader.name}}, in {{lang}}"},
         "samples": [{"lang": "en", "text": "t", "reader": {"name": "Ann"}}]
     });
-    let saved = invoke(
-        &app.window,
+    let saved = app.ok(
         "save_contract",
         json!({"contractJson": contract.to_string()}),
-    )
-    .unwrap();
+    );
     assert_eq!(saved["name"], json!("summary"));
     assert_eq!(saved["fields"], json!(["lang", "text", "reader.name"]));
     assert_eq!(saved["schema"], contract["schema"]);
@@ -590,7 +564,7 @@ fn save_contract_stores_it_and_lists_its_content_and_template_fields() {
     assert_eq!(saved["samples"], contract["samples"]);
     assert_eq!(saved["checks"], json!([]));
 
-    let listed = invoke(&app.window, "contracts", json!({})).unwrap();
+    let listed = app.ok("contracts", json!({}));
     assert_eq!(listed[0]["fields"], saved["fields"]);
     assert_eq!(listed[0]["hash"], saved["hash"]);
 }
@@ -602,12 +576,13 @@ fn a_bad_contract_is_invalid_input_naming_the_field_and_changes_nothing() {
         "name": "summary", "schema": {"type": "strnig"},
         "template": {"user": "{{text}}"}, "samples": [{"text": "t"}]
     });
-    let error = invoke(
-        &app.window,
-        "save_contract",
-        json!({"contractJson": bad_schema.to_string()}),
-    )
-    .unwrap_err();
+    let save = |contract: Value| {
+        app.refused(
+            "save_contract",
+            json!({"contractJson": contract.to_string()}),
+        )
+    };
+    let error = save(bad_schema);
     assert_eq!(error["code"], json!("invalid_input"));
     assert_eq!(error["details"]["field"], json!("contract.schema"));
 
@@ -615,17 +590,9 @@ fn a_bad_contract_is_invalid_input_naming_the_field_and_changes_nothing() {
         "name": "summary", "schema": {"type": "object"},
         "template": {"user": "{{text}}"}, "samples": [{"other": "t"}]
     });
-    let error = invoke(
-        &app.window,
-        "save_contract",
-        json!({"contractJson": missing_field.to_string()}),
-    )
-    .unwrap_err();
+    let error = save(missing_field);
     assert_eq!(error["details"]["field"], json!("contract.samples.0"));
-    assert_eq!(
-        invoke(&app.window, "contracts", json!({})).unwrap(),
-        json!([])
-    );
+    assert_eq!(app.ok("contracts", json!({})), json!([]));
 }
 
 #[test]
@@ -634,18 +601,13 @@ fn providers_say_where_the_key_comes_from_and_never_hold_one() {
     let http = json!({"name": "billing", "kind": "http", "base_url": "http://127.0.0.1:9/charge",
         "api_key_env": "ONEJOB_TEST_UNSET_KEY_VARIABLE", "soft_timeout_ms": 1000,
         "hard_timeout_ms": 2000, "honours_idempotency_key": false});
-    let saved = invoke(
-        &app.window,
-        "save_provider",
-        json!({"configJson": http.to_string()}),
-    )
-    .unwrap();
+    let saved = app.ok("save_provider", json!({"configJson": http.to_string()}));
     assert_eq!(
         saved["key"],
         json!({"source": "not_set", "required": true}),
         "a named variable that is not set, and no key in a keyring"
     );
-    let listed = invoke(&app.window, "providers", json!({})).unwrap();
+    let listed = app.ok("providers", json!({}));
     let sandbox = listed
         .as_array()
         .unwrap()
@@ -661,26 +623,22 @@ fn providers_say_where_the_key_comes_from_and_never_hold_one() {
 #[test]
 fn a_key_for_an_unknown_provider_is_not_found_and_a_bad_key_is_invalid_input() {
     let app = headless_app();
-    let missing = invoke(
-        &app.window,
+    let missing = app.refused(
         "set_provider_key",
         json!({"name": "nope", "key": "sk-not-stored"}),
-    )
-    .unwrap_err();
+    );
     assert_eq!(missing["code"], json!("not_found"));
     assert!(
         !missing.to_string().contains("sk-not-stored"),
         "the key is never repeated: {missing}"
     );
-    let cleared = invoke(&app.window, "clear_provider_key", json!({"name": "nope"})).unwrap_err();
+    let cleared = app.refused("clear_provider_key", json!({"name": "nope"}));
     assert_eq!(cleared["code"], json!("not_found"));
 
-    let bad = invoke(
-        &app.window,
+    let bad = app.refused(
         "set_provider_key",
         json!({"name": "sandbox", "key": "sk-one\nsk-two"}),
-    )
-    .unwrap_err();
+    );
     assert_eq!(bad["code"], json!("invalid_input"));
     assert_eq!(bad["details"]["field"], json!("key"));
     assert!(!bad.to_string().contains("sk-one"), "{bad}");
@@ -703,44 +661,22 @@ fn find_feeds_the_search_and_the_provider_to_the_list_and_the_count() {
     .job
     .id;
 
-    let by_key = invoke(
-        &app.window,
-        "list_jobs",
-        json!({"filter": {"search": "order-45"}}),
-    )
-    .unwrap();
+    let by_key = app.ok("list_jobs", json!({"filter": {"search": "order-45"}}));
     assert_eq!(by_key["jobs"][0]["id"], json!(order));
     assert_eq!(by_key["jobs"].as_array().map(Vec::len), Some(1));
-    let count = invoke(
-        &app.window,
-        "count_jobs",
-        json!({"filter": {"search": "order-"}}),
-    )
-    .unwrap();
+    let count = app.ok("count_jobs", json!({"filter": {"search": "order-"}}));
     assert_eq!(count, json!(2));
 
-    let by_id = invoke(
-        &app.window,
-        "list_jobs",
-        json!({"filter": {"search": &elsewhere[..20]}}),
-    )
-    .unwrap();
+    let by_id = app.ok("list_jobs", json!({"filter": {"search": &elsewhere[..20]}}));
     assert_eq!(by_id["jobs"][0]["id"], json!(elsewhere));
 
-    let at_other = invoke(
-        &app.window,
-        "list_jobs",
-        json!({"filter": {"provider": "other"}}),
-    )
-    .unwrap();
+    let at_other = app.ok("list_jobs", json!({"filter": {"provider": "other"}}));
     assert_eq!(at_other["jobs"].as_array().map(Vec::len), Some(1));
     assert_eq!(at_other["jobs"][0]["id"], json!(elsewhere));
-    let both = invoke(
-        &app.window,
+    let both = app.ok(
         "count_jobs",
         json!({"filter": {"search": "order-", "provider": "other", "status": "queued"}}),
-    )
-    .unwrap();
+    );
     assert_eq!(both, json!(0));
 
     // The rest of the filter a bulk operation takes: the open attempt's error kind and times.
@@ -754,12 +690,10 @@ fn find_feeds_the_search_and_the_provider_to_the_list_and_the_count() {
         count(json!({"created_after": "2000-01-01"})).unwrap(),
         json!(3)
     );
-    let before = invoke(
-        &app.window,
+    let before = app.ok(
         "list_jobs",
         json!({"filter": {"created_before": "2000-01-01T00:00:00Z"}}),
-    )
-    .unwrap();
+    );
     assert_eq!(before["jobs"], json!([]));
     let bad = count(json!({"created_before": "yesterday"})).unwrap_err();
     assert_eq!(bad["details"]["field"], json!("created_before"));
@@ -770,12 +704,10 @@ fn a_removal_is_preceded_by_the_open_jobs_that_name_it() {
     let app = headless_app();
     let contract = json!({"name": "summary", "schema": {"type": "object"},
         "template": {"user": "{{text}}"}, "samples": [{"text": "t"}]});
-    invoke(
-        &app.window,
+    app.ok(
         "save_contract",
         json!({"contractJson": contract.to_string()}),
-    )
-    .unwrap();
+    );
     submit(&app.engine, OWNER, "draft-1");
     tauri::async_runtime::block_on(app.engine.submit(
         "someone-else",
@@ -784,21 +716,18 @@ fn a_removal_is_preceded_by_the_open_jobs_that_name_it() {
     ))
     .unwrap();
 
-    let provider = invoke(&app.window, "provider_in_use", json!({"name": "sandbox"})).unwrap();
+    let provider = app.ok("provider_in_use", json!({"name": "sandbox"}));
     assert_eq!(
         provider,
         json!({"queued": 2, "running": 0, "unknown": 0}),
         "every owner's open jobs count"
     );
-    let named = invoke(&app.window, "contract_in_use", json!({"name": "summary"})).unwrap();
+    let named = app.ok("contract_in_use", json!({"name": "summary"}));
     assert_eq!(named, json!({"queued": 1, "running": 0, "unknown": 0}));
 
-    invoke(&app.window, "remove_contract", json!({"name": "summary"})).unwrap();
-    assert_eq!(
-        invoke(&app.window, "contracts", json!({})).unwrap(),
-        json!([])
-    );
-    let gone = invoke(&app.window, "remove_contract", json!({"name": "summary"})).unwrap_err();
+    app.ok("remove_contract", json!({"name": "summary"}));
+    assert_eq!(app.ok("contracts", json!({})), json!([]));
+    let gone = app.refused("remove_contract", json!({"name": "summary"}));
     assert_eq!(gone["code"], json!("not_found"));
     let unknown = invoke(&app.window, "provider_in_use", json!({"name": "nope"}));
     assert!(
@@ -863,13 +792,7 @@ fn goes_unknown(engine: &Engine, job_id: &str) -> String {
 
 /// A job of the app's owner, with a sandbox provider to send it to.
 fn ledger_with_a_job(dir: &Path) -> (Engine, String) {
-    let provider = r#"{"name": "sandbox", "kind": "sandbox", "base_url": "http://127.0.0.1:9",
-        "soft_timeout_ms": 1000, "hard_timeout_ms": 2000, "honours_idempotency_key": true}"#;
-    let engine = tauri::async_runtime::block_on(async {
-        let engine = Engine::open(dir.join("onejob.db")).await.unwrap();
-        engine.add_provider(provider).await.unwrap();
-        engine
-    });
+    let engine = ledger_with_the_sandbox(dir);
     let job = submit(&engine, OWNER, "order-1");
     (engine, job)
 }
@@ -989,20 +912,8 @@ fn a_ledger_typed_with_a_tilde_is_saved_and_shown_as_its_full_path() {
 }
 
 /// An app on the mock runtime with no ledger open, for the reason given.
-fn headless_without_ledger(
-    why: status::NotOpen,
-) -> (
-    WebviewWindow<tauri::test::MockRuntime>,
-    tauri::App<tauri::test::MockRuntime>,
-) {
-    let app = with_commands(mock_builder(), AppState::without_ledger(why))
-        .build(mock_context(noop_assets()))
-        .unwrap();
-    start(app.handle());
-    let window = WebviewWindowBuilder::new(&app, "main", Default::default())
-        .build()
-        .unwrap();
-    (window, app)
+fn headless_without_ledger(why: status::NotOpen) -> (MockWindow, MockApp) {
+    mock_app(AppState::without_ledger(why))
 }
 
 #[test]
@@ -1013,14 +924,14 @@ fn with_the_chosen_ledger_missing_the_window_says_so_and_can_make_a_new_one_ther
     let gone_text = gone.display().to_string();
     let (window, _app) = headless_without_ledger(status::NotOpen::missing(&gone_text));
 
-    let settings = invoke(&window, "settings", json!({})).unwrap();
+    let settings = window.ok("settings", json!({}));
     assert_eq!(settings["open"], json!(false));
     assert_eq!(settings["db_path"], json!(gone_text));
-    let shown = invoke(&window, "ledger_status", json!({})).unwrap();
+    let shown = window.ok("ledger_status", json!({}));
     assert_eq!(shown["state"]["is"], json!("not_open"));
     assert_eq!(shown["state"]["problem"], json!("missing"));
     assert_eq!(shown["state"]["retrying"], json!(false));
-    let refused = invoke(&window, "list_jobs", json!({})).unwrap_err();
+    let refused = window.refused("list_jobs", json!({}));
     assert_eq!(refused["code"], json!("storage"));
     let message = refused["message"].as_str().unwrap();
     assert!(
@@ -1028,17 +939,17 @@ fn with_the_chosen_ledger_missing_the_window_says_so_and_can_make_a_new_one_ther
         "{message}"
     );
     // "Try again" looks for the file and never makes it.
-    let again = invoke(&window, "try_ledger_again", json!({})).unwrap();
+    let again = window.ok("try_ledger_again", json!({}));
     assert_eq!(again["state"]["problem"], json!("missing"));
     assert!(!gone.exists(), "nothing made behind the person's back");
 
     // "Create a new one there": made, saved and in use at once.
-    let settings = invoke(&window, "choose_ledger", json!({"location": gone_text})).unwrap();
+    let settings = window.ok("choose_ledger", json!({"location": gone_text}));
     assert!(gone.exists());
     assert_eq!(settings["open"], json!(true));
-    let shown = invoke(&window, "ledger_status", json!({})).unwrap();
+    let shown = window.ok("ledger_status", json!({}));
     assert_eq!(shown["state"], json!({"is": "open"}));
-    let page = invoke(&window, "list_jobs", json!({})).unwrap();
+    let page = window.ok("list_jobs", json!({}));
     assert_eq!(page["jobs"], json!([]));
 }
 
@@ -1073,16 +984,16 @@ fn a_file_that_is_not_a_database_is_explained_left_untouched_and_moved_aside_onl
     assert_eq!(why.problem, status::Problem::NotADatabase, "{failed}");
     let (window, _app) = headless_without_ledger(why);
 
-    let shown = invoke(&window, "ledger_status", json!({})).unwrap();
+    let shown = window.ok("ledger_status", json!({}));
     assert_eq!(shown["location"], json!(target));
     assert_eq!(shown["state"]["problem"], json!("not_a_database"));
     assert_eq!(shown["state"]["retrying"], json!(false));
     assert!(shown["state"]["message"].as_str().unwrap().len() > 10);
-    let again = invoke(&window, "try_ledger_again", json!({})).unwrap();
+    let again = window.ok("try_ledger_again", json!({}));
     assert_eq!(again["state"]["problem"], json!("not_a_database"));
     assert_eq!(checksum(&db), before, "trying again changes nothing");
 
-    let moved = invoke(&window, "move_ledger_aside", json!({})).unwrap();
+    let moved = window.ok("move_ledger_aside", json!({}));
     let kept = PathBuf::from(moved["kept"].as_str().unwrap());
     assert_eq!(kept.parent(), db.parent(), "kept beside it");
     assert!(
@@ -1095,10 +1006,10 @@ fn a_file_that_is_not_a_database_is_explained_left_untouched_and_moved_aside_onl
     assert_eq!(checksum(&kept), before, "the old file, byte for byte");
     assert!(!status::is_not_a_database(&db), "a new ledger in its place");
     assert_eq!(moved["status"]["state"], json!({"is": "open"}));
-    let page = invoke(&window, "list_jobs", json!({})).unwrap();
+    let page = window.ok("list_jobs", json!({}));
     assert_eq!(page["jobs"], json!([]));
     // Asked again, there is nothing left to move.
-    let refused = invoke(&window, "move_ledger_aside", json!({})).unwrap_err();
+    let refused = window.refused("move_ledger_aside", json!({}));
     assert_eq!(refused["code"], json!("invalid_input"));
 }
 
@@ -1117,7 +1028,7 @@ fn a_server_that_does_not_answer_is_said_so_and_tried_again_in_the_background() 
     let why = status::NotOpen::failed(&url, &failed);
     assert_eq!(why.problem, status::Problem::Unreachable, "{failed}");
     let (window, app) = headless_without_ledger(why);
-    let shown = invoke(&window, "ledger_status", json!({})).unwrap();
+    let shown = window.ok("ledger_status", json!({}));
     assert_eq!(shown["location"], json!(url));
     assert_eq!(shown["shared"], json!(true));
     assert_eq!(shown["state"]["problem"], json!("unreachable"));
@@ -1134,36 +1045,25 @@ fn a_shared_ledger_that_stops_answering_is_said_unreachable_and_every_action_say
     let cluster = onejob_testkit::Postgres::start().unwrap();
     let url = cluster.database("team").unwrap();
     let engine = tauri::async_runtime::block_on(Engine::open(&url)).unwrap();
-    let app = with_commands(mock_builder(), AppState::new(engine))
-        .build(mock_context(noop_assets()))
-        .unwrap();
-    start(app.handle());
-    let window = WebviewWindowBuilder::new(&app, "main", Default::default())
-        .build()
-        .unwrap();
-    invoke(&window, "list_jobs", json!({})).unwrap();
-    let shown = invoke(&window, "ledger_status", json!({})).unwrap();
+    let (window, _app) = mock_app(AppState::new(engine));
+    window.ok("list_jobs", json!({}));
+    let shown = window.ok("ledger_status", json!({}));
     assert_eq!(shown["state"], json!({"is": "open"}));
 
     // The server goes away.
     drop(cluster);
     let intent = json!({"route": ["sandbox"], "input": {"n": 1}}).to_string();
-    let refused = invoke(
-        &window,
-        "submit",
-        json!({"key": "while-down", "intentJson": intent}),
-    )
-    .unwrap_err();
+    let refused = window.refused("submit", json!({"key": "while-down", "intentJson": intent}));
     assert_eq!(refused["code"], json!("storage"));
     let message = refused["message"].as_str().unwrap();
     assert!(
         message.contains("is unreachable since") && message.contains("do it again"),
         "{message}"
     );
-    let shown = invoke(&window, "ledger_status", json!({})).unwrap();
+    let shown = window.ok("ledger_status", json!({}));
     assert_eq!(shown["state"]["is"], json!("unreachable"), "{shown}");
     // A read says so too, without waiting to find out again.
-    let read = invoke(&window, "list_jobs", json!({})).unwrap_err();
+    let read = window.refused("list_jobs", json!({}));
     assert!(
         read["message"]
             .as_str()
@@ -1213,7 +1113,7 @@ fn a_large_result_and_intent_reach_the_job_screen_as_their_size_and_first_part()
         &big,
     );
 
-    let view = invoke(&app.window, "job", json!({ "id": id })).unwrap();
+    let view = app.ok("job", json!({ "id": id }));
     let result = &view["job"]["result"];
     assert_eq!(result["shown"], json!("large"));
     // Its size is the length of its JSON text as the ledger holds it, measured there.
@@ -1236,19 +1136,9 @@ fn a_large_result_and_intent_reach_the_job_screen_as_their_size_and_first_part()
         "the last row is not sent"
     );
 
-    let whole = invoke(
-        &app.window,
-        "job_part",
-        json!({"id": id, "part": {"part": "result"}}),
-    )
-    .unwrap();
+    let whole = app.ok("job_part", json!({"id": id, "part": {"part": "result"}}));
     assert_eq!(whole, big);
-    let intent = invoke(
-        &app.window,
-        "job_part",
-        json!({"id": id, "part": {"part": "intent"}}),
-    )
-    .unwrap();
+    let intent = app.ok("job_part", json!({"id": id, "part": {"part": "intent"}}));
     assert_eq!(intent["input"]["blob"].as_str().map(str::len), Some(70_000));
 }
 
@@ -1261,7 +1151,7 @@ fn the_jobs_list_reads_only_what_it_shows_not_a_five_megabyte_result() {
         json!({"blob": "y".repeat(70_000)}),
         &five_megabytes(),
     );
-    let page = invoke(&app.window, "list_jobs", json!({})).unwrap();
+    let page = app.ok("list_jobs", json!({}));
     let row = &page["jobs"][0];
     assert_eq!(row["id"], json!(id));
     assert_eq!(row["idempotency_key"], json!("large"));
@@ -1275,7 +1165,7 @@ fn the_jobs_list_reads_only_what_it_shows_not_a_five_megabyte_result() {
 fn a_small_result_and_event_details_reach_the_job_screen_whole() {
     let app = headless_app();
     let id = succeeded_with(&app.engine, "small", json!({"n": 1}), &json!({"ok": true}));
-    let view = invoke(&app.window, "job", json!({ "id": id })).unwrap();
+    let view = app.ok("job", json!({ "id": id }));
     assert_eq!(
         view["job"]["result"],
         json!({"shown": "whole", "value": {"ok": true}})
@@ -1288,20 +1178,16 @@ fn a_small_result_and_event_details_reach_the_job_screen_whole() {
     assert!(!events.is_empty());
     for (index, event) in events.iter().enumerate() {
         assert_eq!(event["detail"]["shown"], json!("whole"), "{event}");
-        let detail = invoke(
-            &app.window,
+        let detail = app.ok(
             "job_part",
             json!({"id": id, "part": {"part": "event_detail", "index": index}}),
-        )
-        .unwrap();
+        );
         assert_eq!(detail, event["detail"]["value"]);
     }
-    let past = invoke(
-        &app.window,
+    let past = app.refused(
         "job_part",
         json!({"id": id, "part": {"part": "event_detail", "index": events.len()}}),
-    )
-    .unwrap_err();
+    );
     assert_eq!(past["code"], json!("not_found"));
 }
 
@@ -1319,7 +1205,7 @@ fn save_to_a_file_writes_the_whole_value_to_a_new_file_in_the_downloads_folder()
     let id = succeeded_with(&app.engine, "large", json!({"n": 1}), &big);
     let args = json!({"id": id, "part": {"part": "result"}});
 
-    let first = invoke(&app.window, "save_job_part", args.clone()).unwrap();
+    let first = app.ok("save_job_part", args.clone());
     let path = PathBuf::from(first["path"].as_str().unwrap());
     assert_eq!(
         path,
@@ -1331,7 +1217,7 @@ fn save_to_a_file_writes_the_whole_value_to_a_new_file_in_the_downloads_folder()
 
     // A second save never writes over the first.
     std::fs::write(&path, "kept").unwrap();
-    let second = invoke(&app.window, "save_job_part", args).unwrap();
+    let second = app.ok("save_job_part", args);
     let again = downloads
         .path()
         .join(format!("onejob-{id}-result (2).json"));
@@ -1343,12 +1229,10 @@ fn save_to_a_file_writes_the_whole_value_to_a_new_file_in_the_downloads_folder()
     );
 
     let other = submit(&app.engine, "someone-else", "theirs");
-    let refused = invoke(
-        &app.window,
+    let refused = app.refused(
         "save_job_part",
         json!({"id": other, "part": {"part": "intent"}}),
-    )
-    .unwrap_err();
+    );
     assert_eq!(refused["code"], json!("not_found"));
     assert_eq!(std::fs::read_dir(downloads.path()).unwrap().count(), 2);
 }

@@ -24,62 +24,124 @@ use onejob_testkit::{MockLlm, Notifications, Postgres, SecretService};
 use serde_json::{json, Value};
 use window::{checksum, run, sandbox, seed_jobs, Options, Window};
 
-/// Types `text` into the input or text area `css`, replacing what it held, and checks that it
-/// now holds exactly that. A form that fills in its defaults as it appears can re-render a
-/// field between the clear and the typing, leaving the old text in front of the new: then the
-/// field is cleared and typed again.
-async fn fill(w: &Window, css: &str, text: &str) {
-    let field = w.wait_for(css).await;
-    let mut held = None;
-    for _ in 0..5 {
-        field.clear().await.unwrap();
-        field.send_keys(text).await.unwrap();
-        held = field.prop("value").await.unwrap();
-        if held.as_deref() == Some(text) {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-    panic!("{css} holds {held:?} after typing {text:?}");
-}
-
-/// Picks the option of the select `css` whose value is `value`, once the screen has loaded it
-/// (a select appears before the list it offers has arrived from the backend).
-async fn pick(w: &Window, css: &str, value: &str) {
-    w.wait_for(&format!("{css} option[value=\"{value}\"]"))
-        .await;
-    w.wait_for(css)
-        .await
-        .select_by_value(value)
-        .await
-        .unwrap_or_else(|e| panic!("{css} has no option {value}: {e}"));
-}
-
-/// Waits up to 20 s for the job to reach `status`, and returns it.
-async fn wait_status(engine: &Engine, id: &str, status: JobStatus) -> onejob_engine::JobDetail {
+/// Looks every 100 ms, up to 20 s, until `look` gives a value, and returns it; past 20 s the
+/// test fails with the last look's `Err`, which says what was seen instead.
+async fn eventually<T, F, Fut>(mut look: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, String>>,
+{
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
-        let detail = engine.job("local", id).await.unwrap();
-        if detail.job.status == status {
-            return detail;
+        match look().await {
+            Ok(value) => return value,
+            Err(seen) => assert!(Instant::now() < deadline, "{seen}"),
         }
-        assert!(
-            Instant::now() < deadline,
-            "job {id} stayed {:?}: {:?}",
-            detail.job.status,
-            detail.attempts
-        );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
 
+/// Waits up to 20 s for the job to reach `status`, and returns it.
+async fn wait_status(engine: &Engine, id: &str, status: JobStatus) -> onejob_engine::JobDetail {
+    eventually(|| async move {
+        let detail = engine.job("local", id).await.unwrap();
+        match detail.job.status == status {
+            true => Ok(detail),
+            false => Err(format!(
+                "job {id} stayed {:?}: {:?}",
+                detail.job.status, detail.attempts
+            )),
+        }
+    })
+    .await
+}
+
+/// Submits `intent` to `engine` under `key` as the app's owner; the job.
+async fn submit(engine: &Engine, key: &str, intent: Value) -> onejob_engine::Job {
+    engine
+        .submit("local", key, &intent.to_string())
+        .await
+        .unwrap()
+        .job
+}
+
+/// A private session bus (a Secret Service's), and the environment that points the app at it.
+fn private_bus() -> (SecretService, Vec<(String, String)>) {
+    let secrets = SecretService::start().expect("a private session bus starts");
+    let bus = secrets
+        .env()
+        .into_iter()
+        .filter(|(k, _)| k == "DBUS_SESSION_BUS_ADDRESS")
+        .collect();
+    (secrets, bus)
+}
+
+/// The window on a private session bus with a notification server on it, over a ledger whose
+/// sandbox does the work and then drops every answer, so each attempt becomes unknown; the
+/// sandbox honours Idempotency-Keys as `honour_key` says. `seed` runs on the ledger before the
+/// app starts. The Secret Service returned keeps the bus up.
+async fn announcing_window<F, Fut>(
+    honour_key: bool,
+    seed: F,
+) -> (Window, Notifications, SecretService)
+where
+    F: FnOnce(Engine) -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
+    let (secrets, bus) = private_bus();
+    let dials = json!({"latency_ms": 50, "drop_after_processing": 1.0,
+        "honour_idempotency_key": honour_key});
+    let w = Window::open_with(Options { env: bus.clone() }, |e| async move {
+        sandbox(&e, 300, dials).await;
+        seed(e).await;
+    })
+    .await;
+    let notifications =
+        Notifications::start(&w.display, &bus).expect("dunst starts (apt-get install dunst)");
+    (w, notifications, secrets)
+}
+
+/// A throwaway PostgreSQL cluster and the URL of its database `team`.
+fn team_database() -> (Postgres, String) {
+    let cluster = Postgres::start().unwrap();
+    let url = cluster.database("team").unwrap();
+    (cluster, url)
+}
+
+/// Waits until `n` notifications are on screen, then checks for 1.5 s that no more follow.
+async fn shown(notifications: &Notifications, n: u32) {
+    eventually(|| async move {
+        match notifications.displayed().unwrap() >= n {
+            true => Ok(()),
+            false => Err(format!("notification {n} was not shown")),
+        }
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(
+        notifications.displayed().unwrap(),
+        n,
+        "one notification per time a job became unknown"
+    );
+}
+
 /// The id of the job the latest submit in the window made.
 async fn submitted_job(w: &Window) -> String {
-    w.wait_text("[data-testid=outcomes]", |t| !t.is_empty())
-        .await;
+    w.text_once_shown("[data-testid=outcomes]").await;
     w.attr("[data-testid=outcomes] [data-job-id]", "data-job-id")
         .await
         .expect("the outcome names its job")
+}
+
+/// Waits for the Jobs list's row of the job `id`.
+async fn wait_for_row(w: &Window, id: &str) {
+    w.wait_for(&format!(".job-row[data-job-id='{id}']")).await;
+}
+
+/// Waits for the Job screen of the job `id`.
+async fn wait_for_job_screen(w: &Window, id: &str) {
+    w.wait_for(&format!(".screen.job[data-job-id='{id}']"))
+        .await;
 }
 
 /// Every file under `dir` whose bytes contain `needle`.
@@ -123,21 +185,16 @@ fn an_api_key_typed_into_the_provider_form_reaches_the_provider_and_is_stored_no
     run(async {
         // Planted: a value found nowhere else, so any copy of it is this key.
         let key = format!("sk-planted-{}", uuid_like());
-        let secrets = SecretService::start().expect("a private Secret Service starts");
+        let (secrets, bus) = private_bus();
         let llm = MockLlm::start(&llm_wanting(&key)).expect("mock-llm starts");
         // The app needs only the private bus; its data directories stay the harness's.
-        let bus: Vec<(String, String)> = secrets
-            .env()
-            .into_iter()
-            .filter(|(k, _)| k == "DBUS_SESSION_BUS_ADDRESS")
-            .collect();
         let w = Window::open_with(Options { env: bus }, |e| async move {
             sandbox(&e, 5_000, json!({})).await;
         })
         .await;
 
         add_openai_provider(&w, "llm", &format!("{}/v1", llm.url), "gpt-4o-mini").await;
-        fill(&w, "[data-testid=provider-key]", &key).await;
+        w.fill("[data-testid=provider-key]", &key).await;
         w.screenshot("provider-form").await;
         w.click("[data-testid=provider-save]").await;
         w.wait_for("[data-provider=llm]").await;
@@ -166,7 +223,7 @@ fn an_api_key_typed_into_the_provider_form_reaches_the_provider_and_is_stored_no
         w.click("[data-screen=submit]").await;
         let intent = json!({"route": ["llm"],
             "input": {"messages": [{"role": "user", "content": "Charge order 17."}]}});
-        fill(&w, "[data-testid=intent]", &intent.to_string()).await;
+        w.fill("[data-testid=intent]", &intent.to_string()).await;
         w.click("[data-testid=submit]").await;
         let id = submitted_job(&w).await;
         // mock-llm answers 200 only to a request that carried the key.
@@ -210,10 +267,10 @@ fn uuid_like() -> String {
 async fn add_openai_provider(w: &Window, name: &str, base_url: &str, model: &str) {
     w.click("[data-screen=providers]").await;
     w.click("[data-testid=provider-add]").await;
-    pick(w, "[data-testid=provider-kind]", "openai").await;
-    fill(w, "[data-testid=provider-name]", name).await;
-    fill(w, "[data-testid=provider-base_url]", base_url).await;
-    fill(w, "[data-testid=provider-model]", model).await;
+    w.pick("[data-testid=provider-kind]", "openai").await;
+    w.fill("[data-testid=provider-name]", name).await;
+    w.fill("[data-testid=provider-base_url]", base_url).await;
+    w.fill("[data-testid=provider-model]", model).await;
 }
 
 #[test]
@@ -230,22 +287,19 @@ fn a_contract_added_in_the_window_is_checked_and_a_job_submitted_through_its_for
         w.wait_for("[data-provider=chat]").await;
 
         w.click("[data-testid=contract-add]").await;
-        fill(&w, "[data-testid=contract-name]", "greeting").await;
+        w.fill("[data-testid=contract-name]", "greeting").await;
         // A schema that is not JSON Schema gets words beside it, and nothing is saved.
-        fill(
-            &w,
-            "[data-testid=contract-schema]",
-            "{\"type\": \"objekt\"}",
-        )
-        .await;
+        w.fill("[data-testid=contract-schema]", "{\"type\": \"objekt\"}")
+            .await;
         w.wait_for("[data-testid=contract-error-schema]").await;
         let schema = json!({"type": "object",
             "properties": {"greeting": {"type": "string"}}, "required": ["greeting"]});
-        fill(&w, "[data-testid=contract-schema]", &schema.to_string()).await;
+        w.fill("[data-testid=contract-schema]", &schema.to_string())
+            .await;
         w.wait_for("[data-testid=contract-schema-ok]").await;
-        fill(&w, "[data-testid=contract-system]", "You greet people.").await;
-        fill(
-            &w,
+        w.fill("[data-testid=contract-system]", "You greet people.")
+            .await;
+        w.fill(
             "[data-testid=contract-user]",
             "Greet {{name}} from {{city}}.",
         )
@@ -254,8 +308,7 @@ fn a_contract_added_in_the_window_is_checked_and_a_job_submitted_through_its_for
             t.contains("name") && t.contains("city")
         })
         .await;
-        fill(
-            &w,
+        w.fill(
             "[data-testid=contract-samples]",
             &json!([{"name": "Ada", "city": "London"}]).to_string(),
         )
@@ -274,28 +327,21 @@ fn a_contract_added_in_the_window_is_checked_and_a_job_submitted_through_its_for
         assert!(checks.len() == 1 && checks[0].passed, "{checks:?}");
 
         w.click("[data-screen=submit]").await;
-        pick(&w, "[data-testid=submit-contract]", "greeting").await;
+        w.pick("[data-testid=submit-contract]", "greeting").await;
         // The route: chat alone.
-        if w.client
-            .find(Locator::Css(
-                "[data-testid=submit-route] [data-provider=chat]",
-            ))
+        if !w
+            .shows("[data-testid=submit-route] [data-provider=chat]")
             .await
-            .is_err()
         {
-            pick(&w, "[data-testid=submit-route-add]", "chat").await;
+            w.pick("[data-testid=submit-route-add]", "chat").await;
         }
-        if w.client
-            .find(Locator::Css(
-                "[data-testid=submit-route] [data-provider=sandbox]",
-            ))
+        if w.shows("[data-testid=submit-route] [data-provider=sandbox]")
             .await
-            .is_ok()
         {
             w.click("[data-testid=submit-route-remove-sandbox]").await;
         }
-        fill(&w, "[data-testid=submit-field-name]", "Grace").await;
-        fill(&w, "[data-testid=submit-field-city]", "Arlington").await;
+        w.fill("[data-testid=submit-field-name]", "Grace").await;
+        w.fill("[data-testid=submit-field-city]", "Arlington").await;
         w.screenshot("submit-by-contract").await;
         w.click("[data-testid=submit]").await;
         let id = submitted_job(&w).await;
@@ -340,10 +386,11 @@ fn on_a_fresh_ledger_a_contract_is_tried_on_the_built_in_sandbox_and_a_job_by_it
         );
 
         w.click("[data-testid=first-run-contract-submit]").await;
-        pick(&w, "[data-testid=submit-contract]", "sandbox-sample").await;
+        w.pick("[data-testid=submit-contract]", "sandbox-sample")
+            .await;
         w.wait_for("[data-testid=submit-route] [data-provider=sandbox]")
             .await;
-        fill(&w, "[data-testid=submit-field-name]", "Grace").await;
+        w.fill("[data-testid=submit-field-name]", "Grace").await;
         w.click("[data-testid=submit]").await;
         let id = submitted_job(&w).await;
         let done = wait_status(&w.engine, &id, JobStatus::Succeeded).await;
@@ -380,12 +427,7 @@ fn an_unknown_jobs_what_is_known_panel_stands_beside_the_resolve_actions_with_th
         })
         .await;
         let intent = json!({"route": ["sandbox"], "input": {"order": 77, "amount": "12.50"}});
-        let job = w
-            .engine
-            .submit("local", "order-77", &intent.to_string())
-            .await
-            .unwrap()
-            .job;
+        let job = submit(&w.engine, "order-77", intent).await;
         let detail = wait_status(&w.engine, &job.id, JobStatus::Unknown).await;
         let rule = detail.known[0].rule.clone().unwrap().code;
         w.open_job(&job.id).await;
@@ -429,11 +471,7 @@ async fn silent_provider(e: &Engine, name: &str) {
 /// A job of the app's owner whose one attempt at `provider` was sent and never answered: `unknown`.
 async fn unknown_at(e: &Engine, key: &str, provider: &str) -> String {
     let intent = json!({"route": [provider], "input": {"payment": key}});
-    let job = e
-        .submit("local", key, &intent.to_string())
-        .await
-        .unwrap()
-        .job;
+    let job = submit(e, key, intent).await;
     let claimed = e.claim_attempt(&job.id, provider).await.unwrap();
     let attempt = &claimed.attempt.id;
     e.mark_sent(
@@ -514,7 +552,7 @@ async fn settle_an_outage(postgres: Option<String>) {
         w.click(".filter-option[data-status=unknown]").await;
         w.wait_text("[data-testid=jobs-loaded]", |t| t == "203 jobs")
             .await;
-        pick(&w, "[data-testid=jobs-provider]", "payments").await;
+        w.pick("[data-testid=jobs-provider]", "payments").await;
         w.wait_text("[data-testid=jobs-loaded]", |t| t == "200 jobs")
             .await;
         // Select all, and the one decision: it went through.
@@ -524,9 +562,7 @@ async fn settle_an_outage(postgres: Option<String>) {
         assert_eq!(select, "Select all 200 matching");
         w.click("[data-testid=bulk-select]").await;
         w.click("[data-testid=bulk-succeeded]").await;
-        let asked = w
-            .wait_text("[data-testid=bulk-ask]", |t| !t.is_empty())
-            .await;
+        let asked = w.text_once_shown("[data-testid=bulk-ask]").await;
         assert!(
             asked.contains("It went through: resolve the unknown attempt of 200 jobs at payments."),
             "{asked}"
@@ -670,7 +706,7 @@ fn removing_a_provider_in_use_explains_itself() {
         w.click("[data-screen=providers]").await;
         w.click("[data-testid=provider-remove-payments]").await;
         let said = w
-            .wait_text("[data-testid=remove-provider-counts]", |t| !t.is_empty())
+            .text_once_shown("[data-testid=remove-provider-counts]")
             .await;
         assert!(
             said.contains("3 queued or running jobs fail as misconfigured"),
@@ -681,14 +717,16 @@ fn removing_a_provider_in_use_explains_itself() {
         w.click("[data-testid=remove-provider-no]").await;
         assert_eq!(w.engine.providers().await.unwrap().len(), 2);
         w.click("[data-testid=provider-remove-payments]").await;
-        w.wait_text("[data-testid=remove-provider-counts]", |t| !t.is_empty())
+        w.text_once_shown("[data-testid=remove-provider-counts]")
             .await;
         w.click("[data-testid=remove-provider-yes]").await;
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while w.engine.providers().await.unwrap().len() != 1 {
-            assert!(Instant::now() < deadline, "payments was never removed");
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
+        eventually(|| async {
+            match w.engine.providers().await.unwrap().len() {
+                1 => Ok(()),
+                _ => Err("payments was never removed".to_owned()),
+            }
+        })
+        .await;
         w.close().await;
     });
 }
@@ -701,43 +739,33 @@ fn search_finds_a_job_by_key_among_a_hundred_thousand() {
             sandbox(&e, 5_000, json!({})).await;
         })
         .await;
-        let wanted = w
-            .engine
-            .submit(
-                "local",
-                "invoice-2026-11-30-ada",
-                &json!({"route": ["sandbox"], "input": {"invoice": 1130}}).to_string(),
-            )
-            .await
-            .unwrap()
-            .job;
+        let intent = json!({"route": ["sandbox"], "input": {"invoice": 1130}});
+        let wanted = submit(&w.engine, "invoice-2026-11-30-ada", intent).await;
         w.click("[data-screen=jobs]").await;
-        fill(&w, "[data-testid=jobs-search]", "invoice-2026").await;
+        w.fill("[data-testid=jobs-search]", "invoice-2026").await;
         w.wait_text("[data-testid=jobs-loaded]", |t| t == "1 job")
             .await;
         // The count and the list are read apart: the list may show its page a moment after.
-        let deadline = Instant::now() + Duration::from_secs(20);
-        let rows = loop {
+        let rows = eventually(|| async {
             let rows = w
                 .client
                 .find_all(Locator::Css(".job-row[data-job-id]"))
                 .await
                 .unwrap();
-            if rows.len() == 1 || Instant::now() >= deadline {
-                break rows;
+            match rows.len() {
+                1 => Ok(rows),
+                n => Err(format!("{n} rows listed, not the 1 counted")),
             }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        };
-        assert_eq!(rows.len(), 1);
+        })
+        .await;
         assert_eq!(
             rows[0].attr("data-job-id").await.unwrap().as_deref(),
             Some(wanted.id.as_str())
         );
         w.screenshot("jobs-find").await;
         // By its id's first characters as well.
-        fill(&w, "[data-testid=jobs-search]", &wanted.id[..13]).await;
-        w.wait_for(&format!(".job-row[data-job-id='{}']", wanted.id))
-            .await;
+        w.fill("[data-testid=jobs-search]", &wanted.id[..13]).await;
+        wait_for_row(&w, &wanted.id).await;
         w.close().await;
     });
 }
@@ -746,27 +774,14 @@ fn search_finds_a_job_by_key_among_a_hundred_thousand() {
 fn a_notification_for_a_job_that_became_unknown_opens_that_job_when_clicked() {
     run(async {
         // A private session bus (the Secret Service's) with a real notification server on it.
-        let secrets = SecretService::start().expect("a private session bus starts");
-        let bus: Vec<(String, String)> = secrets
-            .env()
-            .into_iter()
-            .filter(|(k, _)| k == "DBUS_SESSION_BUS_ADDRESS")
-            .collect();
-        let w = Window::open_with(Options { env: bus.clone() }, |e| async move {
-            // The work is done, then the answer is dropped: the attempt becomes unknown.
-            sandbox(
+        let (w, notifications, _secrets) = announcing_window(true, |e| async move {
+            // A job that needed a person before the app started is not announced.
+            let old = submit(
                 &e,
-                300,
-                json!({"latency_ms": 50, "drop_after_processing": 1.0}),
+                "old",
+                json!({"route": ["sandbox"], "input": {"order": "old"}}),
             )
             .await;
-            // A job that needed a person before the app started is not announced.
-            let old = json!({"route": ["sandbox"], "input": {"order": "old"}});
-            let old = e
-                .submit("local", "old", &old.to_string())
-                .await
-                .unwrap()
-                .job;
             let executor = onejob_engine::executor::Executor::new(
                 e.clone(),
                 onejob_engine::executor::ExecutorOptions::default(),
@@ -779,8 +794,6 @@ fn a_notification_for_a_job_that_became_unknown_opens_that_job_when_clicked() {
             );
         })
         .await;
-        let notifications =
-            Notifications::start(&w.display, &bus).expect("dunst starts (apt-get install dunst)");
         w.click("[data-screen=providers]").await;
         tokio::time::sleep(Duration::from_secs(1)).await;
         assert_eq!(
@@ -790,24 +803,9 @@ fn a_notification_for_a_job_that_became_unknown_opens_that_job_when_clicked() {
         );
 
         let intent = json!({"route": ["sandbox"], "input": {"order": 18}});
-        let job = w
-            .engine
-            .submit("local", "order-18", &intent.to_string())
-            .await
-            .unwrap()
-            .job;
+        let job = submit(&w.engine, "order-18", intent).await;
         wait_status(&w.engine, &job.id, JobStatus::Unknown).await;
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while notifications.displayed().unwrap() == 0 {
-            assert!(Instant::now() < deadline, "no notification was shown");
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-        tokio::time::sleep(Duration::from_millis(500)).await;
-        assert_eq!(
-            notifications.displayed().unwrap(),
-            1,
-            "one job, one notification"
-        );
+        shown(&notifications, 1).await;
         // The whole X screen, the notification over the window.
         let shot = window::artifacts().join("notification.png");
         let grabbed = std::process::Command::new("import")
@@ -817,8 +815,7 @@ fn a_notification_for_a_job_that_became_unknown_opens_that_job_when_clicked() {
             .expect("import runs (imagemagick)");
         assert!(grabbed.success());
         notifications.click(0).unwrap();
-        w.wait_for(&format!(".screen.job[data-job-id='{}']", job.id))
-            .await;
+        wait_for_job_screen(&w, &job.id).await;
         w.wait_for("[data-testid=resolve]").await;
         w.close().await;
     });
@@ -827,52 +824,14 @@ fn a_notification_for_a_job_that_became_unknown_opens_that_job_when_clicked() {
 #[test]
 fn a_job_that_becomes_unknown_twice_is_announced_twice() {
     run(async {
-        let secrets = SecretService::start().expect("a private session bus starts");
-        let bus: Vec<(String, String)> = secrets
-            .env()
-            .into_iter()
-            .filter(|(k, _)| k == "DBUS_SESSION_BUS_ADDRESS")
-            .collect();
-        let w = Window::open_with(Options { env: bus.clone() }, |e| async move {
-            // Every answer is dropped after the work is done: each attempt becomes unknown.
-            // The key is not honoured, so a second attempt is not answered from the first.
-            sandbox(
-                &e,
-                300,
-                json!({"latency_ms": 50, "drop_after_processing": 1.0,
-                    "honour_idempotency_key": false}),
-            )
-            .await;
-        })
-        .await;
-        let notifications =
-            Notifications::start(&w.display, &bus).expect("dunst starts (apt-get install dunst)");
-        let shown = |n: u32| {
-            let notifications = &notifications;
-            async move {
-                let deadline = Instant::now() + Duration::from_secs(20);
-                while notifications.displayed().unwrap() < n {
-                    assert!(Instant::now() < deadline, "notification {n} was not shown");
-                    tokio::time::sleep(Duration::from_millis(100)).await;
-                }
-                tokio::time::sleep(Duration::from_millis(1500)).await;
-                assert_eq!(
-                    notifications.displayed().unwrap(),
-                    n,
-                    "one per time it became unknown"
-                );
-            }
-        };
+        // Every answer is dropped after the work is done: each attempt becomes unknown.
+        // The key is not honoured, so a second attempt is not answered from the first.
+        let (w, notifications, _secrets) = announcing_window(false, |_| async {}).await;
 
         let intent = json!({"route": ["sandbox"], "input": {"order": 21}});
-        let job = w
-            .engine
-            .submit("local", "order-21", &intent.to_string())
-            .await
-            .unwrap()
-            .job;
+        let job = submit(&w.engine, "order-21", intent).await;
         let first = wait_status(&w.engine, &job.id, JobStatus::Unknown).await;
-        shown(1).await;
+        shown(&notifications, 1).await;
 
         // A person abandons the attempt and sends the job again; that attempt times out too.
         let resolution = onejob_engine::Resolution {
@@ -889,40 +848,31 @@ fn a_job_that_becomes_unknown_twice_is_announced_twice() {
             )
             .await
             .unwrap();
-        let deadline = Instant::now() + Duration::from_secs(20);
-        loop {
+        eventually(|| async {
             let detail = w.engine.job("local", &job.id).await.unwrap();
-            if detail.job.status == JobStatus::Unknown && detail.attempts.len() == 2 {
-                break;
+            match detail.job.status == JobStatus::Unknown && detail.attempts.len() == 2 {
+                true => Ok(()),
+                false => Err(format!(
+                    "the second attempt never became unknown: {:?} {:?}",
+                    detail.job.status, detail.attempts
+                )),
             }
-            assert!(
-                Instant::now() < deadline,
-                "the second attempt never became unknown: {:?} {:?}",
-                detail.job.status,
-                detail.attempts
-            );
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-        shown(2).await;
+        })
+        .await;
+        shown(&notifications, 2).await;
 
         // Another job after it: the click opens the job of the notification clicked, not the
         // last one shown.
         let other = json!({"route": ["sandbox"], "input": {"order": 22}});
-        let other = w
-            .engine
-            .submit("local", "order-22", &other.to_string())
-            .await
-            .unwrap()
-            .job;
+        let other = submit(&w.engine, "order-22", other).await;
         wait_status(&w.engine, &other.id, JobStatus::Unknown).await;
-        shown(3).await;
+        shown(&notifications, 3).await;
         // The other job's notification is dismissed; the first job's newest is clicked.
         notifications.close_newest().unwrap();
         assert_eq!(notifications.displayed().unwrap(), 2);
         w.screenshot("announced-twice").await;
         notifications.click(0).unwrap();
-        w.wait_for(&format!(".screen.job[data-job-id='{}']", job.id))
-            .await;
+        wait_for_job_screen(&w, &job.id).await;
         w.close().await;
     });
 }
@@ -930,8 +880,7 @@ fn a_job_that_becomes_unknown_twice_is_announced_twice() {
 #[test]
 fn the_window_on_a_shared_postgres_ledger_shows_another_hosts_job_as_it_is_submitted() {
     run(async {
-        let cluster = Postgres::start().unwrap();
-        let url = cluster.database("team").unwrap();
+        let (_cluster, url) = team_database();
         let options = Options {
             env: vec![("ONEJOB_DB".to_owned(), url.clone())],
         };
@@ -951,14 +900,9 @@ fn the_window_on_a_shared_postgres_ledger_shows_another_hosts_job_as_it_is_submi
         // Another host: its own engine on the same database, no shared process or file.
         let other = Engine::open(&url).await.unwrap();
         let intent = json!({ "route": ["sandbox"], "input": { "from": "another host" } });
-        let job = other
-            .submit("local", "from-another-host", &intent.to_string())
-            .await
-            .unwrap()
-            .job;
+        let job = submit(&other, "from-another-host", intent).await;
         // LISTEN/NOTIFY reaches the window: the list refreshes without a click.
-        w.wait_for(&format!(".job-row[data-job-id='{}']", job.id))
-            .await;
+        wait_for_row(&w, &job.id).await;
         // The app's own executor, on the shared ledger, runs it to its one result.
         wait_status(&other, &job.id, JobStatus::Succeeded).await;
         w.screenshot("jobs-postgres").await;
@@ -1033,8 +977,7 @@ fn a_ledger_that_cannot_be_opened_is_explained_in_the_window_and_left_untouched(
         w.close().await;
 
         // A PostgreSQL server that is down when the app starts.
-        let cluster = Postgres::start().unwrap();
-        let url = cluster.database("team").unwrap();
+        let (cluster, url) = team_database();
         cluster.stop().expect("the server stops");
         let started = Instant::now();
         let w = open_on(&url).await;
@@ -1054,11 +997,7 @@ fn a_ledger_that_cannot_be_opened_is_explained_in_the_window_and_left_untouched(
         // The server comes up: the window continues by itself.
         cluster.start_again().expect("the server starts again");
         w.wait_for("[data-testid=first-run]").await;
-        assert!(w
-            .client
-            .find(Locator::Css("[data-testid=ledger-not-open]"))
-            .await
-            .is_err());
+        assert!(!w.shows("[data-testid=ledger-not-open]").await);
         w.close().await;
     });
 }
@@ -1066,8 +1005,7 @@ fn a_ledger_that_cannot_be_opened_is_explained_in_the_window_and_left_untouched(
 #[test]
 fn the_window_says_the_shared_ledger_is_unreachable_and_recovers() {
     run(async {
-        let cluster = Postgres::start().unwrap();
-        let url = cluster.database("team").unwrap();
+        let (cluster, url) = team_database();
         let w = open_on(&url).await;
         w.wait_for("[data-testid=first-run]").await;
 
@@ -1084,9 +1022,7 @@ fn the_window_says_the_shared_ledger_is_unreachable_and_recovers() {
         // An action meanwhile is refused in words, and nothing is kept to be sent later.
         w.click("[data-screen=submit]").await;
         w.click("[data-testid=submit]").await;
-        let outcome = w
-            .wait_text("[data-testid=outcomes]", |t| !t.is_empty())
-            .await;
+        let outcome = w.text_once_shown("[data-testid=outcomes]").await;
         assert!(
             outcome.contains("is unreachable since") && outcome.contains("do it again"),
             "{outcome}"
@@ -1094,19 +1030,13 @@ fn the_window_says_the_shared_ledger_is_unreachable_and_recovers() {
         w.screenshot("ledger-unreachable").await;
 
         cluster.start_again().expect("the server starts again");
-        let gone = Instant::now() + Duration::from_secs(20);
-        while w
-            .client
-            .find(Locator::Css("[data-testid=ledger-unreachable]"))
-            .await
-            .is_ok()
-        {
-            assert!(
-                Instant::now() < gone,
-                "the banner stayed after the server came back"
-            );
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
+        eventually(|| async {
+            match w.shows("[data-testid=ledger-unreachable]").await {
+                false => Ok(()),
+                true => Err("the banner stayed after the server came back".to_owned()),
+            }
+        })
+        .await;
         let other = Engine::open(&url).await.unwrap();
         let page = other.jobs("local", &Default::default()).await.unwrap();
         assert!(
@@ -1126,8 +1056,7 @@ fn the_window_says_the_shared_ledger_is_unreachable_and_recovers() {
         assert_eq!(page.jobs.len(), 1);
         wait_status(&other, &page.jobs[0].id, JobStatus::Succeeded).await;
         w.click("[data-screen=jobs]").await;
-        w.wait_for(&format!(".job-row[data-job-id='{}']", page.jobs[0].id))
-            .await;
+        wait_for_row(&w, &page.jobs[0].id).await;
         other.close().await;
         w.close().await;
     });

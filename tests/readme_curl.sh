@@ -6,16 +6,10 @@
 # (docs/guide/service.md) is checked with `systemd-analyze verify`, where systemd is installed.
 set -euo pipefail
 
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-target="${CARGO_TARGET_DIR:-$root/target}"
-onejob_bin="${ONEJOB_BIN:-$target/debug/onejob}"
+source "$(dirname "${BASH_SOURCE[0]}")/onejob_bin.sh"
 guide="$root/docs/guide/http-api.md"
 
-fail() { echo "readme_curl: $*" >&2; exit 1; }
-
-if [[ ! -x "$onejob_bin" ]]; then
-  cargo build --quiet --locked -p onejob --manifest-path "$root/Cargo.toml"
-fi
+build_onejob_if_missing
 for tool in curl jq python3; do
   command -v "$tool" >/dev/null || fail "$tool is needed (Debian: apt-get install $tool)"
 done
@@ -24,10 +18,7 @@ curl --help all | grep -q -- '--json' || fail "curl is older than 7.82 and has n
 work="$(mktemp -d)"
 server_pid=""
 cleanup() {
-  if [[ -n "$server_pid" ]] && kill -0 "$server_pid" 2>/dev/null; then
-    kill -KILL "$server_pid" 2>/dev/null || true
-    wait "$server_pid" 2>/dev/null || true
-  fi
+  stop_child "$server_pid" KILL
   rm -rf "$work"
 }
 trap cleanup EXIT

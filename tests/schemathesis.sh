@@ -9,17 +9,11 @@
 # Options after `--` go to `schemathesis run` (e.g. `-- --max-examples 200`).
 set -euo pipefail
 
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-target="${CARGO_TARGET_DIR:-$root/target}"
-onejob_bin="${ONEJOB_BIN:-$target/debug/onejob}"
+source "$(dirname "${BASH_SOURCE[0]}")/onejob_bin.sh"
 schemathesis="$root/tests/schemathesis/.venv/bin/schemathesis"
 
-fail() { echo "schemathesis: $*" >&2; exit 1; }
-
 [[ -x "$schemathesis" ]] || fail "Schemathesis is not installed: run scripts/setup"
-if [[ ! -x "$onejob_bin" ]]; then
-  cargo build --quiet --locked -p onejob --manifest-path "$root/Cargo.toml"
-fi
+build_onejob_if_missing
 extra=()
 if [[ "${1:-}" == "--" ]]; then
   shift
@@ -30,10 +24,7 @@ work="$(mktemp -d)"
 server_pid=""
 database=""
 cleanup() {
-  if [[ -n "$server_pid" ]] && kill -0 "$server_pid" 2>/dev/null; then
-    kill -TERM "$server_pid" 2>/dev/null || true
-    wait "$server_pid" 2>/dev/null || true
-  fi
+  stop_child "$server_pid" TERM
   if [[ -n "$database" ]]; then
     psql -q "$maintenance" -c "DROP DATABASE IF EXISTS \"$database\" WITH (FORCE)" >/dev/null 2>&1 || true
   fi

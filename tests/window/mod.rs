@@ -249,6 +249,47 @@ impl Window {
         }
     }
 
+    /// Types `text` into the input or text area `css`, replacing what it held, and checks that it
+    /// now holds exactly that. A form that fills in its defaults as it appears can re-render a
+    /// field between the clear and the typing, leaving the old text in front of the new: then the
+    /// field is cleared and typed again.
+    pub async fn fill(&self, css: &str, text: &str) {
+        let field = self.wait_for(css).await;
+        let mut held = None;
+        for _ in 0..5 {
+            field.clear().await.unwrap();
+            field.send_keys(text).await.unwrap();
+            held = field.prop("value").await.unwrap();
+            if held.as_deref() == Some(text) {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        panic!("{css} holds {held:?} after typing {text:?}");
+    }
+
+    /// Picks the option of the select `css` whose value is `value`, once the screen has loaded it
+    /// (a select appears before the list it offers has arrived from the backend).
+    pub async fn pick(&self, css: &str, value: &str) {
+        self.wait_for(&format!("{css} option[value=\"{value}\"]"))
+            .await;
+        self.wait_for(css)
+            .await
+            .select_by_value(value)
+            .await
+            .unwrap_or_else(|e| panic!("{css} has no option {value}: {e}"));
+    }
+
+    /// Waits up to 20 s for `css` to show any text, and returns the text.
+    pub async fn text_once_shown(&self, css: &str) -> String {
+        self.wait_text(css, |t| !t.is_empty()).await
+    }
+
+    /// Whether an element matching `css` is in the window now, without waiting for one.
+    pub async fn shows(&self, css: &str) -> bool {
+        self.client.find(Locator::Css(css)).await.is_ok()
+    }
+
     pub async fn attr(&self, css: &str, name: &str) -> Option<String> {
         self.wait_for(css).await.attr(name).await.unwrap()
     }

@@ -267,6 +267,39 @@ fn start_keyring(env: &[(String, String)]) -> std::io::Result<Child> {
     Ok(keyring)
 }
 
+/// Spawns `command`, its output discarded; a failure to start names `program` and `hint`, how
+/// to get it.
+pub(crate) fn spawn_quiet(
+    command: &mut Command,
+    program: &str,
+    hint: &str,
+) -> std::io::Result<Child> {
+    command
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| Error::new(e.kind(), format!("cannot start {program} ({e}): {hint}")))
+}
+
+/// Asks `ready` every 50 ms for up to 10 s; a timeout if it never says yes, saying `not_yet`
+/// (what did not happen) and how long was waited.
+pub(crate) fn ready_within_10s(
+    not_yet: &str,
+    mut ready: impl FnMut() -> bool,
+) -> std::io::Result<()> {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < deadline {
+        if ready() {
+            return Ok(());
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    Err(Error::new(
+        ErrorKind::TimedOut,
+        format!("{not_yet} within 10 s"),
+    ))
+}
+
 fn missing(program: &str, e: Error) -> Error {
     if e.kind() == ErrorKind::NotFound {
         Error::new(

@@ -5,8 +5,8 @@
 use std::io::{Error, ErrorKind, Read, Write};
 use std::net::TcpStream;
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Child, Command};
+use std::time::Duration;
 
 /// How to install the server when it is missing.
 const SETUP: &str = "npm ci --prefix crates/engine/tests/mock-llm (scripts/setup runs it)";
@@ -37,40 +37,24 @@ impl MockLlm {
         let port = std::net::TcpListener::bind("127.0.0.1:0")?
             .local_addr()?
             .port();
-        let child = Command::new(&bin)
-            .arg("--config")
-            .arg(&path)
-            .current_dir(dir.path())
-            .env("HOST", "127.0.0.1")
-            .env("PORT", port.to_string())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .map_err(|e| {
-                Error::new(
-                    e.kind(),
-                    format!("cannot start mock-llm ({e}): run `{SETUP}`"),
-                )
-            })?;
+        let child = crate::spawn_quiet(
+            Command::new(&bin)
+                .arg("--config")
+                .arg(&path)
+                .current_dir(dir.path())
+                .env("HOST", "127.0.0.1")
+                .env("PORT", port.to_string()),
+            "mock-llm",
+            &format!("run `{SETUP}`"),
+        )?;
         let server = MockLlm {
             child,
             url: format!("http://127.0.0.1:{port}"),
             _dir: dir,
         };
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while Instant::now() < deadline {
-            if healthy(port) {
-                return Ok(server);
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        Err(Error::new(
-            ErrorKind::TimedOut,
-            format!(
-                "mock-llm did not answer /health within 10 s at {}",
-                server.url
-            ),
-        ))
+        let not_yet = format!("mock-llm at {} did not answer /health", server.url);
+        crate::ready_within_10s(&not_yet, || healthy(port))?;
+        Ok(server)
     }
 }
 

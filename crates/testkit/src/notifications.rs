@@ -2,9 +2,8 @@
 //! and session bus, with notifications that stay until acted on, driven like a person through
 //! `dunstctl` (a click on a notification is its default action).
 
-use std::io::{Error, ErrorKind};
+use std::io::Error;
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
 
 /// Notifications never expire here, so a slow test still finds them on screen.
 const DUNSTRC: &str = "[global]\n    follow = none\n[urgency_low]\n    timeout = 0\n\
@@ -30,35 +29,22 @@ impl Notifications {
             .cloned()
             .collect();
         env.push(("DISPLAY".into(), display.into()));
-        let child = Command::new("dunst")
-            .arg("-config")
-            .arg(&config)
-            .envs(env.iter().cloned())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .map_err(|e| {
-                Error::new(
-                    e.kind(),
-                    format!("cannot start dunst ({e}): apt-get install dunst"),
-                )
-            })?;
+        let child = crate::spawn_quiet(
+            Command::new("dunst")
+                .arg("-config")
+                .arg(&config)
+                .envs(env.iter().cloned()),
+            "dunst",
+            "apt-get install dunst",
+        )?;
         let server = Notifications {
             child,
             env,
             _dir: dir,
         };
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while Instant::now() < deadline {
-            if server.ctl(&["debug"]).is_ok() {
-                return Ok(server);
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        Err(Error::new(
-            ErrorKind::TimedOut,
-            "dunst did not take the notification service within 10 s",
-        ))
+        let not_yet = "dunst did not take the notification service";
+        crate::ready_within_10s(not_yet, || server.ctl(&["debug"]).is_ok())?;
+        Ok(server)
     }
 
     /// How many notifications are on screen now.

@@ -1,28 +1,16 @@
-import { act, cleanup, fireEvent, render } from "@testing-library/react";
+import { act, fireEvent, render } from "@testing-library/react";
 import { useState } from "react";
-import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 
 import { LedgerContext } from "../api";
-import { commands, type JobSummary } from "../bindings";
-import { stubResizeObserver } from "../test/dom";
+import type { JobSummary } from "../bindings";
 import { summary } from "../test/fixtures";
+import { mockJobsList } from "../test/jobsList";
 import { JobsScreen } from "./JobsScreen";
 
 vi.mock("../bindings", async () => (await import("../test/bindings")).jobsScreen());
 
-const listJobs = vi.mocked(commands.listJobs);
-const countJobs = vi.mocked(commands.countJobs);
-
-beforeAll(() => {
-  stubResizeObserver();
-  vi.mocked(commands.providers).mockResolvedValue({ status: "ok", data: [] });
-});
-
-afterEach(() => {
-  cleanup();
-  listJobs.mockReset();
-  countJobs.mockReset();
-});
+const { listJobs, countJobs } = mockJobsList();
 
 /** The Jobs screen under a ledger whose changes the test announces with the button. */
 function Changing({ open }: { open: (id: string) => void }) {

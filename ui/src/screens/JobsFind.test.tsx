@@ -1,27 +1,15 @@
-import { act, cleanup, fireEvent, render, screen } from "@testing-library/react";
-import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
+import { act, fireEvent, render, screen } from "@testing-library/react";
+import { describe, expect, it, vi } from "vitest";
 
 import { commands, type ProviderView } from "../bindings";
 import { EVERY_JOB } from "../listFilter";
-import { stubResizeObserver } from "../test/dom";
 import { summary } from "../test/fixtures";
+import { mockJobsList } from "../test/jobsList";
 import { JobsScreen } from "./JobsScreen";
 
 vi.mock("../bindings", async () => (await import("../test/bindings")).jobsScreen());
 
-const listJobs = vi.mocked(commands.listJobs);
-const countJobs = vi.mocked(commands.countJobs);
-
-beforeAll(() => {
-  stubResizeObserver();
-});
-
-afterEach(() => {
-  cleanup();
-  listJobs.mockReset();
-  countJobs.mockReset();
-  vi.useRealTimers();
-});
+const { listJobs, countJobs } = mockJobsList();
 
 describe("find on the Jobs screen", () => {
   it("feeds the search and the provider to the count and the list", async () => {

@@ -1,32 +1,21 @@
-import { act, cleanup, fireEvent, render, screen } from "@testing-library/react";
-import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
+import { act, fireEvent, render, screen } from "@testing-library/react";
+import { afterEach, describe, expect, it, vi } from "vitest";
 
-import { commands } from "../bindings";
 import { EVERY_JOB } from "../listFilter";
 import { startOpening, takeOpeningCount, takeOpeningList, takeOpeningPage } from "../opening";
 import { PAGE } from "../pager";
-import { stubResizeObserver } from "../test/dom";
 import { summary } from "../test/fixtures";
+import { mockJobsList } from "../test/jobsList";
 import { JobsScreen } from "./JobsScreen";
 
 vi.mock("../bindings", async () => (await import("../test/bindings")).jobsScreen());
 
-const listJobs = vi.mocked(commands.listJobs);
-const countJobs = vi.mocked(commands.countJobs);
-
-beforeAll(() => {
-  stubResizeObserver();
-  vi.mocked(commands.providers).mockResolvedValue({ status: "ok", data: [] });
-});
+const { listJobs, countJobs } = mockJobsList();
 
 afterEach(() => {
-  cleanup();
   // Whatever a test left untaken is dropped, so the next one starts without opening reads.
   takeOpeningCount({ ...EVERY_JOB, status: "failed" });
   expect(takeOpeningList()).toBeNull();
-  listJobs.mockReset();
-  countJobs.mockReset();
-  vi.useRealTimers();
 });
 
 /** The ledger as the mocks answer it: two jobs, or one when a status is asked for. */

@@ -1,8 +1,9 @@
-import { act, cleanup, fireEvent, render, screen } from "@testing-library/react";
+import { act, cleanup, render, screen } from "@testing-library/react";
 import { afterEach, describe, expect, it, vi } from "vitest";
 
 import { commands, type ContractView, type ProviderView } from "../bindings";
 import { job } from "../test/fixtures";
+import { click, settle, type } from "../test/input";
 import { SubmitScreen } from "./SubmitScreen";
 
 vi.mock("../bindings", () => ({
@@ -31,19 +32,6 @@ const contract: ContractView = {
     { id: "c2", contract: "summary", contract_hash: "old", provider: "model-c", provider_updated_at: "", passed: true, samples: [], checked_at: "", current: false },
   ],
 };
-
-/** Lets every pending answer (fingerprints, the clicks' decisions, submits) land. */
-const settle = () => act(async () => new Promise<void>((resolve) => setTimeout(resolve, 0)));
-
-async function type(testId: string, value: string) {
-  fireEvent.change(screen.getByTestId(testId), { target: { value } });
-  await settle();
-}
-
-async function click(testId: string) {
-  fireEvent.click(screen.getByTestId(testId));
-  await settle();
-}
 
 async function renderLoaded() {
   vi.mocked(commands.providers).mockResolvedValue({ status: "ok", data: ["model-a", "model-b", "model-c"].map(provider) });

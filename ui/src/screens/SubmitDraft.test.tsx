@@ -1,9 +1,10 @@
-import { act, cleanup, fireEvent, render, screen } from "@testing-library/react";
+import { act, cleanup, render, screen } from "@testing-library/react";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 
 import type { Result } from "../api";
 import { commands, type ContractView, type Error as EngineError, type ProviderView, type Submitted } from "../bindings";
 import { job } from "../test/fixtures";
+import { click, settle, type } from "../test/input";
 import { SubmitScreen } from "./SubmitScreen";
 
 vi.mock("../bindings", () => ({
@@ -57,9 +58,6 @@ const contract: ContractView = {
   checks: [],
 };
 
-/** Lets every pending answer (fingerprints, submits) land. */
-const settle = () => act(async () => new Promise<void>((resolve) => setTimeout(resolve, 0)));
-
 async function show() {
   render(<SubmitScreen open={() => undefined} />);
   await settle();
@@ -68,16 +66,6 @@ async function show() {
 const key = () => screen.getByTestId("draft-key").title;
 const intent = () => (screen.getByTestId("intent") as HTMLTextAreaElement).value;
 const lines = () => [...screen.getByTestId("outcomes").querySelectorAll("li")].map((li) => li.textContent ?? "");
-
-async function type(testId: string, value: string) {
-  fireEvent.change(screen.getByTestId(testId), { target: { value } });
-  await settle();
-}
-
-async function click(testId: string) {
-  fireEvent.click(screen.getByTestId(testId));
-  await settle();
-}
 
 beforeEach(() => {
   fingerprint.mockImplementation(standInFingerprint);

@@ -4,6 +4,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { commands, type Error as EngineError, type Submitted } from "../bindings";
 import type { Result } from "../api";
 import { job } from "../test/fixtures";
+import { settle } from "../test/input";
 import { SubmitScreen } from "./SubmitScreen";
 
 vi.mock("../bindings", () => ({
@@ -26,9 +27,6 @@ function pendingSubmits(): ((answer: Answer) => void)[] {
 }
 
 const ok = (id: string, replayed: boolean): Answer => ({ status: "ok", data: { job: job(id), replayed } });
-
-/** Lets every pending answer (fingerprints, the clicks' decisions) land. */
-const settle = () => act(async () => new Promise<void>((resolve) => setTimeout(resolve, 0)));
 
 afterEach(() => {
   cleanup();

@@ -7,18 +7,9 @@ use std::collections::HashSet;
 use std::time::Duration;
 
 use common::processes::{add_http_provider, intent_for};
-use common::{id, intent, Ledger};
+use common::{id, intent, job_ids, Ledger};
 use onejob_testkit::RawServer;
 use serde_json::{json, Value};
-
-fn ids(page: &Value) -> Vec<String> {
-    page["jobs"]
-        .as_array()
-        .expect("jobs array")
-        .iter()
-        .map(id)
-        .collect()
-}
 
 #[test]
 fn jobs_pages_follow_the_cursor_newest_first() {
@@ -37,7 +28,7 @@ fn jobs_pages_follow_the_cursor_newest_first() {
             args.extend(["--after", cursor.as_str()]);
         }
         let page = ledger.run(&args).ok();
-        let page_ids = ids(&page);
+        let page_ids = job_ids(&page);
         sizes.push(page_ids.len());
         seen.extend(page_ids);
         match &page["next"] {
@@ -52,7 +43,7 @@ fn jobs_pages_follow_the_cursor_newest_first() {
     assert_eq!(seen.iter().collect::<HashSet<_>>().len(), 5);
 
     let all = ledger.run(&["jobs"]).ok();
-    assert_eq!(ids(&all), newest_first);
+    assert_eq!(job_ids(&all), newest_first);
     assert_eq!(all["next"], Value::Null);
 }
 
@@ -67,7 +58,7 @@ fn jobs_filter_by_status() {
 
     let queued = ledger.run(&["jobs", "--status", "queued"]).ok();
     assert_eq!(
-        ids(&queued),
+        job_ids(&queued),
         [&submitted[4], &submitted[2], &submitted[0]].map(String::clone)
     );
     assert!(queued["jobs"]
@@ -76,25 +67,25 @@ fn jobs_filter_by_status() {
         .iter()
         .all(|j| j["status"] == "queued"));
     let cancelled = ledger.run(&["jobs", "--status", "cancelled"]).ok();
-    assert_eq!(ids(&cancelled), [submitted[1].clone()]);
+    assert_eq!(job_ids(&cancelled), [submitted[1].clone()]);
     let running = ledger.run(&["jobs", "--status", "running"]).ok();
-    assert_eq!(ids(&running), [submitted[3].clone()]);
+    assert_eq!(job_ids(&running), [submitted[3].clone()]);
     let succeeded = ledger.run(&["jobs", "--status", "succeeded"]).ok();
-    assert!(ids(&succeeded).is_empty());
+    assert!(job_ids(&succeeded).is_empty());
 
     // Paging inside a filter.
     let page = ledger
         .run(&["jobs", "--status", "queued", "--limit", "2"])
         .ok();
     assert_eq!(
-        ids(&page),
+        job_ids(&page),
         [&submitted[4], &submitted[2]].map(String::clone)
     );
     let cursor = page["next"].as_str().expect("a next page");
     let rest = ledger
         .run(&["jobs", "--status", "queued", "--after", cursor])
         .ok();
-    assert_eq!(ids(&rest), [submitted[0].clone()]);
+    assert_eq!(job_ids(&rest), [submitted[0].clone()]);
 }
 
 #[test]
@@ -123,22 +114,22 @@ fn jobs_are_found_by_key_id_and_provider() {
     let elsewhere = id(&ledger.submit("-refund", r#"{"route":["other"],"input":3}"#)["job"]);
 
     let found = ledger.run(&["jobs", "--search", "invoice-"]).ok();
-    assert_eq!(ids(&found), [second.as_str(), first.as_str()]);
+    assert_eq!(job_ids(&found), [second.as_str(), first.as_str()]);
     let found = ledger.run(&["jobs", "--search", "invoice-1"]).ok();
-    assert_eq!(ids(&found), [first.as_str()]);
+    assert_eq!(job_ids(&found), [first.as_str()]);
     let found = ledger.run(&["jobs", "--search", "-ref"]).ok();
     assert_eq!(
-        ids(&found),
+        job_ids(&found),
         [elsewhere.as_str()],
         "a key may begin with a dash"
     );
     let by_id = ledger
         .run(&["jobs", "--search", &elsewhere[..].to_uppercase()])
         .ok();
-    assert_eq!(ids(&by_id), [elsewhere.as_str()]);
+    assert_eq!(job_ids(&by_id), [elsewhere.as_str()]);
 
     let at_other = ledger.run(&["jobs", "--provider", "other"]).ok();
-    assert_eq!(ids(&at_other), [elsewhere.as_str()]);
+    assert_eq!(job_ids(&at_other), [elsewhere.as_str()]);
     let at_primary = ledger
         .run(&[
             "jobs",
@@ -150,17 +141,17 @@ fn jobs_are_found_by_key_id_and_provider() {
             "1",
         ])
         .ok();
-    assert_eq!(ids(&at_primary), [second.as_str()]);
+    assert_eq!(job_ids(&at_primary), [second.as_str()]);
     let cursor = at_primary["next"].as_str().expect("a next page");
     let rest = ledger
         .run(&["jobs", "--provider", "primary", "--after", cursor])
         .ok();
-    assert_eq!(ids(&rest), [first.as_str()]);
+    assert_eq!(job_ids(&rest), [first.as_str()]);
     assert_eq!(rest["next"], Value::Null);
     let none = ledger
         .run(&["jobs", "--provider", "other", "--search", "invoice"])
         .ok();
-    assert!(ids(&none).is_empty());
+    assert!(job_ids(&none).is_empty());
 }
 
 /// The API key of the provider `job ID` shows evidence for, by environment variable.

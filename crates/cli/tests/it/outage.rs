@@ -149,40 +149,29 @@ async fn serve_answers_storage_with_retry_after_while_its_ledger_is_down_and_rec
         token: "oj_not-a-token-of-this-ledger".to_owned(),
         ..api.clone()
     };
+    let down = |what, sent| unreachable(what, &outage, sent);
     tokio::join!(
-        unreachable(
+        down(
             "POST /v1/jobs",
-            &outage,
             api.request(Method::POST, "/v1/jobs")
                 .header("Idempotency-Key", "during")
                 .header("Content-Type", "application/json")
                 .body(order("during")),
         ),
-        unreachable(
+        down(
             "GET /v1/jobs/{id}",
-            &outage,
             api.request(Method::GET, &format!("/v1/jobs/{before_id}")),
         ),
-        unreachable(
-            "GET /v1/jobs",
-            &outage,
-            api.request(Method::GET, "/v1/jobs")
-        ),
-        unreachable(
+        down("GET /v1/jobs", api.request(Method::GET, "/v1/jobs")),
+        down(
             "POST /v1/jobs/{id}/cancel",
-            &outage,
             api.request(Method::POST, &format!("/v1/jobs/{before_id}/cancel")),
         ),
-        unreachable(
-            "GET /v1/events",
-            &outage,
-            api.request(Method::GET, "/v1/events")
-        ),
+        down("GET /v1/events", api.request(Method::GET, "/v1/events")),
         // The token cannot be checked either: that is the ledger's failure, never a 401.
-        unreachable(
+        down(
             "an unknown token",
-            &outage,
-            stranger.request(Method::GET, "/v1/jobs"),
+            stranger.request(Method::GET, "/v1/jobs")
         ),
     );
     assert!(

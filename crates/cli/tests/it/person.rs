@@ -4,18 +4,23 @@
 use crate::common;
 
 use std::io::{BufRead, BufReader};
-use std::time::Duration;
 
-use common::{id, intent, parse, Ledger, Run};
-use onejob_engine::testing::InternalCalls as _;
-use onejob_engine::{AttemptError, Engine};
+use common::{id, intent, leave_unknown, parse, Ledger, Run};
+use onejob_engine::Engine;
 use serde_json::Value;
+
+/// A fresh ledger with one job and a pending attempt on it: the ledger, the job's id and the
+/// attempt's id.
+fn job_with_a_pending_attempt() -> (Ledger, String, String) {
+    let ledger = Ledger::new();
+    let job = id(&ledger.submit("k", &intent("1"))["job"]);
+    let attempt = ledger.retry(&job);
+    (ledger, job, attempt)
+}
 
 #[test]
 fn resolve_abandoned_with_retry_on_then_fail_the_next_attempt() {
-    let ledger = Ledger::new();
-    let job = id(&ledger.submit("k", &intent("1"))["job"]);
-    let first = ledger.retry(&job);
+    let (ledger, job, first) = job_with_a_pending_attempt();
 
     let reply = ledger
         .run(&[
@@ -87,41 +92,21 @@ fn resolve_abandoned_with_retry_on_then_fail_the_next_attempt() {
 
 #[test]
 fn resolve_refuses_bad_arguments_before_touching_the_attempt() {
-    let ledger = Ledger::new();
-    let job = id(&ledger.submit("k", &intent("1"))["job"]);
-    let attempt = ledger.retry(&job);
+    let (ledger, job, attempt) = job_with_a_pending_attempt();
 
-    let error = ledger
-        .run(&[
-            "resolve",
-            &attempt,
-            "--as",
-            "succeeded",
-            "--result",
-            "{ok: true}",
-        ])
-        .err(2);
-    assert_eq!(error["details"]["field"], "result");
     let missing = format!("@{}", ledger.home().join("nope.json").display());
-    let error = ledger
-        .run(&[
-            "resolve",
-            &attempt,
-            "--as",
-            "succeeded",
-            "--result",
-            &missing,
-        ])
-        .err(2);
-    assert_eq!(error["details"]["field"], "result");
-    let error = ledger
-        .run(&["resolve", &attempt, "--as", "failed", "--result", "1"])
-        .err(2);
-    assert_eq!(error["details"]["field"], "result");
-    let error = ledger.run(&["resolve", &attempt, "--as", "perhaps"]).err(2);
-    assert_eq!(error["details"]["field"], "as");
-    let error = ledger.run(&["resolve", &attempt]).err(2);
-    assert_eq!(error["details"]["field"], "as");
+    let refused: [(&[&str], &str); 5] = [
+        (&["--as", "succeeded", "--result", "{ok: true}"], "result"),
+        (&["--as", "succeeded", "--result", &missing], "result"),
+        (&["--as", "failed", "--result", "1"], "result"),
+        (&["--as", "perhaps"], "as"),
+        (&[], "as"),
+    ];
+    for (options, field) in refused {
+        let args = [&["resolve", attempt.as_str()], options].concat();
+        let error = ledger.run(&args).err(2);
+        assert_eq!(error["details"]["field"], field, "{args:?}");
+    }
 
     let detail = ledger.run(&["job", &job]).ok();
     assert_eq!(detail["attempts"][0]["state"], "pending");
@@ -129,9 +114,7 @@ fn resolve_refuses_bad_arguments_before_touching_the_attempt() {
 
 #[test]
 fn cancel_abandons_a_pending_attempt_that_was_never_sent() {
-    let ledger = Ledger::new();
-    let job = id(&ledger.submit("k", &intent("1"))["job"]);
-    let attempt = ledger.retry(&job);
+    let (ledger, job, attempt) = job_with_a_pending_attempt();
     let reply = ledger.run(&["cancel", &job]).ok();
     assert_eq!(reply["job"]["status"], "cancelled");
     assert_eq!(reply["job"]["error"]["code"], "cancelled");
@@ -160,20 +143,7 @@ fn unknown_jobs(ledger: &Ledger, prefix: &str, n: usize) -> Vec<String> {
                     .await
                     .expect("submit")
                     .job;
-                let claimed = engine
-                    .claim_attempt(&job.id, "primary")
-                    .await
-                    .expect("claim");
-                let attempt = &claimed.attempt.id;
-                engine
-                    .mark_sent(attempt, "executor-test", Duration::from_secs(60))
-                    .await
-                    .expect("sent");
-                let why = AttemptError {
-                    kind: "soft_timeout".into(),
-                    message: "no answer within 1000 ms".into(),
-                };
-                engine.mark_unknown(attempt, why).await.expect("unknown");
+                leave_unknown(&engine, &job.id).await;
                 job.id
             });
         }

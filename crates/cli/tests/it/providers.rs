@@ -3,7 +3,17 @@
 use crate::common;
 
 use common::{intent, Ledger, PRIMARY};
-use serde_json::Value;
+
+/// The names `provider list` shows, in its order.
+fn provider_names(ledger: &Ledger) -> Vec<String> {
+    let list = ledger.run(&["provider", "list"]).ok();
+    list["providers"]
+        .as_array()
+        .expect("providers")
+        .iter()
+        .map(|p| p["name"].as_str().expect("a name").to_owned())
+        .collect()
+}
 
 #[test]
 fn providers_are_added_listed_replaced_and_removed() {
@@ -37,13 +47,7 @@ fn providers_are_added_listed_replaced_and_removed() {
     assert_eq!(replaced["replaced"], true);
     assert_eq!(replaced["provider"]["soft_timeout_ms"], 2000);
 
-    let list = ledger.run(&["provider", "list"]).ok();
-    let names: Vec<&Value> = list["providers"]
-        .as_array()
-        .expect("providers")
-        .iter()
-        .map(|p| &p["name"])
-        .collect();
+    let names = provider_names(&ledger);
     // A new ledger comes with the built-in sandbox.
     assert_eq!(names, ["fallback", "primary", "sandbox"]);
 
@@ -86,13 +90,7 @@ fn provider_add_refuses_secrets_and_bad_config() {
     let error = ledger.run(&["provider", "add", "--json", &missing]).err(2);
     assert_eq!(error["details"]["field"], "provider");
 
-    let list = ledger.run(&["provider", "list"]).ok();
-    let names: Vec<&Value> = list["providers"]
-        .as_array()
-        .expect("providers")
-        .iter()
-        .map(|p| &p["name"])
-        .collect();
+    let names = provider_names(&ledger);
     assert_eq!(names, ["sandbox"], "nothing refused was added");
 }
 

@@ -5,7 +5,6 @@
 //! on 127.0.0.1.
 
 use crate::common;
-use onejob_engine::testing::InternalCalls as _;
 
 use std::collections::{HashMap, HashSet};
 use std::io::{Read, Write};
@@ -687,20 +686,7 @@ async fn the_jobs_list_takes_the_error_kind_and_the_creation_times() {
         .await,
     );
     let engine = onejob_engine::Engine::open(&ledger.db).await.expect("open");
-    let claimed = engine
-        .claim_attempt(&stuck, "primary")
-        .await
-        .expect("claim");
-    let attempt = &claimed.attempt.id;
-    engine
-        .mark_sent(attempt, "executor-test", Duration::from_secs(60))
-        .await
-        .expect("sent");
-    let why = onejob_engine::AttemptError {
-        kind: "soft_timeout".into(),
-        message: "no answer within 1000 ms".into(),
-    };
-    engine.mark_unknown(attempt, why).await.expect("unknown");
+    common::leave_unknown(&engine, &stuck).await;
     engine.close().await;
 
     assert_eq!(

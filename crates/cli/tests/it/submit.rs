@@ -5,7 +5,7 @@ use crate::common;
 
 use std::collections::HashSet;
 
-use common::{finish, id, intent, Ledger, Run, PRIMARY};
+use common::{finish, id, intent, job_ids, Ledger, Run, PRIMARY};
 use serde_json::Value;
 
 /// Starts `n` copies of one command at once, then waits for all of them.
@@ -28,26 +28,25 @@ fn one_job(runs: &[Run]) -> String {
 }
 
 fn listed_ids(ledger: &Ledger) -> Vec<String> {
-    let page = ledger.run(&["jobs"]).ok();
-    page["jobs"]
-        .as_array()
-        .expect("jobs array")
-        .iter()
-        .map(id)
-        .collect()
+    job_ids(&ledger.run(&["jobs"]).ok())
+}
+
+/// Eight processes submit one draft at once: checks that they made one job, the only one listed.
+fn eight_submits_of_one_draft_make_one_job(ledger: &Ledger) {
+    let intent = intent(r#"{"prompt":"hello"}"#);
+    let runs = all_at_once(
+        ledger,
+        8,
+        &["submit", "--key", "draft-1", "--intent", &intent],
+    );
+    let job = one_job(&runs);
+    assert_eq!(listed_ids(ledger), vec![job]);
 }
 
 #[test]
 fn double_click_returns_one_job_across_processes() {
     let ledger = Ledger::new();
-    let intent = intent(r#"{"prompt":"hello"}"#);
-    let runs = all_at_once(
-        &ledger,
-        8,
-        &["submit", "--key", "draft-1", "--intent", &intent],
-    );
-    let job = one_job(&runs);
-    assert_eq!(listed_ids(&ledger), vec![job]);
+    eight_submits_of_one_draft_make_one_job(&ledger);
 }
 
 #[test]
@@ -61,14 +60,7 @@ fn double_click_returns_one_job_across_processes_on_a_new_database_file() {
     let created = replies.iter().filter(|r| r["replaced"] == false).count();
     assert_eq!(created, 1, "{replies:?}");
 
-    let intent = intent(r#"{"prompt":"hello"}"#);
-    let runs = all_at_once(
-        &ledger,
-        8,
-        &["submit", "--key", "draft-1", "--intent", &intent],
-    );
-    let job = one_job(&runs);
-    assert_eq!(listed_ids(&ledger), vec![job]);
+    eight_submits_of_one_draft_make_one_job(&ledger);
 }
 
 #[test]

@@ -162,3 +162,33 @@ pub fn id(value: &Value) -> String {
         .unwrap_or_else(|| panic!("no id in {value}"))
         .to_owned()
 }
+
+/// The ids of the jobs on a page of `jobs`, in its order.
+pub fn job_ids(page: &Value) -> Vec<String> {
+    page["jobs"]
+        .as_array()
+        .expect("jobs array")
+        .iter()
+        .map(id)
+        .collect()
+}
+
+/// Claims the job's next attempt at `primary`, marks it sent and then `unknown` after a soft
+/// timeout: what an executor whose answer never came leaves behind.
+pub async fn leave_unknown(engine: &onejob_engine::Engine, job_id: &str) {
+    use onejob_engine::testing::InternalCalls as _;
+    let claimed = engine
+        .claim_attempt(job_id, "primary")
+        .await
+        .expect("claim");
+    let attempt = &claimed.attempt.id;
+    engine
+        .mark_sent(attempt, "executor-test", std::time::Duration::from_secs(60))
+        .await
+        .expect("sent");
+    let why = onejob_engine::AttemptError {
+        kind: "soft_timeout".into(),
+        message: "no answer within 1000 ms".into(),
+    };
+    engine.mark_unknown(attempt, why).await.expect("unknown");
+}
