@@ -33,25 +33,10 @@ pub async fn raw_inserts(
     conn: &mut PgConnection,
     keys: std::ops::Range<usize>,
 ) -> Result<Vec<Duration>, sqlx::Error> {
-    let mut times = Vec::with_capacity(keys.len());
-    for i in keys {
-        let body = intent(i);
-        let id = uuid::Uuid::now_v7().to_string();
-        let start = Instant::now();
-        sqlx::query(
-            "INSERT INTO jobs (id, owner_id, idempotency_key, fingerprint, intent, status)
-             VALUES ($1::uuid, $2, $3, $4, $5::json, 'queued')",
-        )
-        .bind(&id)
-        .bind(OWNER)
-        .bind(format!("raw-{i}"))
-        .bind("f")
-        .bind(&body)
-        .execute(&mut *conn)
-        .await?;
-        times.push(start.elapsed());
-    }
-    Ok(times)
+    const INSERT: &str =
+        "INSERT INTO jobs (id, owner_id, idempotency_key, fingerprint, intent, status)
+         VALUES ($1::uuid, $2, $3, $4, $5::json, 'queued')";
+    timed_submits(conn, INSERT, "raw", keys).await
 }
 
 /// The lone submit's own statement, `statement` (the engine's `jobs/submit.sql` as its build
@@ -63,22 +48,7 @@ pub async fn submit_statements(
     statement: &str,
     keys: std::ops::Range<usize>,
 ) -> Result<Vec<Duration>, sqlx::Error> {
-    let mut times = Vec::with_capacity(keys.len());
-    for i in keys {
-        let body = intent(i);
-        let id = uuid::Uuid::now_v7().to_string();
-        let start = Instant::now();
-        sqlx::query(statement)
-            .bind(&id)
-            .bind(OWNER)
-            .bind(format!("statement-{i}"))
-            .bind("f")
-            .bind(&body)
-            .fetch_optional(&mut *conn)
-            .await?;
-        times.push(start.elapsed());
-    }
-    Ok(times)
+    timed_submits(conn, statement, "statement", keys).await
 }
 
 /// The least a submit must write by SPEC, by hand: the job row, its `submitted` event and its
@@ -105,18 +75,30 @@ pub async fn minimal_submits(
             FROM job, json_array_elements_text(job.intent -> 'route') AS r (name)
         )
         SELECT id::text FROM job";
+    timed_submits(conn, STATEMENT, "hand", keys).await
+}
+
+/// Runs `statement` once per key, each its own autocommit, bound as a submit is (a new id, the
+/// owner, `<prefix>-<key>` as the idempotency key, a fingerprint, the intent) and its rows read;
+/// the latency of each.
+async fn timed_submits(
+    conn: &mut PgConnection,
+    statement: &str,
+    prefix: &str,
+    keys: std::ops::Range<usize>,
+) -> Result<Vec<Duration>, sqlx::Error> {
     let mut times = Vec::with_capacity(keys.len());
     for i in keys {
         let body = intent(i);
         let id = uuid::Uuid::now_v7().to_string();
         let start = Instant::now();
-        sqlx::query(STATEMENT)
+        sqlx::query(statement)
             .bind(&id)
             .bind(OWNER)
-            .bind(format!("hand-{i}"))
+            .bind(format!("{prefix}-{i}"))
             .bind("f")
             .bind(&body)
-            .fetch_one(&mut *conn)
+            .fetch_all(&mut *conn)
             .await?;
         times.push(start.elapsed());
     }

@@ -6,7 +6,8 @@ use crate::common;
 
 use std::time::Duration;
 
-use common::{quick, sandbox, start, until, Ledger, OWNER};
+use common::{add_provider, quick, sandbox, start, submit_intent, until, Ledger, OWNER};
+use onejob_engine::contracts::check::Check;
 use onejob_engine::sandbox::{Dials, Sandbox};
 use onejob_engine::testing::{InternalCalls as _, CHAT_PATH};
 use onejob_engine::{AttemptState, Engine, JobDetail, JobStatus};
@@ -42,10 +43,7 @@ async fn openai(engine: &Engine, name: &str, sandbox: &Sandbox, extra: Value) {
     if let (Some(config), Value::Object(extra)) = (config.as_object_mut(), extra) {
         config.extend(extra);
     }
-    engine
-        .add_provider(&config.to_string())
-        .await
-        .expect("provider");
+    add_provider(engine, &config).await;
 }
 
 async fn submit(engine: &Engine, key: &str, route: &[&str], max_attempts: u32) -> String {
@@ -53,12 +51,15 @@ async fn submit(engine: &Engine, key: &str, route: &[&str], max_attempts: u32) -
         "route": route, "input": {"text": format!("text of {key}")}, "contract": "summary",
         "params": {"temperature": 0.2, "max_tokens": 200}, "max_attempts": max_attempts
     });
+    submit_intent(engine, key, &intent).await
+}
+
+/// The `summary` contract checked at `provider`.
+async fn summary_check(engine: &Engine, provider: &str) -> Check {
     engine
-        .submit(OWNER, key, &intent.to_string())
+        .check_contract("summary", provider)
         .await
-        .expect("submit")
-        .job
-        .id
+        .expect("check")
 }
 
 fn terminal(d: &JobDetail) -> bool {
@@ -189,10 +190,7 @@ async fn failover_only_to_a_fallback_that_passed_its_check() {
     openai(e, "primary-ai", &primary, json!({})).await;
     openai(e, "fallback-ai", &fallback, json!({})).await;
 
-    let check = e
-        .check_contract("summary", "fallback-ai")
-        .await
-        .expect("check");
+    let check = summary_check(e, "fallback-ai").await;
     assert!(!check.passed, "an extra top-level key fails the check");
     assert_eq!(check.samples.len(), 2);
     assert!(check.samples.iter().all(|s| !s.passed
@@ -214,10 +212,7 @@ async fn failover_only_to_a_fallback_that_passed_its_check() {
     );
 
     fallback.set_dials(quick(5));
-    let check = e
-        .check_contract("summary", "fallback-ai")
-        .await
-        .expect("check");
+    let check = summary_check(e, "fallback-ai").await;
     assert!(check.passed, "{check:#?}");
     assert!(check.current);
 
@@ -245,20 +240,14 @@ async fn http_primary(engine: &Engine, url: &str, honours_key: bool) {
         "soft_timeout_ms": 400, "hard_timeout_ms": 2000,
         "honours_idempotency_key": honours_key
     });
-    engine
-        .add_provider(&config.to_string())
-        .await
-        .expect("provider");
+    add_provider(engine, &config).await;
 }
 
 /// A fallback that passed the `summary` check, so the route may fail over to it.
 async fn validated_fallback(engine: &Engine) -> Sandbox {
     let server = sandbox(quick(5)).await;
     openai(engine, "fallback-ai", &server, json!({})).await;
-    let check = engine
-        .check_contract("summary", "fallback-ai")
-        .await
-        .expect("check");
+    let check = summary_check(engine, "fallback-ai").await;
     assert!(check.passed && check.current, "{check:#?}");
     server
 }
@@ -351,12 +340,7 @@ async fn changing_the_schema_template_or_provider_invalidates_earlier_checks() {
         let checks = e.contract_checks("summary").await.expect("checks");
         checks.iter().any(|c| c.provider == "model-a" && c.current)
     };
-    assert!(
-        e.check_contract("summary", "model-a")
-            .await
-            .expect("check")
-            .passed
-    );
+    assert!(summary_check(e, "model-a").await.passed);
     assert!(current(e).await);
 
     let same = e
@@ -371,23 +355,13 @@ async fn changing_the_schema_template_or_provider_invalidates_earlier_checks() {
     assert!(changed.changed);
     assert!(!current(e).await, "a new schema invalidates the check");
 
-    assert!(
-        e.check_contract("summary", "model-a")
-            .await
-            .expect("check")
-            .passed
-    );
+    assert!(summary_check(e, "model-a").await.passed);
     assert!(current(e).await);
     contract["template"]["user"] = json!("Summarise briefly: {{text}}");
     add_contract(e, &contract).await;
     assert!(!current(e).await, "a new template invalidates the check");
 
-    assert!(
-        e.check_contract("summary", "model-a")
-            .await
-            .expect("check")
-            .passed
-    );
+    assert!(summary_check(e, "model-a").await.passed);
     openai(
         e,
         "model-a",
@@ -414,7 +388,7 @@ async fn a_prompt_longer_than_the_context_window_fails_the_check_with_both_count
         json!({"model": "gpt-4o", "context_window": 12}),
     )
     .await;
-    let check = e.check_contract("summary", "small").await.expect("check");
+    let check = summary_check(e, "small").await;
     assert!(!check.passed);
     for sample in &check.samples {
         let tokens = sample.prompt_tokens.expect("counted");
@@ -436,10 +410,7 @@ async fn a_prompt_longer_than_the_context_window_fails_the_check_with_both_count
 
     // A model no tokenizer is known for is "not checked", which does not fail the check.
     openai(e, "unknown-model", &server, json!({"context_window": 12})).await;
-    let check = e
-        .check_contract("summary", "unknown-model")
-        .await
-        .expect("check");
+    let check = summary_check(e, "unknown-model").await;
     assert!(check.passed, "{check:#?}");
     assert!(check
         .samples
@@ -513,16 +484,14 @@ async fn a_planted_api_key_appears_nowhere() {
         seen.push(serde_json::to_string(&until(e, job_id, terminal).await).expect("json"));
     }
     for provider in ["good", "bad"] {
-        let check = e.check_contract("summary", provider).await.expect("check");
+        let check = summary_check(e, provider).await;
         seen.push(serde_json::to_string(&check).expect("json"));
     }
     seen.push(format!("{:?}", e.providers().await.expect("providers")));
     let missing = json!({"name": "nokey", "kind": "openai", "base_url": "http://127.0.0.1:9/v1",
         "api_key_env": "ONEJOB_TEST_UNSET_VAR", "soft_timeout_ms": 100, "hard_timeout_ms": 100,
         "honours_idempotency_key": false});
-    e.add_provider(&missing.to_string())
-        .await
-        .expect("provider");
+    add_provider(e, &missing).await;
     seen.push(format!("{:?}", e.check_contract("summary", "nokey").await));
     drop(stop);
     e.close().await;
@@ -602,13 +571,10 @@ async fn a_llama_server_counts_the_prompt_with_its_own_tokenize() {
             "tokenizer": "llama_tokenize", "context_window": window,
             "soft_timeout_ms": 2000, "hard_timeout_ms": 5000, "honours_idempotency_key": false
         });
-        e.add_provider(&config.to_string()).await.expect("provider");
+        add_provider(e, &config).await;
     }
     // "<s> You summarise text in one sentence. | Summarise: The cat sat on the mat. </s>"
-    let small = e
-        .check_contract("summary", "llama-small")
-        .await
-        .expect("check");
+    let small = summary_check(e, "llama-small").await;
     assert!(!small.passed);
     let first = &small.samples[0];
     assert_eq!(first.prompt_tokens, Some(16));
@@ -618,10 +584,7 @@ async fn a_llama_server_counts_the_prompt_with_its_own_tokenize() {
         "{}",
         first.reason
     );
-    let large = e
-        .check_contract("summary", "llama-large")
-        .await
-        .expect("check");
+    let large = summary_check(e, "llama-large").await;
     assert!(large.passed, "{large:#?}");
     assert_eq!(large.samples[0].prompt_tokens, Some(16));
 }
@@ -701,10 +664,7 @@ async fn sandbox_provider(engine: &Engine, name: &str, base_url: Option<&str>, d
         Some(url) => config["base_url"] = json!(url),
         None => config["dials"] = dials,
     }
-    engine
-        .add_provider(&config.to_string())
-        .await
-        .expect("provider");
+    add_provider(engine, &config).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -737,12 +697,7 @@ async fn a_job_with_a_contract_at_a_sandbox_provider_is_answered_by_its_chat_end
 
     // Without a contract the same provider echoes the input, as before.
     let plain = json!({"route": ["sbx"], "input": {"order": 7}});
-    let plain = e
-        .submit(OWNER, "plain", &plain.to_string())
-        .await
-        .expect("submit")
-        .job
-        .id;
+    let plain = submit_intent(e, "plain", &plain).await;
     let done = until(e, &plain, terminal).await;
     assert_eq!(done.job.status, JobStatus::Succeeded, "{done:#?}");
     assert_eq!(
@@ -758,7 +713,7 @@ async fn the_built_in_sandbox_passes_a_contract_check_and_answers_its_jobs() {
     let e = &ledger.engine;
     add_contract(e, &summary_contract()).await;
     // The provider every new ledger has: in-process, no base_url, default dials.
-    let check = e.check_contract("summary", "sandbox").await.expect("check");
+    let check = summary_check(e, "sandbox").await;
     assert!(check.passed, "{check:#?}");
     assert_eq!(check.samples.len(), 2);
     assert!(check.samples.iter().all(|s| s.passed && s.usage.is_some()));
@@ -806,7 +761,7 @@ async fn a_sandbox_providers_dials_break_its_contract_answers() {
         assert!(error.message.contains(path), "{dial}: {}", error.message);
         assert_eq!(error_code(&done), Some("contract_violation"));
 
-        let check = e.check_contract("summary", &name).await.expect("check");
+        let check = summary_check(e, &name).await;
         assert!(!check.passed, "{dial}: {check:#?}");
         assert!(
             check

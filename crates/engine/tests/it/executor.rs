@@ -5,7 +5,9 @@ use crate::common;
 
 use std::time::Duration;
 
-use common::{kinds, quick, sandbox, start, until, Ledger, Sql, OWNER};
+use common::{
+    add_provider, kinds, quick, sandbox, start, submit_intent, until, Ledger, Sql, OWNER,
+};
 use onejob_engine::executor::{Executor, ExecutorOptions, Reconciled};
 use onejob_engine::sandbox::Dials;
 use onejob_engine::testing::ExecutorSteps as _;
@@ -33,20 +35,12 @@ async fn provider_until(
         "honours_idempotency_key": honours_key,
         "status_url": "{base_url}/status/{idempotency_key}"
     });
-    engine
-        .add_provider(&config.to_string())
-        .await
-        .expect("provider");
+    add_provider(engine, &config).await;
 }
 
 async fn submit(engine: &Engine, key: &str, route: &[&str], max_attempts: u32) -> String {
     let intent = json!({ "route": route, "input": { "key": key }, "max_attempts": max_attempts });
-    engine
-        .submit(OWNER, key, &intent.to_string())
-        .await
-        .expect("submit")
-        .job
-        .id
+    submit_intent(engine, key, &intent).await
 }
 
 fn state(detail: &JobDetail, number: u32) -> AttemptState {
@@ -662,7 +656,7 @@ async fn only_the_process_running_an_in_process_sandbox_looks_it_up() {
         "status_url": "{base_url}/status/{idempotency_key}",
         "dials": { "latency_ms": 10, "jitter_ms": 0, "drop_after_processing": 1.0 }
     });
-    e.add_provider(&config.to_string()).await.expect("provider");
+    add_provider(e, &config).await;
     let (sender, _stop) = start(e);
     let job_id = submit(e, "in-process", &["local-sandbox"], 5).await;
     let unknown = until(e, &job_id, |d| d.job.status == JobStatus::Unknown).await;

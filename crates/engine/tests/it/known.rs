@@ -6,7 +6,7 @@ use crate::common;
 
 use std::time::Duration;
 
-use common::{start, until, Ledger, Sql, OWNER};
+use common::{add_provider, start, submit_intent, until, Ledger, Sql, OWNER};
 use onejob_engine::testing::InternalCalls as _;
 use onejob_engine::{AttemptState, Engine, JobDetail, JobPart};
 use onejob_testkit::RawServer;
@@ -25,21 +25,13 @@ async fn provider(engine: &Engine, name: &str, url: &str, soft_ms: u64, hard_ms:
         "soft_timeout_ms": soft_ms, "hard_timeout_ms": hard_ms,
         "honours_idempotency_key": false
     });
-    engine
-        .add_provider(&config.to_string())
-        .await
-        .expect("provider");
+    add_provider(engine, &config).await;
 }
 
 async fn submit(engine: &Engine, key: &str, route: &[&str]) -> String {
     let intent =
         json!({ "route": route, "input": { "key": key, "text": "héllo" }, "max_attempts": 1 });
-    engine
-        .submit(OWNER, key, &intent.to_string())
-        .await
-        .expect("submit")
-        .job
-        .id
+    submit_intent(engine, key, &intent).await
 }
 
 /// The job once its attempt is `unknown` and its sender has recorded how the exchange ended.
@@ -349,7 +341,7 @@ async fn the_openai_and_anthropic_kinds_record_what_they_sent_without_their_keys
             "api_key_env": KEY_VAR, "soft_timeout_ms": 300, "hard_timeout_ms": 800,
             "honours_idempotency_key": false
         });
-        e.add_provider(&config.to_string()).await.expect("provider");
+        add_provider(e, &config).await;
     }
     let mut jobs = Vec::new();
     for name in ["gpt", "claude"] {
@@ -357,11 +349,7 @@ async fn the_openai_and_anthropic_kinds_record_what_they_sent_without_their_keys
             "route": [name], "max_attempts": 1,
             "input": { "messages": [{ "role": "user", "content": format!("hello {name}") }] }
         });
-        let submitted = e
-            .submit(OWNER, &format!("ai-{name}"), &intent.to_string())
-            .await
-            .expect("submit");
-        jobs.push(submitted.job.id);
+        jobs.push(submit_intent(e, &format!("ai-{name}"), &intent).await);
     }
     let (_executor, _stop) = start(e);
     let gpt = known_and_watched(e, &jobs[0]).await;

@@ -7,13 +7,18 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{intent, kinds, quick, sandbox, start_with, until, why, Ledger, Raw, Sql, OWNER};
+use common::{
+    add_provider, intent, kinds, quick, run, sandbox, start_with, stop_and_wait, submit_intent,
+    until, why, Ledger, Raw, Sql, OWNER,
+};
 use onejob_engine::executor::{Executor, ExecutorOptions};
 use onejob_engine::sandbox::Dials;
 use onejob_engine::testing::{
     AfterFailure, Cause, ExecutorSteps as _, FailureKind, InternalCalls as _, Outcome, Replayed,
 };
-use onejob_engine::{AttemptState, Engine, JobStatus, OpenOptions, Resolution, Verdict};
+use onejob_engine::{
+    AttemptState, Engine, JobAttempt, JobDetail, JobStatus, OpenOptions, Resolution, Verdict,
+};
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -130,30 +135,57 @@ async fn sqlite_pool(path: &std::path::Path) -> sqlx::SqlitePool {
 
 // 1. A status lookup decides only on an explicit state.
 
-/// A server that answers every request with a bare 404 (no body), counting them.
-async fn bare_404() -> (String, Arc<AtomicUsize>) {
+/// A listener on a free loopback port, and its URL ending in `path`.
+async fn loopback(path: &str) -> (tokio::net::TcpListener, String) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind");
-    let url = format!("http://{}", listener.local_addr().expect("addr"));
+    let url = format!("http://{}{path}", listener.local_addr().expect("addr"));
+    (listener, url)
+}
+
+/// A server on loopback that hands each connection to `take`, counting them.
+async fn counting_server(
+    mut take: impl FnMut(tokio::net::TcpStream) + Send + 'static,
+) -> (String, Arc<AtomicUsize>) {
+    let (listener, url) = loopback("").await;
     let seen = Arc::new(AtomicUsize::new(0));
     let counter = seen.clone();
     tokio::spawn(async move {
-        while let Ok((mut stream, _)) = listener.accept().await {
+        while let Ok((stream, _)) = listener.accept().await {
             counter.fetch_add(1, Ordering::SeqCst);
-            tokio::spawn(async move {
-                let mut buf = [0u8; 4096];
-                let _ = stream.read(&mut buf).await;
-                let _ = stream
-                    .write_all(
-                        b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
-                    )
-                    .await;
-                let _ = stream.shutdown().await;
-            });
+            take(stream);
         }
     });
     (url, seen)
+}
+
+/// A server that answers every request with a bare 404 (no body), counting them.
+async fn bare_404() -> (String, Arc<AtomicUsize>) {
+    counting_server(|mut stream| {
+        tokio::spawn(async move {
+            let mut buf = [0u8; 4096];
+            let _ = stream.read(&mut buf).await;
+            let _ = stream
+                .write_all(
+                    b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
+                )
+                .await;
+            let _ = stream.shutdown().await;
+        });
+    })
+    .await
+}
+
+/// A sandbox that takes every request and never answers it, and does not know a key it has
+/// seen.
+async fn unanswering_sandbox() -> onejob_engine::sandbox::Sandbox {
+    sandbox(Dials {
+        never_answer: 1.0,
+        honour_idempotency_key: false,
+        ..quick(5)
+    })
+    .await
 }
 
 async fn payment_provider(engine: &Engine, base_url: &str, status_url: &str) {
@@ -162,40 +194,26 @@ async fn payment_provider(engine: &Engine, base_url: &str, status_url: &str) {
         "soft_timeout_ms": 200, "hard_timeout_ms": 400,
         "honours_idempotency_key": false, "status_url": status_url
     });
-    engine
-        .add_provider(&config.to_string())
-        .await
-        .expect("provider");
+    add_provider(engine, &config).await;
 }
 
 async fn pay(engine: &Engine, key: &str) -> String {
     let intent = json!({ "route": ["payments"], "input": { "amount": 100 } });
-    engine
-        .submit(OWNER, key, &intent.to_string())
-        .await
-        .expect("submit")
-        .job
-        .id
+    submit_intent(engine, key, &intent).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_status_lookup_that_cannot_name_the_request_is_not_made_and_nothing_is_resent() {
     let ledger = Ledger::new().await;
     let e = &ledger.engine;
-    let server = sandbox(Dials {
-        never_answer: 1.0,
-        honour_idempotency_key: false,
-        ..quick(5)
-    })
-    .await;
+    let server = unanswering_sandbox().await;
     payment_provider(e, &server.url(), "{base_url}/status/{request_id}").await;
     let job = pay(e, "no-request-id").await;
     let (executor, stop, task) = start_with(e, options());
     until(e, &job, |d| d.job.status == JobStatus::Unknown).await;
     // Many lookup periods pass.
     tokio::time::sleep(Duration::from_millis(1500)).await;
-    let _ = stop.send(());
-    task.await.expect("executor");
+    stop_and_wait(stop, task).await;
     let detail = e.job(OWNER, &job).await.expect("job");
     assert_eq!(detail.job.status, JobStatus::Unknown, "{detail:#?}");
     assert_eq!(detail.attempts.len(), 1);
@@ -216,12 +234,7 @@ async fn a_status_lookup_that_cannot_name_the_request_is_not_made_and_nothing_is
 async fn a_bare_404_from_a_status_lookup_leaves_the_attempt_unknown() {
     let ledger = Ledger::new().await;
     let e = &ledger.engine;
-    let server = sandbox(Dials {
-        never_answer: 1.0,
-        honour_idempotency_key: false,
-        ..quick(5)
-    })
-    .await;
+    let server = unanswering_sandbox().await;
     let (status, looked_up) = bare_404().await;
     payment_provider(
         e,
@@ -278,33 +291,17 @@ async fn a_bare_404_from_a_status_lookup_leaves_the_attempt_unknown() {
 async fn a_job_whose_provider_was_removed_fails_and_every_other_job_goes_on() {
     let ledger = Ledger::new().await;
     let e = &ledger.engine;
-    let stranded = e
-        .submit(
-            OWNER,
-            "a",
-            &json!({ "route": ["primary"], "input": 1 }).to_string(),
-        )
-        .await
-        .expect("submit")
-        .job;
+    let stranded = submit_intent(e, "a", &json!({ "route": ["primary"], "input": 1 })).await;
     e.remove_provider("primary").await.expect("removed");
-    let fine = e
-        .submit(
-            OWNER,
-            "b",
-            &json!({ "route": ["sandbox"], "input": 2 }).to_string(),
-        )
-        .await
-        .expect("submit")
-        .job;
+    let fine = submit_intent(e, "b", &json!({ "route": ["sandbox"], "input": 2 })).await;
     let executor = Executor::new(e.clone(), options()).expect("executor");
     executor
         .run_until_idle()
         .await
         .expect("the worker keeps going");
-    let fine = e.job(OWNER, &fine.id).await.expect("job").job;
+    let fine = e.job(OWNER, &fine).await.expect("job").job;
     assert_eq!(fine.status, JobStatus::Succeeded);
-    let stranded = e.job(OWNER, &stranded.id).await.expect("job");
+    let stranded = e.job(OWNER, &stranded).await.expect("job");
     assert_eq!(stranded.job.status, JobStatus::Failed, "{stranded:#?}");
     let error = stranded.job.error.expect("a named reason");
     assert_eq!(error.code, "misconfigured");
@@ -314,11 +311,19 @@ async fn a_job_whose_provider_was_removed_fails_and_every_other_job_goes_on() {
 
 // 3. A failure found before sending never touches a sent attempt.
 
-#[tokio::test]
-async fn a_failure_found_before_sending_never_touches_an_attempt_already_sent() {
-    let ledger = Ledger::new().await;
-    let e = &ledger.engine;
-    let sent = ledger.in_flight("sent-elsewhere").await;
+/// An `http` provider `name` at `url`, with timeouts (5 s soft, 8 s hard) that its answers
+/// come well within.
+async fn patient_provider(engine: &Engine, name: &str, url: &str) {
+    let config = json!({
+        "name": name, "kind": "http", "base_url": url,
+        "soft_timeout_ms": 5000, "hard_timeout_ms": 8000, "honours_idempotency_key": false
+    });
+    add_provider(engine, &config).await;
+}
+
+/// Fails `sent`'s attempt as found wrong before sending, which must be refused; the job's
+/// detail afterwards.
+async fn refused_as_unsent(e: &Engine, sent: &JobAttempt) -> JobDetail {
     let refused = e
         .fail_unsent(
             &sent.attempt.id,
@@ -326,21 +331,22 @@ async fn a_failure_found_before_sending_never_touches_an_attempt_already_sent() 
         )
         .await;
     assert_eq!(refused.expect_err("refused").code(), "invalid_transition");
-    let detail = e.job(OWNER, &sent.job.id).await.expect("job");
+    e.job(OWNER, &sent.job.id).await.expect("job")
+}
+
+#[tokio::test]
+async fn a_failure_found_before_sending_never_touches_an_attempt_already_sent() {
+    let ledger = Ledger::new().await;
+    let e = &ledger.engine;
+    let sent = ledger.in_flight("sent-elsewhere").await;
+    let detail = refused_as_unsent(e, &sent).await;
     assert_eq!(detail.attempts[0].state, AttemptState::InFlight);
     assert_eq!(detail.job.status, JobStatus::Running);
 
     e.mark_unknown(&sent.attempt.id, why("soft_timeout"))
         .await
         .expect("unknown");
-    let refused = e
-        .fail_unsent(
-            &sent.attempt.id,
-            FailureKind::Misconfigured.because("no key here"),
-        )
-        .await;
-    assert_eq!(refused.expect_err("refused").code(), "invalid_transition");
-    let detail = e.job(OWNER, &sent.job.id).await.expect("job");
+    let detail = refused_as_unsent(e, &sent).await;
     assert_eq!(detail.attempts[0].state, AttemptState::Unknown);
     assert_eq!(detail.attempts.len(), 1, "the route did not move on");
 
@@ -367,21 +373,14 @@ async fn a_storage_error_before_sending_is_no_verdict_and_the_attempt_is_sent_on
     let ledger = Ledger::new().await;
     let e = &ledger.engine;
     let server = sandbox(quick(5)).await;
-    let config = json!({
-        "name": "payee", "kind": "http", "base_url": server.url(),
-        "soft_timeout_ms": 5000, "hard_timeout_ms": 8000, "honours_idempotency_key": false
-    });
-    e.add_provider(&config.to_string()).await.expect("provider");
-    let job = e
-        .submit(
-            OWNER,
-            "read-fails",
-            &json!({ "route": ["payee", "primary"], "input": 1 }).to_string(),
-        )
-        .await
-        .expect("submit")
-        .job;
-    let claimed = e.claim_attempt(&job.id, "payee").await.expect("claim");
+    patient_provider(e, "payee", &server.url()).await;
+    let job = submit_intent(
+        e,
+        "read-fails",
+        &json!({ "route": ["payee", "primary"], "input": 1 }),
+    )
+    .await;
+    let claimed = e.claim_attempt(&job, "payee").await.expect("claim");
     let raw = ledger.raw().await;
     let away = Sql::both("ALTER TABLE providers RENAME TO providers_away");
     raw.execute(away, &[]).await.expect("out of reach");
@@ -398,9 +397,8 @@ async fn a_storage_error_before_sending_is_no_verdict_and_the_attempt_is_sent_on
     let back = Sql::both("ALTER TABLE providers_away RENAME TO providers");
     raw.execute(back, &[]).await.expect("back");
     raw.close().await;
-    let done = until(e, &job.id, |d| d.job.status != JobStatus::Running).await;
-    let _ = stop.send(());
-    task.await.expect("executor");
+    let done = until(e, &job, |d| d.job.status != JobStatus::Running).await;
+    stop_and_wait(stop, task).await;
     assert_eq!(done.job.status, JobStatus::Succeeded, "{done:#?}");
     assert_eq!(done.attempts.len(), 1, "no second attempt: {done:#?}");
     assert_eq!(done.attempts[0].id, claimed.attempt.id);
@@ -413,10 +411,7 @@ async fn a_storage_error_before_sending_is_no_verdict_and_the_attempt_is_sent_on
 async fn an_attempt_is_never_sent_after_its_job_succeeded_nor_left_pending() {
     let ledger = Ledger::new().await;
     let e = &ledger.engine;
-    let first = ledger.in_flight("late-winner").await;
-    e.mark_unknown(&first.attempt.id, why("soft_timeout"))
-        .await
-        .expect("unknown");
+    let first = ledger.unknown("late-winner").await;
     let resolution = Resolution {
         retry_on: Some("fallback".to_owned()),
         ..Resolution::default()
@@ -474,10 +469,7 @@ async fn cancelling_closes_the_open_attempt_and_its_late_answer_is_flagged() {
 async fn an_answer_for_an_attempt_a_person_marked_succeeded_is_logged_and_flagged() {
     let ledger = Ledger::new().await;
     let e = &ledger.engine;
-    let sent = ledger.in_flight("person-said-yes").await;
-    e.mark_unknown(&sent.attempt.id, why("soft_timeout"))
-        .await
-        .expect("unknown");
+    let sent = ledger.unknown("person-said-yes").await;
     let resolution = Resolution {
         result: Some(json!({ "by": "person" })),
         ..Resolution::default()
@@ -545,12 +537,9 @@ async fn a_retry_after_of_a_year_waits_an_hour_and_the_event_records_both() {
 }
 
 /// Sends one attempt to a provider that answers after `latency_ms`, while another process
-/// holds the write lock for `hold_ms` from the moment it is in flight; returns its history.
-async fn wait_through_a_lock(
-    latency_ms: u32,
-    lease_ms: u64,
-    hold_ms: u64,
-) -> onejob_engine::JobDetail {
+/// holds the write lock for `hold_ms` from the moment it is in flight; checks that its answer
+/// was neither taken for `unknown` nor lost.
+async fn answered_once_through_a_lock(latency_ms: u32, lease_ms: u64, hold_ms: u64) {
     let ledger = Ledger::new().await;
     let limits = OpenOptions {
         busy_timeout: Duration::from_millis(50),
@@ -560,27 +549,15 @@ async fn wait_through_a_lock(
         .await
         .expect("open");
     let server = sandbox(quick(latency_ms)).await;
-    let config = json!({
-        "name": "slow", "kind": "http", "base_url": server.url(),
-        "soft_timeout_ms": 5000, "hard_timeout_ms": 8000, "honours_idempotency_key": false
-    });
-    e.add_provider(&config.to_string()).await.expect("provider");
-    let job = e
-        .submit(
-            OWNER,
-            "slow",
-            &json!({ "route": ["slow"], "input": 1 }).to_string(),
-        )
-        .await
-        .expect("submit")
-        .job;
+    patient_provider(&e, "slow", &server.url()).await;
+    let job = submit_intent(&e, "slow", &json!({ "route": ["slow"], "input": 1 })).await;
     let options = ExecutorOptions {
         lease: Duration::from_millis(lease_ms),
         renew_every: Duration::from_millis(200),
         ..options()
     };
     let (_executor, stop, task) = start_with(&e, options);
-    until(&e, &job.id, |d| {
+    until(&e, &job, |d| {
         d.attempts
             .first()
             .is_some_and(|a| a.state == AttemptState::InFlight)
@@ -589,16 +566,19 @@ async fn wait_through_a_lock(
     let raw = ledger.raw().await;
     hold_the_write_lock(&raw, Duration::from_millis(hold_ms)).await;
     raw.close().await;
-    let done = until(&e, &job.id, |d| {
+    let done = until(&e, &job, |d| {
         d.job.status == JobStatus::Succeeded
             || d.attempts
                 .first()
                 .is_some_and(|a| a.state != AttemptState::InFlight)
     })
     .await;
-    let _ = stop.send(());
-    task.await.expect("executor");
-    done
+    stop_and_wait(stop, task).await;
+    let seen = kinds(&done);
+    assert!(!seen.contains(&"attempt_unknown"), "{seen:?}");
+    assert!(!seen.contains(&"recovered_unknown"), "{seen:?}");
+    assert_eq!(done.attempts.len(), 1);
+    assert_eq!(done.attempts[0].state, AttemptState::Succeeded);
 }
 
 /// Holds the ledger's write lock for `hold`, as another process's long write would. On SQLite
@@ -608,16 +588,9 @@ async fn wait_through_a_lock(
 async fn hold_the_write_lock(raw: &Raw, hold: Duration) {
     match raw {
         Raw::Sqlite(pool) => {
-            let mut holder = pool.acquire().await.expect("connect");
-            sqlx::query("BEGIN IMMEDIATE")
-                .execute(&mut *holder)
-                .await
-                .expect("lock");
+            let holder = pool.begin_with("BEGIN IMMEDIATE").await.expect("lock");
             tokio::time::sleep(hold).await;
-            sqlx::query("ROLLBACK")
-                .execute(&mut *holder)
-                .await
-                .expect("unlock");
+            holder.rollback().await.expect("unlock");
         }
         Raw::Postgres(pool) => {
             let mut holder = pool.begin().await.expect("begin");
@@ -631,57 +604,30 @@ async fn hold_the_write_lock(raw: &Raw, hold: Duration) {
     }
 }
 
-fn neither_unknown_nor_lost(done: &onejob_engine::JobDetail) {
-    let seen = kinds(done);
-    assert!(!seen.contains(&"attempt_unknown"), "{seen:?}");
-    assert!(!seen.contains(&"recovered_unknown"), "{seen:?}");
-    assert_eq!(done.attempts.len(), 1);
-    assert_eq!(done.attempts[0].state, AttemptState::Succeeded);
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lease_renewal_that_fails_on_storage_is_retried_until_the_lease_would_expire() {
     // The lock outlasts several renewals but not the lease; the answer comes after the lease
     // would have run out had the renewer given up.
-    let done = wait_through_a_lock(4000, 3000, 2000).await;
-    neither_unknown_nor_lost(&done);
+    answered_once_through_a_lock(4000, 3000, 2000).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_answer_that_arrives_while_its_write_fails_is_retried_not_lost() {
     // The answer arrives (at 1 s) while the lock is held (for 2 s).
-    let done = wait_through_a_lock(1000, 5000, 2000).await;
-    neither_unknown_nor_lost(&done);
+    answered_once_through_a_lock(1000, 5000, 2000).await;
 }
 
 /// A server that accepts connections and never answers, counting them.
 async fn silent_server() -> (String, Arc<AtomicUsize>) {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let url = format!("http://{}", listener.local_addr().expect("addr"));
-    let seen = Arc::new(AtomicUsize::new(0));
-    let counter = seen.clone();
-    tokio::spawn(async move {
-        let mut held = Vec::new();
-        while let Ok((stream, _)) = listener.accept().await {
-            counter.fetch_add(1, Ordering::SeqCst);
-            held.push(stream);
-        }
-    });
-    (url, seen)
+    let mut held = Vec::new();
+    counting_server(move |stream| held.push(stream)).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hanging_status_lookup_does_not_hold_up_claiming() {
     let ledger = Ledger::new().await;
     let e = &ledger.engine;
-    let server = sandbox(Dials {
-        never_answer: 1.0,
-        honour_idempotency_key: false,
-        ..quick(5)
-    })
-    .await;
+    let server = unanswering_sandbox().await;
     let (status, looked_up) = silent_server().await;
     let config = json!({
         "name": "payments", "kind": "http", "base_url": server.url(),
@@ -689,7 +635,7 @@ async fn a_hanging_status_lookup_does_not_hold_up_claiming() {
         "honours_idempotency_key": false,
         "status_url": format!("{status}/status/{{idempotency_key}}")
     });
-    e.add_provider(&config.to_string()).await.expect("provider");
+    add_provider(e, &config).await;
     let stuck = pay(e, "stuck").await;
     let (_executor, stop, _task) = start_with(e, options());
     until(e, &stuck, |d| d.job.status == JobStatus::Unknown).await;
@@ -702,16 +648,8 @@ async fn a_hanging_status_lookup_does_not_hold_up_claiming() {
     }
     assert!(looked_up.load(Ordering::SeqCst) > 0, "a lookup hangs now");
     // While it hangs (until its own deadline, 3 s), a new job is claimed, sent and answered.
-    let next = e
-        .submit(
-            OWNER,
-            "next",
-            &json!({ "route": ["sandbox"], "input": 1 }).to_string(),
-        )
-        .await
-        .expect("submit")
-        .job;
-    let done = until(e, &next.id, |d| d.job.status == JobStatus::Succeeded).await;
+    let next = submit_intent(e, "next", &json!({ "route": ["sandbox"], "input": 1 })).await;
+    let done = until(e, &next, |d| d.job.status == JobStatus::Succeeded).await;
     assert_eq!(done.attempts.len(), 1);
     drop(stop);
 }
@@ -723,10 +661,7 @@ type Lookups = Arc<std::sync::Mutex<Vec<std::time::Instant>>>;
 /// lookup answers "not found" while a request is still being processed (`hold`), and the
 /// answer afterwards. It counts the payments and keeps when each lookup was made.
 async fn slow_recorder(hold: Duration) -> (String, Arc<AtomicUsize>, Lookups) {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let url = format!("http://{}", listener.local_addr().expect("addr"));
+    let (listener, url) = loopback("").await;
     let paid = Arc::new(AtomicUsize::new(0));
     let done = Arc::new(AtomicUsize::new(0));
     let lookups = Arc::new(std::sync::Mutex::new(Vec::new()));
@@ -784,7 +719,7 @@ async fn a_status_lookup_never_runs_while_the_request_may_still_be_answered() {
         "honours_idempotency_key": false,
         "status_url": format!("{url}/status/{{idempotency_key}}")
     });
-    e.add_provider(&config.to_string()).await.expect("provider");
+    add_provider(e, &config).await;
     let job = pay(e, "still-at-work").await;
     // Lookups are due every 100 ms.
     let (_executor, stop, task) = start_with(e, options());
@@ -797,8 +732,7 @@ async fn a_status_lookup_never_runs_while_the_request_may_still_be_answered() {
     assert_eq!(paid.load(Ordering::SeqCst), 1, "the payment was sent once");
     // Past the hard deadline, lookups of a settled attempt are not made either.
     tokio::time::sleep(hard).await;
-    let _ = stop.send(());
-    task.await.expect("executor");
+    stop_and_wait(stop, task).await;
     // The answer came before the hard deadline, so no lookup was ever due.
     let early: Vec<Duration> = lookups
         .lock()
@@ -842,10 +776,7 @@ type Seen = Arc<std::sync::Mutex<Payments>>;
 /// with a key does the work (counted per key), which takes `work`, and answers 200; a repeat is
 /// answered as `repeat` says.
 async fn keyed_provider(work: Duration, repeat: Repeat) -> (String, Seen) {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let url = format!("http://{}/pay", listener.local_addr().expect("addr"));
+    let (listener, url) = loopback("/pay").await;
     let seen: Seen = Arc::default();
     let state = seen.clone();
     tokio::spawn(async move {
@@ -950,20 +881,12 @@ async fn keyed_payments(
     if let Some(retention) = retention_s {
         config["key_retention_s"] = json!(retention);
     }
-    engine
-        .add_provider(&config.to_string())
-        .await
-        .expect("provider");
+    add_provider(engine, &config).await;
 }
 
 async fn pay_at(engine: &Engine, provider: &str, key: &str) -> String {
     let intent = json!({ "route": [provider], "input": { "amount": 100, "to": key } });
-    engine
-        .submit(OWNER, key, &intent.to_string())
-        .await
-        .expect("submit")
-        .job
-        .id
+    submit_intent(engine, key, &intent).await
 }
 
 fn replays(detail: &onejob_engine::JobDetail) -> Vec<&serde_json::Value> {
@@ -987,8 +910,7 @@ async fn an_unknown_attempt_at_a_provider_that_keeps_keys_is_settled_by_replay_w
     let unknown = until(e, &job, |d| d.job.status == JobStatus::Unknown).await;
     assert_eq!(unknown.attempts[0].state, AttemptState::Unknown);
     let done = until(e, &job, |d| d.job.status.is_terminal()).await;
-    let _ = stop.send(());
-    task.await.expect("executor");
+    stop_and_wait(stop, task).await;
 
     assert_eq!(done.job.status, JobStatus::Succeeded, "{done:#?}");
     assert_eq!(done.attempts.len(), 1, "settled under the same attempt");
@@ -1065,8 +987,7 @@ async fn no_replay_without_retention_past_it_or_at_a_provider_that_does_not_keep
             "{job}"
         );
     }
-    let _ = stop.send(());
-    task.await.expect("executor");
+    stop_and_wait(stop, task).await;
     for seen in [seen_a, seen_b, seen_c] {
         assert_eq!(seen.lock().expect("seen").requests.len(), 1, "sent once");
     }
@@ -1096,8 +1017,7 @@ async fn a_replay_never_runs_before_the_hard_deadline() {
         other => panic!("{other:?}"),
     }
     let done = until(e, &job, |d| d.job.status.is_terminal()).await;
-    let _ = stop.send(());
-    task.await.expect("executor");
+    stop_and_wait(stop, task).await;
     assert_eq!(done.job.status, JobStatus::Succeeded, "{done:#?}");
     let seen = seen.lock().expect("seen");
     assert!(seen.requests.len() >= 2, "replayed");
@@ -1131,6 +1051,34 @@ async fn sent_hours_ago(raw: &Raw, id: &str, hours: u32) {
     assert_eq!(moved, 1);
 }
 
+/// Claims and sends `job`'s attempt, which a keyed `503` fails (it may have done the work, so
+/// the retry goes to the same provider under the same key), then claims and sends the retry,
+/// which times out: the ids of the two attempts, the second `unknown`.
+async fn a_keyed_retry_then_unknown(e: &Engine, job: &str) -> (String, String) {
+    let first = claim_and_send(e, job).await;
+    let why = FailureKind::ServerErrorKeyed.because("503");
+    e.fail_attempt(&first, why, Some(503), AfterFailure::Requeue)
+        .await
+        .expect("failed");
+    let second = claim_and_send(e, job).await;
+    e.mark_unknown(&second, FailureKind::Timeout.because("no answer"))
+        .await
+        .expect("unknown");
+    (first, second)
+}
+
+/// Claims `job`'s next attempt and marks it sent, under an hour's lease; the attempt's id.
+async fn claim_and_send(e: &Engine, job: &str) -> String {
+    let id = match e.claim_next(job).await.expect("claim") {
+        onejob_engine::testing::Claim::Attempt(ja) => ja.attempt.id,
+        other => panic!("{other:?}"),
+    };
+    e.mark_sent(&id, "executor-test", Duration::from_secs(3600))
+        .await
+        .expect("sent");
+    id
+}
+
 /// Found by the model-based test: the key is the job's, so a provider keeps it from its first
 /// use there, not from the send of the attempt being replayed. A keyed retry sent hours after
 /// the first attempt, then `unknown`, must not be replayed once the first send is past the
@@ -1150,33 +1098,7 @@ async fn a_replay_window_counts_from_the_keys_first_send_at_the_provider_not_the
     )
     .await;
     let job = pay_at(e, "payments", "retried-hours-later").await;
-    let first = match e.claim_next(&job).await.expect("claim") {
-        onejob_engine::testing::Claim::Attempt(ja) => ja.attempt.id,
-        other => panic!("{other:?}"),
-    };
-    e.mark_sent(&first, "executor-test", Duration::from_secs(3600))
-        .await
-        .expect("sent");
-    // A 5xx from a provider that keeps keys: it may have done the work, and the retry goes to
-    // it again under the same key.
-    e.fail_attempt(
-        &first,
-        FailureKind::ServerErrorKeyed.because("503"),
-        Some(503),
-        AfterFailure::Requeue,
-    )
-    .await
-    .expect("failed");
-    let second = match e.claim_next(&job).await.expect("claim") {
-        onejob_engine::testing::Claim::Attempt(ja) => ja.attempt.id,
-        other => panic!("{other:?}"),
-    };
-    e.mark_sent(&second, "executor-test", Duration::from_secs(3600))
-        .await
-        .expect("sent");
-    e.mark_unknown(&second, FailureKind::Timeout.because("no answer"))
-        .await
-        .expect("unknown");
+    let (first, second) = a_keyed_retry_then_unknown(e, &job).await;
     // The retry went out 8 h after the first send; 20 h have passed since: the key was first
     // used 28 h ago.
     sent_hours_ago(&raw, &first, 28).await;
@@ -1190,29 +1112,10 @@ async fn a_replay_window_counts_from_the_keys_first_send_at_the_provider_not_the
 
     // Within the retention of the first send, the retry is replayed.
     let other = pay_at(e, "payments", "retried-soon").await;
-    let mut ids = Vec::new();
-    for _ in 0..2 {
-        let id = match e.claim_next(&other).await.expect("claim") {
-            onejob_engine::testing::Claim::Attempt(ja) => ja.attempt.id,
-            c => panic!("{c:?}"),
-        };
-        e.mark_sent(&id, "executor-test", Duration::from_secs(3600))
-            .await
-            .expect("sent");
-        ids.push(id);
-        if ids.len() == 1 {
-            let why = FailureKind::ServerErrorKeyed.because("503");
-            e.fail_attempt(&ids[0], why, Some(503), AfterFailure::Requeue)
-                .await
-                .expect("failed");
-        }
-    }
-    e.mark_unknown(&ids[1], FailureKind::Timeout.because("no answer"))
-        .await
-        .expect("unknown");
-    sent_hours_ago(&raw, &ids[0], 21).await;
-    sent_hours_ago(&raw, &ids[1], 20).await;
-    match e.replay_gate(&ids[1]).await.expect("gate") {
+    let (first, second) = a_keyed_retry_then_unknown(e, &other).await;
+    sent_hours_ago(&raw, &first, 21).await;
+    sent_hours_ago(&raw, &second, 20).await;
+    match e.replay_gate(&second).await.expect("gate") {
         onejob_engine::testing::ReplayGate::Now { left, .. } => {
             assert!(
                 left < Duration::from_secs(3600),
@@ -1222,7 +1125,7 @@ async fn a_replay_window_counts_from_the_keys_first_send_at_the_provider_not_the
         other => panic!("{other:?}"),
     }
     let due = e.replayable_attempts(100).await.expect("replayable");
-    assert!(due.iter().any(|a| a.id == ids[1]), "{due:?}");
+    assert!(due.iter().any(|a| a.id == second), "{due:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -1236,8 +1139,7 @@ async fn a_replay_answered_with_another_4xx_flags_the_attempt_for_review_and_lea
     let flagged = until(e, &job, |d| d.attempts.iter().any(|a| a.flagged_for_review)).await;
     // Many replay periods later, nothing more was sent.
     tokio::time::sleep(Duration::from_millis(3000)).await;
-    let _ = stop.send(());
-    task.await.expect("executor");
+    stop_and_wait(stop, task).await;
     let detail = e.job(OWNER, &job).await.expect("job");
     assert_eq!(detail.job.status, JobStatus::Unknown, "{detail:#?}");
     assert_eq!(detail.attempts.len(), 1);
@@ -1270,13 +1172,12 @@ async fn the_sandboxs_slow_work_dial_leaves_a_job_unknown_that_settles_by_replay
         "soft_timeout_ms": 200, "hard_timeout_ms": 500,
         "honours_idempotency_key": true, "key_retention_s": 86_400,
     });
-    e.add_provider(&config.to_string()).await.expect("provider");
+    add_provider(e, &config).await;
     let job = pay_at(e, "sbx", "slow").await;
     let (_executor, stop, task) = start_with(e, options());
     until(e, &job, |d| d.job.status == JobStatus::Unknown).await;
     let done = until(e, &job, |d| d.job.status.is_terminal()).await;
-    let _ = stop.send(());
-    task.await.expect("executor");
+    stop_and_wait(stop, task).await;
     assert_eq!(done.job.status, JobStatus::Succeeded, "{done:#?}");
     assert_eq!(done.attempts.len(), 1);
     let outcomes: Vec<String> = server.log().into_iter().map(|r| r.outcome).collect();
@@ -1299,7 +1200,7 @@ async fn an_in_process_sandbox_is_replayed_to_only_by_the_executor_that_runs_it(
         "honours_idempotency_key": true, "key_retention_s": 86_400,
         "dials": { "latency_ms": 5, "jitter_ms": 0, "slow_work": 1.0, "slow_work_ms": 2500 },
     });
-    e.add_provider(&config.to_string()).await.expect("provider");
+    add_provider(e, &config).await;
     let job = pay_at(e, "sbx", "in-process").await;
     // One executor sends it to the sandbox it runs, and returns once the job is unknown.
     let sender = Executor::new(e.clone(), options()).expect("executor");
@@ -1313,21 +1214,11 @@ async fn an_in_process_sandbox_is_replayed_to_only_by_the_executor_that_runs_it(
     assert!(replays(&detail).is_empty(), "{detail:#?}");
     let asked = other.replay(&detail.attempts[0]).await;
     assert_eq!(asked.expect_err("not its sandbox").code(), "invalid_input");
-    let _ = stop.send(());
-    task.await.expect("executor");
+    stop_and_wait(stop, task).await;
     // The sender's own loop replays it to its sandbox, which did the work, and it settles.
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let running = sender.clone();
-    let task = tokio::spawn(async move {
-        running
-            .run(async {
-                let _ = stopped.await;
-            })
-            .await
-    });
+    let (stop, task) = run(&sender);
     let done = until(e, &job, |d| d.job.status.is_terminal()).await;
-    let _ = stop.send(());
-    task.await.expect("executor");
+    stop_and_wait(stop, task).await;
     assert_eq!(done.job.status, JobStatus::Succeeded, "{done:#?}");
     assert_eq!(done.attempts.len(), 1);
     assert_eq!(
@@ -1345,10 +1236,7 @@ async fn a_person_cannot_say_it_did_not_happen_while_a_replay_of_it_is_out() {
     let e = &ledger.engine;
     // The first request never gets its answer out in time (8 s of work, a 2 s hard deadline);
     // the provider did nothing for it. The replay does the work, in 1.5 s.
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let url = format!("http://{}/pay", listener.local_addr().expect("addr"));
+    let (listener, url) = loopback("/pay").await;
     let requests = Arc::new(AtomicUsize::new(0));
     let effects = Arc::new(AtomicUsize::new(0));
     let (seen, done) = (requests.clone(), effects.clone());
@@ -1404,8 +1292,7 @@ async fn a_person_cannot_say_it_did_not_happen_while_a_replay_of_it_is_out() {
         assert!(refused.to_string().contains("replay"), "{refused}");
     }
     let done = until(e, &job, |d| d.job.status.is_terminal()).await;
-    let _ = stop.send(());
-    task.await.expect("executor");
+    stop_and_wait(stop, task).await;
     assert_eq!(done.job.status, JobStatus::Succeeded, "{done:#?}");
     assert_eq!(done.attempts.len(), 1, "nothing was sent elsewhere");
     assert_eq!(effects.load(Ordering::SeqCst), 1, "the work was done once");

@@ -13,12 +13,45 @@ use onejob_engine::{Engine, Error, JobStatus};
 use onejob_testkit::{Postgres, Relay};
 use serde_json::json;
 
-use crate::common::quick;
+use crate::common::{quick, run, stop_and_wait};
 
 const OWNER: &str = "local";
 
 fn sandbox_intent(text: &str) -> String {
     json!({ "route": ["sandbox"], "input": { "text": text } }).to_string()
+}
+
+/// Submits a job to the sandbox under `key`, its text the key too; the job.
+async fn submit_sandbox(engine: &Engine, key: &str) -> onejob_engine::Job {
+    engine
+        .submit(OWNER, key, &sandbox_intent(key))
+        .await
+        .expect("submit")
+        .job
+}
+
+/// A new database `name` on `cluster`, opened by one host here and by another there, whose
+/// change feed (checked only hourly, so that only a notification wakes it) is returned.
+async fn here_and_listening_there(
+    cluster: &Postgres,
+    name: &str,
+) -> (Engine, Engine, tokio::sync::watch::Receiver<u64>) {
+    let url = cluster.database(name).expect("a database");
+    let here = Engine::open(&url).await.expect("open here");
+    let there = Engine::open(&url).await.expect("open there");
+    let changes = there
+        .changes(Duration::from_secs(3600))
+        .await
+        .expect("listen");
+    (here, there, changes)
+}
+
+/// Waits up to `within` for the change feed to announce a change; `what` says which.
+async fn announced(changes: &mut tokio::sync::watch::Receiver<u64>, within: Duration, what: &str) {
+    tokio::time::timeout(within, changes.changed())
+        .await
+        .expect(what)
+        .expect("still listening");
 }
 
 async fn psql(cluster: &Postgres, db: &str, sql: &str) -> Vec<sqlx::postgres::PgRow> {
@@ -66,21 +99,11 @@ async fn a_postgres_url_opens_a_shared_ledger_where_a_job_runs_to_its_one_result
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_change_on_one_host_is_announced_on_another_also_after_its_connection_drops() {
     let cluster = Postgres::start().expect("a cluster");
-    let url = cluster.database("live").expect("a database");
-    let here = Engine::open(&url).await.expect("open here");
-    let there = Engine::open(&url).await.expect("open there");
-    let mut changes = there
-        .changes(Duration::from_secs(3600))
-        .await
-        .expect("listen");
+    let (here, _there, mut changes) = here_and_listening_there(&cluster, "live").await;
 
-    here.submit(OWNER, "a", &sandbox_intent("a"))
-        .await
-        .expect("submit");
-    tokio::time::timeout(Duration::from_secs(10), changes.changed())
-        .await
-        .expect("the other host hears of the submit")
-        .expect("still listening");
+    submit_sandbox(&here, "a").await;
+    let within = Duration::from_secs(10);
+    announced(&mut changes, within, "the other host hears of the submit").await;
     // The check interval is an hour: only a notification could have brought this.
     changes.borrow_and_update();
 
@@ -96,13 +119,9 @@ async fn a_change_on_one_host_is_announced_on_another_also_after_its_connection_
     tokio::time::sleep(Duration::from_millis(500)).await;
     changes.borrow_and_update();
 
-    here.submit(OWNER, "b", &sandbox_intent("b"))
-        .await
-        .expect("submit");
-    tokio::time::timeout(Duration::from_secs(10), changes.changed())
-        .await
-        .expect("the other host hears of a change after reconnecting")
-        .expect("still listening");
+    submit_sandbox(&here, "b").await;
+    let what = "the other host hears of a change after reconnecting";
+    announced(&mut changes, within, what).await;
 }
 
 /// A server that stops answering without closing its connections (a host suspended or cut
@@ -113,31 +132,19 @@ async fn a_change_on_one_host_is_announced_on_another_also_after_its_connection_
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_change_feed_whose_server_stops_answering_listens_again_once_it_answers() {
     let mut cluster = Postgres::start().expect("a cluster");
-    let url = cluster.database("silent").expect("a database");
-    let here = Engine::open(&url).await.expect("open here");
-    let there = Engine::open(&url).await.expect("open there");
-    let mut changes = there
-        .changes(Duration::from_secs(3600))
-        .await
-        .expect("listen");
+    let (here, _there, mut changes) = here_and_listening_there(&cluster, "silent").await;
     cluster.freeze().expect("frozen");
     // Past the feed's quiet time and its ping's timeout: it gives the connection up and tries
     // new ones, which nothing answers either.
     tokio::time::sleep(Duration::from_secs(9)).await;
     changes.borrow_and_update();
     cluster.thaw().expect("thawed");
-    tokio::time::timeout(Duration::from_secs(15), changes.changed())
-        .await
-        .expect("the feed says it listens again")
-        .expect("still listening");
+    let what = "the feed says it listens again";
+    announced(&mut changes, Duration::from_secs(15), what).await;
     changes.borrow_and_update();
-    here.submit(OWNER, "after", &sandbox_intent("after"))
-        .await
-        .expect("submit");
-    tokio::time::timeout(Duration::from_secs(10), changes.changed())
-        .await
-        .expect("a change after the outage is announced")
-        .expect("still listening");
+    submit_sandbox(&here, "after").await;
+    let what = "a change after the outage is announced";
+    announced(&mut changes, Duration::from_secs(10), what).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -262,6 +269,32 @@ async fn sent_once(engine: &Engine, job_id: &str) -> onejob_engine::JobDetail {
     detail
 }
 
+/// Claims `job_id`'s next attempt, which must be there: the attempt, `pending`.
+async fn claim(engine: &Engine, job_id: &str) -> onejob_engine::Attempt {
+    match engine.claim_next(job_id).await.expect("claim") {
+        Claim::Attempt(claimed) => claimed.attempt,
+        other => panic!("expected an attempt, got {other:?}"),
+    }
+}
+
+/// Opens another host on `url` and runs one pass of an executor there, which must start
+/// `started` attempts (`why`), soon enough after `since` to tell a fresh claim from a stale one.
+async fn a_pass_on_another_host(
+    url: &str,
+    since: std::time::Instant,
+    started: usize,
+    why: &str,
+) -> (Engine, Executor) {
+    let host = Engine::open(url).await.expect("open another host");
+    let executor = Executor::new(host.clone(), one_pass(4)).expect("an executor");
+    assert_eq!(executor.tick().await.expect("a pass"), started, "{why}");
+    assert!(
+        since.elapsed() < Duration::from_secs(2),
+        "the pass was too slow to tell"
+    );
+    (host, executor)
+}
+
 fn one_pass(max_in_flight: usize) -> ExecutorOptions {
     ExecutorOptions {
         max_in_flight,
@@ -278,14 +311,7 @@ async fn a_pass_passes_over_a_job_another_host_is_claiming_and_fills_its_slots_w
     let cluster = Postgres::start().expect("a cluster");
     let url = cluster.database("claims").expect("a database");
     let engine = Engine::open(&url).await.expect("open");
-    let mut ids = Vec::new();
-    for key in ["a", "b", "c"] {
-        let submitted = engine
-            .submit(OWNER, key, &sandbox_intent(key))
-            .await
-            .expect("submit");
-        ids.push(submitted.job.id);
-    }
+    let ids = submit_each(&engine, ["a", "b", "c"].map(String::from)).await;
 
     // Another host is in the middle of claiming the oldest job: its row is locked.
     let other = sqlx::PgPool::connect(&url).await.expect("connect");
@@ -322,28 +348,12 @@ async fn a_pending_attempt_is_left_to_its_claimer_and_sent_once_by_another_host_
     let cluster = Postgres::start().expect("a cluster");
     let url = cluster.database("pending").expect("a database");
     let claimer = Engine::open(&url).await.expect("open the claimer");
-    let job = claimer
-        .submit(OWNER, "k", &sandbox_intent("k"))
-        .await
-        .expect("submit")
-        .job;
-    let attempt = match claimer.claim_next(&job.id).await.expect("claim") {
-        Claim::Attempt(claimed) => claimed.attempt,
-        other => panic!("expected an attempt, got {other:?}"),
-    };
+    let job = submit_sandbox(&claimer, "k").await;
+    let attempt = claim(&claimer, &job.id).await;
     let claimed_at = std::time::Instant::now();
 
-    let host = Engine::open(&url).await.expect("open another host");
-    let executor = Executor::new(host.clone(), one_pass(4)).expect("an executor");
-    assert_eq!(
-        executor.tick().await.expect("a pass"),
-        0,
-        "an attempt claimed a moment ago is left to its claimer"
-    );
-    assert!(
-        claimed_at.elapsed() < Duration::from_secs(2),
-        "the pass was too slow to tell"
-    );
+    let why = "an attempt claimed a moment ago is left to its claimer";
+    let (host, executor) = a_pass_on_another_host(&url, claimed_at, 0, why).await;
 
     // The claimer stops without sending it.
     drop(claimer);
@@ -390,15 +400,20 @@ async fn whole_table_reads(url: &str) -> (i64, i64) {
     (jobs, attempts)
 }
 
+/// Replaces the built-in `sandbox` provider with one that answers in `latency_ms`, without
+/// jitter, well within its timeouts.
+async fn sandbox_answering_in(engine: &Engine, latency_ms: u32) {
+    let sandbox = json!({"name": "sandbox", "kind": "sandbox", "soft_timeout_ms": 30_000,
+        "hard_timeout_ms": 60_000, "honours_idempotency_key": true,
+        "dials": {"latency_ms": latency_ms, "jitter_ms": 0}});
+    crate::common::add_provider(engine, &sandbox).await;
+}
+
 /// Submits a job to the sandbox under each key; their ids.
 async fn submit_each(engine: &Engine, keys: impl IntoIterator<Item = String>) -> Vec<String> {
     let mut ids = Vec::new();
     for key in keys {
-        let submitted = engine
-            .submit(OWNER, &key, &sandbox_intent(&key))
-            .await
-            .expect("submit");
-        ids.push(submitted.job.id);
+        ids.push(submit_sandbox(engine, &key).await.id);
     }
     ids
 }
@@ -537,35 +552,15 @@ async fn a_busy_executor_looks_for_attempts_it_did_not_claim_at_most_every_100ms
     let url = cluster.database("looks").expect("a database");
     let engine = Engine::open(&url).await.expect("open");
     // Quick answers and eight slots: a slot frees every few milliseconds.
-    let sandbox = json!({"name": "sandbox", "kind": "sandbox", "soft_timeout_ms": 30_000,
-        "hard_timeout_ms": 60_000, "honours_idempotency_key": true,
-        "dials": {"latency_ms": 20, "jitter_ms": 0}});
-    engine
-        .add_provider(&sandbox.to_string())
-        .await
-        .expect("a quick sandbox");
+    sandbox_answering_in(&engine, 20).await;
     let mut ids = submit_each(&engine, (0..200).map(|i| format!("q-{i}"))).await;
     // A job a person retries on another host while the executor is busy with the others.
     let person = Engine::open(&url).await.expect("open the person's");
-    let retried = person
-        .submit(OWNER, "retried", &sandbox_intent("retried"))
-        .await
-        .expect("submit")
-        .job;
+    let retried = submit_sandbox(&person, "retried").await;
     let stats = counting_statements(&url, &[]).await;
 
     let executor = Executor::new(engine.clone(), one_pass(8)).expect("an executor");
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let running = tokio::spawn({
-        let executor = executor.clone();
-        async move {
-            executor
-                .run(async {
-                    let _ = stopped.await;
-                })
-                .await
-        }
-    });
+    let (stop, running) = run(&executor);
     let began = std::time::Instant::now();
     person
         .retry(OWNER, &retried.id, None)
@@ -589,8 +584,7 @@ async fn a_busy_executor_looks_for_attempts_it_did_not_claim_at_most_every_100ms
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     let took = began.elapsed();
-    let _ = stop.send(());
-    running.await.expect("the executor stops");
+    stop_and_wait(stop, running).await;
     for id in &ids {
         sent_once(&engine, id).await;
     }
@@ -617,25 +611,12 @@ async fn a_persons_retry_is_sent_at_once_by_another_host() {
     let cluster = Postgres::start().expect("a cluster");
     let url = cluster.database("retry").expect("a database");
     let person = Engine::open(&url).await.expect("open the person's");
-    let job = person
-        .submit(OWNER, "k", &sandbox_intent("k"))
-        .await
-        .expect("submit")
-        .job;
+    let job = submit_sandbox(&person, "k").await;
     person.retry(OWNER, &job.id, None).await.expect("retry now");
     let retried_at = std::time::Instant::now();
 
-    let host = Engine::open(&url).await.expect("open another host");
-    let executor = Executor::new(host.clone(), one_pass(4)).expect("an executor");
-    assert_eq!(
-        executor.tick().await.expect("a pass"),
-        1,
-        "a person's attempt is sent at once"
-    );
-    assert!(
-        retried_at.elapsed() < Duration::from_secs(2),
-        "the pass was too slow to tell"
-    );
+    let why = "a person's attempt is sent at once";
+    let (host, executor) = a_pass_on_another_host(&url, retried_at, 1, why).await;
     settle(&executor).await;
     sent_once(&host, &job.id).await;
 }
@@ -890,13 +871,7 @@ async fn a_group_moves_its_attempts_in_flight_and_claims_their_answers_one_state
     let url = cluster.database("runs").expect("a database");
     let engine = Engine::open(&url).await.expect("open");
     // Instant answers and 32 slots: answers come back together.
-    let sandbox = json!({"name": "sandbox", "kind": "sandbox", "soft_timeout_ms": 30_000,
-        "hard_timeout_ms": 60_000, "honours_idempotency_key": true,
-        "dials": {"latency_ms": 0, "jitter_ms": 0}});
-    engine
-        .add_provider(&sandbox.to_string())
-        .await
-        .expect("an instant sandbox");
+    sandbox_answering_in(&engine, 0).await;
     let jobs = 300;
     let ids = submit_each(&engine, (0..jobs).map(|i| format!("r-{i}"))).await;
     let stats = counting_statements(&url, &[]).await;
@@ -985,15 +960,8 @@ async fn a_host_frozen_while_moving_an_attempt_costs_another_host_no_lease() {
         .await
         .expect("provider");
     // The frozen host claims a job: its attempt is committed `pending`.
-    let held = frozen
-        .submit(OWNER, "held", &sandbox_intent("held"))
-        .await
-        .expect("submit")
-        .job;
-    let pending = match frozen.claim_next(&held.id).await.expect("claim") {
-        Claim::Attempt(claimed) => claimed.attempt,
-        other => panic!("expected an attempt, got {other:?}"),
-    };
+    let held = submit_sandbox(&frozen, "held").await;
+    let pending = claim(&frozen, &held.id).await;
 
     // The other host sends a job of its own, renewing a short lease while it waits.
     let host = Engine::open(&url).await.expect("open another host");
@@ -1011,15 +979,7 @@ async fn a_host_frozen_while_moving_an_attempt_costs_another_host_no_lease() {
         ..ExecutorOptions::default()
     };
     let executor = Executor::new(host.clone(), options).expect("an executor");
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let running = executor.clone();
-    let task = tokio::spawn(async move {
-        running
-            .run(async {
-                let _ = stopped.await;
-            })
-            .await
-    });
+    let (stop, task) = run(&executor);
     let ledger = sqlx::PgPool::connect(&url).await.expect("connect");
     let lease_held = |attempt_job: &str| {
         let sql = format!(
@@ -1097,8 +1057,7 @@ async fn a_host_frozen_while_moving_an_attempt_costs_another_host_no_lease() {
     };
     let own_done = settled(own.id.clone()).await;
     let held_done = settled(held.id.clone()).await;
-    let _ = stop.send(());
-    task.await.expect("the executor");
+    stop_and_wait(stop, task).await;
     ledger.close().await;
 
     assert_eq!(own_done.job.status, JobStatus::Succeeded, "{own_done:#?}");

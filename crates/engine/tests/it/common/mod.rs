@@ -82,6 +82,17 @@ impl Ledger {
         claimed
     }
 
+    /// A new job whose one attempt at `primary` was sent and then timed out: `unknown`.
+    pub async fn unknown(&self, key: &str) -> JobAttempt {
+        let mut sent = self.in_flight(key).await;
+        sent.attempt = self
+            .engine
+            .mark_unknown(&sent.attempt.id, why("soft_timeout"))
+            .await
+            .expect("unknown");
+        sent
+    }
+
     pub async fn abandon(&self, attempt_id: &str) -> JobAttempt {
         self.engine
             .resolve(OWNER, attempt_id, Verdict::Abandoned, Resolution::default())
@@ -200,6 +211,24 @@ pub fn provider_json(name: &str) -> String {
     .to_string()
 }
 
+/// Adds (or replaces) the provider `config` describes.
+pub async fn add_provider(engine: &Engine, config: &Value) {
+    engine
+        .add_provider(&config.to_string())
+        .await
+        .expect("provider");
+}
+
+/// Submits `intent` for [`OWNER`] under `key`; the new job's id.
+pub async fn submit_intent(engine: &Engine, key: &str, intent: &Value) -> String {
+    engine
+        .submit(OWNER, key, &intent.to_string())
+        .await
+        .expect("submit")
+        .job
+        .id
+}
+
 pub fn intent(input: Value) -> String {
     json!({ "route": ["primary", "fallback"], "input": input }).to_string()
 }
@@ -255,6 +284,18 @@ pub fn start_with(
     tokio::task::JoinHandle<()>,
 ) {
     let executor = Executor::new(engine.clone(), options).expect("executor");
+    let (stop, task) = run(&executor);
+    (executor, stop, task)
+}
+
+/// Runs `executor` until the returned sender is sent to or dropped; the handle ends when it
+/// has stopped.
+pub fn run(
+    executor: &Executor,
+) -> (
+    tokio::sync::oneshot::Sender<()>,
+    tokio::task::JoinHandle<()>,
+) {
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let running = executor.clone();
     let task = tokio::spawn(async move {
@@ -264,7 +305,16 @@ pub fn start_with(
             })
             .await
     });
-    (executor, stop, task)
+    (stop, task)
+}
+
+/// Stops an executor that [`start_with`] or [`run`] started, and waits until it has.
+pub async fn stop_and_wait(
+    stop: tokio::sync::oneshot::Sender<()>,
+    task: tokio::task::JoinHandle<()>,
+) {
+    let _ = stop.send(());
+    task.await.expect("executor");
 }
 
 /// Polls the job until `done` holds, for at most 20 s.
