@@ -194,6 +194,11 @@ export type Attempt = {
 	 *  answer's fate: a lost or contract-breaking answer was billed too.
 	 */
 	usage: Usage | null,
+	/**
+	 *  What it cost (SPEC §17) at the price it was sent at; `None` at a provider without a
+	 *  price, or before it was sent.
+	 */
+	cost?: Cost | null,
 };
 
 /**  Why an attempt failed, or what made it unknown. */
@@ -383,6 +388,20 @@ export type ContractView = {
 	hash: string,
 	updated_at: string,
 	checks: Check[],
+};
+
+/**  What an attempt cost, or a job in one currency (SPEC §17), amounts as decimal strings. */
+export type Cost = {
+	/**  The currency's ISO 4217 code. */
+	currency: string,
+	/**
+	 *  Spent: answered attempts at what they used (at their worst case where the answer
+	 *  reported no usage), and attempts settled as done or abandoned at their worst case.
+	 *  An attempt proven never sent, or refused before any effect, adds nothing.
+	 */
+	spent: string,
+	/**  At risk: `unknown` attempts at their worst case, until they are resolved. */
+	at_risk: string,
 };
 
 /**

@@ -16,6 +16,7 @@ pub mod openapi;
 pub mod problem;
 mod query;
 mod serve;
+mod spend;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -85,6 +86,7 @@ pub fn router(api: Api) -> Router {
         .route("/v1/attempts/{id}/resolve", post(jobs::resolve))
         .route("/v1/bulk", post(bulk::start))
         .route("/v1/bulk/{id}", get(bulk::show))
+        .route("/v1/spend", get(spend::show))
         .route("/v1/events", get(events::stream))
         .route("/v1/openapi.json", get(openapi::serve))
         .fallback(problem::no_route)

@@ -66,6 +66,7 @@ answered 503 at once. A 2xx is sent only after the commit that holds its answer.
         crate::jobs::resolve,
         crate::bulk::start,
         crate::bulk::show,
+        crate::spend::show,
         crate::events::stream,
         serve,
     ),
@@ -92,6 +93,7 @@ answered 503 at once. A 2xx is sent only after the commit that holds its answer.
     tags(
         (name = "jobs", description = "Jobs and their attempts (SPEC §2-§7)"),
         (name = "bulk", description = "A person's action on every job a filter matches (SPEC §16)"),
+        (name = "spend", description = "What attempts cost, and the money at risk (SPEC §17)"),
         (name = "events", description = "Every change of the owner's jobs, as it commits (SPEC §10)"),
         (name = "meta", description = "This document"),
     ),
@@ -312,8 +314,9 @@ mod tests {
             &["200", "400", "401", "404", "500", "503"],
         );
         has("GET", "/v1/events", &["200", "401", "503"]);
+        has("GET", "/v1/spend", &["200", "400", "401", "500", "503"]);
         has("GET", DOCUMENT_PATH, &["200"]);
-        assert_eq!(described.len(), 10, "{described:?}");
+        assert_eq!(described.len(), 11, "{described:?}");
 
         let doc = json();
         let submit = &doc["paths"]["/v1/jobs"]["post"];

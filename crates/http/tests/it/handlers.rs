@@ -405,3 +405,65 @@ async fn a_bulk_resolve_under_its_key_settles_the_matching_jobs_once() {
     assert_eq!(repeated.body["replayed"], true, "{}", repeated.body);
     assert_eq!(repeated.body["bulk"]["changed"], 3, "nothing changed twice");
 }
+
+/// `GET /v1/spend` sums what the owner's answered attempts cost, and only the owner's; a job
+/// shows its own cost; a bad `by` is refused naming it.
+#[tokio::test]
+async fn spend_is_the_owners_own_and_a_job_shows_what_it_cost() {
+    let app = InProcess::new().await;
+    let priced = json!({
+        "name": "priced", "kind": "sandbox", "soft_timeout_ms": 5000, "hard_timeout_ms": 10000,
+        "honours_idempotency_key": true, "dials": {"latency_ms": 0, "jitter_ms": 0},
+        "price": {"currency": "EUR", "per_request": "0.20"}
+    });
+    app.engine
+        .add_provider(&priced.to_string())
+        .await
+        .expect("provider");
+    let intent = json!({ "route": ["priced"], "input": {"n": 1} });
+    let submitted = app.post("/v1/jobs", Some("spend-1"), &intent).await;
+    let job_id = submitted.body["job"]["id"]
+        .as_str()
+        .expect("a job id")
+        .to_owned();
+    let executor = onejob_engine::executor::Executor::new(
+        app.engine.clone(),
+        onejob_engine::executor::ExecutorOptions::default(),
+    )
+    .expect("executor");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    executor
+        .run_job(&job_id, Some(deadline))
+        .await
+        .expect("run");
+
+    let one = json!({"currency": "EUR", "spent": "0.20", "at_risk": "0.00"});
+    let job = app.get(&format!("/v1/jobs/{job_id}")).await;
+    assert_eq!(job.status, StatusCode::OK, "{}", job.body);
+    assert_eq!(job.body["cost"], json!([one]), "{}", job.body);
+    assert_eq!(job.body["attempts"][0]["cost"], one);
+
+    let spend = app.get("/v1/spend?by=provider").await;
+    assert_eq!(spend.status, StatusCode::OK, "{}", spend.body);
+    assert_eq!(
+        spend.body,
+        json!({
+            "spend": [{"provider": "priced", "currency": "EUR", "spent": "0.20", "at_risk": "0.00"}],
+            "total": one
+        })
+    );
+    let bob = app.token_for("bob").await;
+    let request = app.request(Method::GET, "/v1/spend", &bob);
+    let theirs = app
+        .send(request.body(Body::empty()).expect("a request"))
+        .await;
+    assert_eq!(
+        theirs.body,
+        json!({"spend": [], "total": null}),
+        "alice's spend is hers"
+    );
+
+    let refused = app.get("/v1/spend?by=week").await;
+    assert_eq!(problem(&refused, StatusCode::BAD_REQUEST), "invalid_input");
+    assert_eq!(refused.body["details"]["field"], "by", "{}", refused.body);
+}
