@@ -4,7 +4,6 @@
 
 use crate::common;
 
-use std::time::Duration;
 
 use common::{start, until, Ledger, OWNER};
 use onejob_engine::{AttemptState, Cost, Engine, JobStatus, Resolution, SpendBy, Verdict};
@@ -30,12 +29,7 @@ fn cost(currency: &str, spent: &str, at_risk: &str) -> Cost {
 
 async fn submit(engine: &Engine, key: &str, route: &str) -> String {
     let intent = json!({ "route": [route], "input": { "key": key }, "max_attempts": 1 });
-    engine
-        .submit(OWNER, key, &intent.to_string())
-        .await
-        .expect("submit")
-        .job
-        .id
+    common::submit_intent(engine, key, &intent).await
 }
 
 /// An `http` provider at `url` at 0.25 EUR a request and 1 EUR a thousand input tokens: every
@@ -64,11 +58,7 @@ async fn a_timed_out_attempt_is_counted_at_risk_not_as_free() {
     let ledger = Ledger::new().await;
     let e = &ledger.engine;
     // Reads the request, then says nothing until long past the hard deadline.
-    let server = RawServer::start(|_| {
-        std::thread::sleep(Duration::from_secs(3));
-        Vec::new()
-    })
-    .expect("server");
+    let server = common::silent_past_the_deadline();
     priced_http(e, "slow", &server.url).await;
     let (failed_job, abandoned_job) = (
         submit(e, "cost-timeout-1", "slow").await,
@@ -138,12 +128,7 @@ async fn an_answered_attempt_costs_what_it_used_at_the_price_it_was_sent_at() {
         "route": ["llm"], "max_attempts": 1,
         "input": { "messages": [{ "role": "user", "content": "Say ok." }] }
     });
-    let job = e
-        .submit(OWNER, "cost-answered", &intent.to_string())
-        .await
-        .expect("submit")
-        .job
-        .id;
+    let job = common::submit_intent(e, "cost-answered", &intent).await;
     let (_executor, stop) = start(e);
     let detail = until(e, &job, |d| d.job.status == JobStatus::Succeeded).await;
     drop(stop);

@@ -60,11 +60,7 @@ async fn an_unknown_attempt_shows_what_was_sent_and_what_came_back() {
     let ledger = Ledger::new().await;
     let e = &ledger.engine;
     // Reads the request whole, then says nothing until long after the hard deadline.
-    let server = RawServer::start(|_| {
-        std::thread::sleep(Duration::from_secs(3));
-        Vec::new()
-    })
-    .expect("server");
+    let server = common::silent_past_the_deadline();
     let url = format!("{}/effects/charge?region=eu&trace=7", server.url);
     provider(e, "slow", &url, 300, 900).await;
     let job_id = submit(e, "known-timeout", &["slow"]).await;
@@ -330,11 +326,7 @@ async fn the_openai_and_anthropic_kinds_record_what_they_sent_without_their_keys
     let ledger = Ledger::new().await;
     let e = &ledger.engine;
     std::env::set_var(KEY_VAR, KEY);
-    let silent = RawServer::start(|_| {
-        std::thread::sleep(Duration::from_secs(3));
-        Vec::new()
-    })
-    .expect("server");
+    let silent = common::silent_past_the_deadline();
     for (name, kind) in [("gpt", "openai"), ("claude", "anthropic")] {
         let config = json!({
             "name": name, "kind": kind, "base_url": silent.url, "model": "m-1",

@@ -219,6 +219,16 @@ pub async fn add_provider(engine: &Engine, config: &Value) {
         .expect("provider");
 }
 
+/// A loopback server that reads each request whole, then says nothing for 3 s: past the hard
+/// deadline of the tests' providers, so their attempts end `unknown`.
+pub fn silent_past_the_deadline() -> onejob_testkit::RawServer {
+    onejob_testkit::RawServer::start(|_| {
+        std::thread::sleep(Duration::from_secs(3));
+        Vec::new()
+    })
+    .expect("server")
+}
+
 /// Submits `intent` for [`OWNER`] under `key`; the new job's id.
 pub async fn submit_intent(engine: &Engine, key: &str, intent: &Value) -> String {
     engine
