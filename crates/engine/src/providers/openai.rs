@@ -8,7 +8,7 @@
 
 use serde_json::{json, Map, Value};
 
-use super::{misconfigured, Decoded, Output, ProviderConfig, RESERVED_PARAMS};
+use super::{misconfigured, Decoded, Output, ProviderConfig};
 use crate::contracts::Contract;
 use crate::model::AttemptError;
 
@@ -17,34 +17,13 @@ pub fn url(base_url: &str) -> String {
     format!("{}/chat/completions", base_url.trim_end_matches('/'))
 }
 
-/// The request body. Without a contract the job's input must hold `messages` itself.
-pub fn body(
-    config: &ProviderConfig,
-    contract: Option<&Contract>,
-    input: &Value,
-    params: &Map<String, Value>,
-) -> Result<Value, AttemptError> {
-    let mut body = match contract {
-        Some(contract) => contract_body(config, contract, input)?,
-        None => match input {
-            Value::Object(fields) if fields.contains_key("messages") => fields.clone(),
-            _ => return Err(misconfigured(
-                "an openai job without a contract needs input.messages (Chat Completions messages)",
-            )),
-        },
-    };
-    if let Some(model) = &config.model {
-        body.entry("model").or_insert_with(|| json!(model));
-    }
-    for (key, value) in params {
-        if !RESERVED_PARAMS.contains(&key.as_str()) {
-            body.insert(key.clone(), value.clone());
-        }
-    }
-    Ok(Value::Object(body))
-}
+/// Why a job without a contract cannot be sent: its input holds no messages.
+pub(super) const NO_MESSAGES: &str =
+    "an openai job without a contract needs input.messages (Chat Completions messages)";
 
-fn contract_body(
+/// The body of a job with a contract: the rendered template as a system and a user message,
+/// and the contract's schema as `response_format` asks for it (see the module's doc).
+pub(super) fn contract_body(
     config: &ProviderConfig,
     contract: &Contract,
     input: &Value,

@@ -96,6 +96,21 @@ pub(crate) trait Handle: Send {
     fn conn(&mut self) -> Conn<'_>;
 }
 
+impl<'c> From<(&'c mut SqliteConnection, &'c str)> for Conn<'c> {
+    /// A SQLite connection with its file as shown, as a writer's `parts` gives them.
+    fn from((c, at): (&'c mut SqliteConnection, &'c str)) -> Self {
+        Conn::Sqlite(c, at)
+    }
+}
+
+impl<'c> From<(&'c mut PgConnection, &'c Watch)> for Conn<'c> {
+    /// A PostgreSQL connection with its watch, as a transaction's or pooled one's `parts`
+    /// give them.
+    fn from((c, watch): (&'c mut PgConnection, &'c Watch)) -> Self {
+        Conn::Postgres(c, watch)
+    }
+}
+
 impl Handle for Conn<'_> {
     fn conn(&mut self) -> Conn<'_> {
         match self {
@@ -142,14 +157,8 @@ impl Tx {
 impl Handle for Tx {
     fn conn(&mut self) -> Conn<'_> {
         match self {
-            Tx::Sqlite(tx) => {
-                let (c, at) = tx.parts();
-                Conn::Sqlite(c, at)
-            }
-            Tx::Postgres(tx) => {
-                let (c, watch) = tx.parts();
-                Conn::Postgres(c, watch)
-            }
+            Tx::Sqlite(tx) => tx.parts().into(),
+            Tx::Postgres(tx) => tx.parts().into(),
         }
     }
 }
@@ -229,10 +238,7 @@ impl Handle for Pooled {
     fn conn(&mut self) -> Conn<'_> {
         match self {
             Pooled::Sqlite(c, at) => Conn::Sqlite(c, at),
-            Pooled::Postgres(c) => {
-                let (c, watch) = c.parts();
-                Conn::Postgres(c, watch)
-            }
+            Pooled::Postgres(c) => c.parts().into(),
         }
     }
 }
@@ -264,14 +270,8 @@ impl Writing {
 impl Handle for Writing {
     fn conn(&mut self) -> Conn<'_> {
         match &mut self.conn {
-            WritingConn::Sqlite(c) => {
-                let (c, at) = c.parts();
-                Conn::Sqlite(c, at)
-            }
-            WritingConn::Postgres(c) => {
-                let (c, watch) = c.parts();
-                Conn::Postgres(c, watch)
-            }
+            WritingConn::Sqlite(c) => c.parts().into(),
+            WritingConn::Postgres(c) => c.parts().into(),
         }
     }
 }
