@@ -9,8 +9,9 @@ use crate::input;
 use crate::intent::validate_owner;
 use crate::model::{Attempt, Job, JobDetail, JobPage, JobSummaryPage, ShownJobDetail, Usage};
 use crate::shown::JobPart;
+use crate::store::jobs::{self as job_rows, JobRow, PageRow, SummaryRow};
 use crate::store::json_column;
-use crate::store::{attempts as attempt_rows, events, evidence as evidence_rows, jobs as job_rows};
+use crate::store::{attempts as attempt_rows, events, evidence as evidence_rows};
 use crate::{Engine, JobsQuery, DEFAULT_PAGE, MAX_PAGE, MAX_SEARCH};
 
 use super::{owned_attempt_row, owned_job_row};
@@ -115,29 +116,31 @@ impl Engine {
     /// keyset: `next` is the cursor to pass as `after` for the following page, `None` on the
     /// last.
     pub async fn jobs(&self, owner: &str, query: &JobsQuery) -> Result<JobPage> {
-        validate_owner(owner)?;
-        let limit = query.limit.unwrap_or(DEFAULT_PAGE);
-        check_limit(limit)?;
-        let after = query.after.as_deref().map(cursor).transpose()?;
-        let filter = ListFilter::of_query(query)?;
-        let mut conn = self.read().await?;
-        // One row more than asked tells whether another page follows.
-        let rows = job_rows::page(
-            &mut conn,
-            owner,
-            &filter.rows(),
-            after.as_deref(),
-            limit + 1,
-            query.oldest_first,
-        )
-        .await?;
-        let (jobs, next) = keyset_page(rows, limit, |r| r.into_job(), |j| &j.id)?;
+        let (jobs, next) = self
+            .keyset_page(owner, query, JobRow::into_job, |j| &j.id)
+            .await?;
         Ok(JobPage { jobs, next })
     }
 
     /// [`Engine::jobs`] as a list shows them: summaries, with the intent only as its route
     /// and no result, so a page costs the same however large its jobs' values are.
     pub async fn job_summaries(&self, owner: &str, query: &JobsQuery) -> Result<JobSummaryPage> {
+        let (jobs, next) = self
+            .keyset_page(owner, query, SummaryRow::into_summary, |j| &j.id)
+            .await?;
+        Ok(JobSummaryPage { jobs, next })
+    }
+
+    /// One page of the owner's jobs that pass the query, each read as `R` and made an item by
+    /// `into`, with the cursor of the following page (the `id` of its last item) when there
+    /// is one.
+    async fn keyset_page<R: PageRow, T>(
+        &self,
+        owner: &str,
+        query: &JobsQuery,
+        into: impl Fn(R) -> Result<T>,
+        id: impl Fn(&T) -> &String,
+    ) -> Result<(Vec<T>, Option<String>)> {
         validate_owner(owner)?;
         let limit = query.limit.unwrap_or(DEFAULT_PAGE);
         check_limit(limit)?;
@@ -145,7 +148,7 @@ impl Engine {
         let filter = ListFilter::of_query(query)?;
         let mut conn = self.read().await?;
         // One row more than asked tells whether another page follows.
-        let rows = job_rows::summaries(
+        let mut rows = job_rows::page::<R>(
             &mut conn,
             owner,
             &filter.rows(),
@@ -154,8 +157,11 @@ impl Engine {
             query.oldest_first,
         )
         .await?;
-        let (jobs, next) = keyset_page(rows, limit, |r| r.into_summary(), |j| &j.id)?;
-        Ok(JobSummaryPage { jobs, next })
+        let more = rows.len() > limit as usize;
+        rows.truncate(limit as usize);
+        let items = rows.into_iter().map(into).collect::<Result<Vec<_>>>()?;
+        let next = items.last().filter(|_| more).map(|last| id(last).clone());
+        Ok((items, next))
     }
 
     /// How many of the owner's jobs pass the query's filters (status, search, provider, error
@@ -202,21 +208,6 @@ pub(super) fn check_limit(limit: u32) -> Result<()> {
             format!("{limit} is outside 1-{MAX_PAGE}"),
         ))
     }
-}
-
-/// A page read with one row more than `limit`: its first `limit` rows as `into` makes them,
-/// and the cursor of the page that follows when the extra row was there.
-fn keyset_page<R, T>(
-    mut rows: Vec<R>,
-    limit: u32,
-    into: impl Fn(R) -> Result<T>,
-    id: impl Fn(&T) -> &String,
-) -> Result<(Vec<T>, Option<String>)> {
-    let more = rows.len() > limit as usize;
-    rows.truncate(limit as usize);
-    let items = rows.into_iter().map(into).collect::<Result<Vec<_>>>()?;
-    let next = items.last().filter(|_| more).map(|last| id(last).clone());
-    Ok((items, next))
 }
 
 /// The cursor `after` as the ledger holds ids: a job id in any form the UUID parser reads (the
@@ -282,14 +273,7 @@ impl ListFilter {
 
     /// A Jobs query's filters, checked; its position and size are not filters.
     pub(super) fn of_query(query: &JobsQuery) -> Result<ListFilter> {
-        ListFilter::new(&BulkFilter {
-            status: query.status,
-            provider: query.provider.clone(),
-            error_kind: query.error_kind.clone(),
-            created_before: query.created_before.clone(),
-            created_after: query.created_after.clone(),
-            search: query.search.clone(),
-        })
+        ListFilter::new(&query.filter())
     }
 
     /// The filter as checked.
