@@ -136,19 +136,6 @@ impl JobsQuery {
             ..JobsQuery::default()
         }
     }
-
-    /// The query's filters without its position and size: what a bulk operation over the
-    /// same jobs takes ([`JobsQuery::matching`] the other way).
-    pub fn filter(&self) -> BulkFilter {
-        BulkFilter {
-            status: self.status,
-            provider: self.provider.clone(),
-            error_kind: self.error_kind.clone(),
-            created_before: self.created_before.clone(),
-            created_after: self.created_after.clone(),
-            search: self.search.clone(),
-        }
-    }
 }
 
 /// How a ledger file is opened; the defaults are what the app and the CLI use.

@@ -7,11 +7,14 @@ use crate::bulk::BulkFilter;
 use crate::error::{Error, NotFoundDetails, Result};
 use crate::input;
 use crate::intent::validate_owner;
-use crate::model::{Attempt, Job, JobDetail, JobPage, JobSummaryPage, ShownJobDetail, Usage};
+use crate::known::Known;
+use crate::model::{
+    Attempt, Event, Job, JobDetail, JobPage, JobSummaryPage, ShownJobDetail, Usage,
+};
 use crate::shown::JobPart;
 use crate::store::jobs::{self as job_rows, JobRow, PageRow, SummaryRow};
-use crate::store::json_column;
 use crate::store::{attempts as attempt_rows, events, evidence as evidence_rows};
+use crate::store::{json_column, Handle};
 use crate::{Engine, JobsQuery, DEFAULT_PAGE, MAX_PAGE, MAX_SEARCH};
 
 use super::{owned_attempt_row, owned_job_row};
@@ -22,21 +25,8 @@ impl Engine {
         let job_id = &input::id("job_id", "job", job_id)?;
         let mut conn = self.read().await?;
         let job = owned_job_row(&mut conn, owner, job_id).await?.into_job()?;
-        let attempts = attempt_rows::for_job(&mut conn, job_id)
-            .await?
-            .into_iter()
-            .map(|a| a.into_attempt())
-            .collect::<Result<Vec<_>>>()?;
-        let events = events::for_job(&mut conn, job_id).await?;
-        let usage = Usage::total(attempts.iter().filter_map(|a| a.usage.as_ref()));
-        let known = super::evidence::known_of(&mut conn, job_id, &attempts, &events).await?;
-        Ok(JobDetail {
-            job,
-            attempts,
-            events,
-            usage,
-            known,
-        })
+        let history = History::of(&mut conn, job_id).await?;
+        Ok(with_history!(JobDetail, job, history))
     }
 
     /// [`Engine::job`] as a screen shows it: the intent and result each whole, or when its
@@ -50,21 +40,8 @@ impl Engine {
             .await?
             .ok_or_else(|| Error::not_found("job", job_id))?
             .into_shown()?;
-        let attempts = attempt_rows::for_job(&mut conn, job_id)
-            .await?
-            .into_iter()
-            .map(|a| a.into_attempt())
-            .collect::<Result<Vec<_>>>()?;
-        let events = events::for_job(&mut conn, job_id).await?;
-        let usage = Usage::total(attempts.iter().filter_map(|a| a.usage.as_ref()));
-        let known = super::evidence::known_of(&mut conn, job_id, &attempts, &events).await?;
-        Ok(ShownJobDetail {
-            job,
-            attempts,
-            events,
-            usage,
-            known,
-        })
+        let history = History::of(&mut conn, job_id).await?;
+        Ok(with_history!(ShownJobDetail, job, history))
     }
 
     /// One value of the owner's job, whole: its intent, its result, or the detail of one event
@@ -198,6 +175,56 @@ impl Engine {
     }
 }
 
+/// What a job's detail shows besides the job: its attempts, its event history, the tokens
+/// reported over all its attempts, and what is known of each `unknown` one.
+struct History {
+    attempts: Vec<Attempt>,
+    events: Vec<Event>,
+    usage: Option<Usage>,
+    known: Vec<Known>,
+}
+
+/// `$detail { job: $job, … }` with the rest from `$history`: [`JobDetail`] and
+/// [`ShownJobDetail`] differ only in their job's type (a macro, as they are two types).
+macro_rules! with_history {
+    ($detail:ident, $job:expr, $history:expr) => {{
+        let History {
+            attempts,
+            events,
+            usage,
+            known,
+        } = $history;
+        $detail {
+            job: $job,
+            attempts,
+            events,
+            usage,
+            known,
+        }
+    }};
+}
+use with_history;
+
+impl History {
+    /// Reads the history of job `job_id`.
+    async fn of(conn: &mut impl Handle, job_id: &str) -> Result<History> {
+        let attempts = attempt_rows::for_job(conn, job_id)
+            .await?
+            .into_iter()
+            .map(|a| a.into_attempt())
+            .collect::<Result<Vec<_>>>()?;
+        let events = events::for_job(conn, job_id).await?;
+        let usage = Usage::total(attempts.iter().filter_map(|a| a.usage.as_ref()));
+        let known = super::evidence::known_of(conn, job_id, &attempts, &events).await?;
+        Ok(History {
+            attempts,
+            events,
+            usage,
+            known,
+        })
+    }
+}
+
 /// A page size within 1–`MAX_PAGE`, or `invalid_input` naming `limit`.
 pub(super) fn check_limit(limit: u32) -> Result<()> {
     if (1..=MAX_PAGE).contains(&limit) {
@@ -273,7 +300,14 @@ impl ListFilter {
 
     /// A Jobs query's filters, checked; its position and size are not filters.
     pub(super) fn of_query(query: &JobsQuery) -> Result<ListFilter> {
-        ListFilter::new(&query.filter())
+        ListFilter::new(&BulkFilter {
+            status: query.status,
+            provider: query.provider.clone(),
+            error_kind: query.error_kind.clone(),
+            created_before: query.created_before.clone(),
+            created_after: query.created_after.clone(),
+            search: query.search.clone(),
+        })
     }
 
     /// The filter as checked.

@@ -8,8 +8,8 @@
 
 use serde_json::{json, Map, Value};
 
-use super::{misconfigured, Decoded, Output, ProviderConfig};
-use crate::contracts::Contract;
+use super::{Decoded, Output, ProviderConfig};
+use crate::contracts::{Contract, Prompt};
 use crate::model::AttemptError;
 
 /// The API version sent when the provider does not name one (`"anthropic_version"`).
@@ -24,19 +24,9 @@ pub fn url(base_url: &str) -> String {
     format!("{}/v1/messages", base_url.trim_end_matches('/'))
 }
 
-/// Why a job without a contract cannot be sent: its input holds no messages.
-pub(super) const NO_MESSAGES: &str =
-    "an anthropic job without a contract needs input.messages (Messages API messages)";
-
-/// The body of a job with a contract: the rendered template, and the contract's schema as
-/// the input schema of the one tool the model is made to call (see the module's doc).
-pub(super) fn contract_body(
-    contract: &Contract,
-    input: &Value,
-) -> Result<Map<String, Value>, AttemptError> {
-    let prompt = contract
-        .render(input)
-        .map_err(|why| misconfigured(format!("contract {}: {why}", contract.name)))?;
+/// The body of a job with a contract: its rendered `prompt`, and the contract's schema as the
+/// input schema of the one tool the model is made to call (see the module's doc).
+pub(super) fn contract_body(contract: &Contract, prompt: Prompt) -> Map<String, Value> {
     let mut body = Map::new();
     if !prompt.system.is_empty() {
         body.insert("system".into(), json!(prompt.system));
@@ -57,7 +47,7 @@ pub(super) fn contract_body(
         "tool_choice".into(),
         json!({ "type": "tool", "name": ANSWER_TOOL }),
     );
-    Ok(body)
+    body
 }
 
 /// The request with the Messages API's headers; `api_key`, read for this call, goes in

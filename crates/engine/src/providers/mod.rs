@@ -250,12 +250,29 @@ fn chat_body(
 ) -> std::result::Result<Value, AttemptError> {
     let anthropic = kind == ProviderKind::Anthropic;
     let mut body = match contract {
-        Some(contract) if anthropic => anthropic::contract_body(contract, input)?,
-        Some(contract) => openai::contract_body(config, contract, input)?,
+        Some(contract) => {
+            let prompt = contract
+                .render(input)
+                .map_err(|why| misconfigured(format!("contract {}: {why}", contract.name)))?;
+            if anthropic {
+                anthropic::contract_body(contract, prompt)
+            } else {
+                openai::contract_body(config, contract, prompt)
+            }
+        }
         None => match input {
             Value::Object(fields) if fields.contains_key("messages") => fields.clone(),
-            _ if anthropic => return Err(misconfigured(anthropic::NO_MESSAGES)),
-            _ => return Err(misconfigured(openai::NO_MESSAGES)),
+            _ => {
+                let api = if anthropic {
+                    "Messages API"
+                } else {
+                    "Chat Completions"
+                };
+                return Err(misconfigured(format!(
+                    "an {} job without a contract needs input.messages ({api} messages)",
+                    kind.as_str()
+                )));
+            }
         },
     };
     if let Some(model) = &config.model {

@@ -186,42 +186,37 @@ impl Tx {
 
     /// Releases the savepoint and marks a new one, in one round trip.
     pub async fn next_savepoint(&mut self) -> sqlx::Result<()> {
-        use sqlx::Executor;
-        const STATEMENTS: &str = "RELEASE SAVEPOINT onejob_step; SAVEPOINT onejob_step";
-        match self {
-            Tx::Sqlite(tx) => {
-                let (conn, at) = tx.parts();
-                conn.execute(sqlx::raw_sql(STATEMENTS))
-                    .await
-                    .map(|_| ())
-                    .map_err(|e| sqlite::named(at, e))
-            }
-            Tx::Postgres(tx) => {
-                let (conn, watch) = tx.parts();
-                watch
-                    .guard(conn.execute(sqlx::raw_sql(STATEMENTS)))
-                    .await
-                    .map(|_| ())
-            }
-        }
+        self.run("RELEASE SAVEPOINT onejob_step; SAVEPOINT onejob_step", true)
+            .await
     }
 
+    /// One statement of fixed text on the transaction.
     async fn simple(&mut self, statement: &'static str) -> sqlx::Result<()> {
+        self.run(statement, false).await
+    }
+
+    /// Runs fixed text on the transaction's connection, its failure named as the backend's
+    /// are: one statement as a prepared one, or `several` unprepared in one round trip.
+    async fn run(&mut self, sql: &'static str, several: bool) -> sqlx::Result<()> {
+        use sqlx::Executor;
         match self {
             Tx::Sqlite(tx) => {
                 let (conn, at) = tx.parts();
-                sqlx::query(statement)
-                    .execute(conn)
-                    .await
-                    .map(|_| ())
-                    .map_err(|e| sqlite::named(at, e))
+                let done = if several {
+                    conn.execute(sqlx::raw_sql(sql)).await
+                } else {
+                    sqlx::query(sql).execute(conn).await
+                };
+                done.map(|_| ()).map_err(|e| sqlite::named(at, e))
             }
             Tx::Postgres(tx) => {
                 let (conn, watch) = tx.parts();
-                watch
-                    .guard(sqlx::query(statement).execute(conn))
-                    .await
-                    .map(|_| ())
+                let done = if several {
+                    watch.guard(conn.execute(sqlx::raw_sql(sql))).await
+                } else {
+                    watch.guard(sqlx::query(sql).execute(conn)).await
+                };
+                done.map(|_| ())
             }
         }
     }
