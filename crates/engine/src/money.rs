@@ -281,11 +281,10 @@ pub struct Spend {
 }
 
 impl Spend {
-    /// The answer of `onejob spend` and `GET /v1/spend` (SPEC §17): each line with its day,
-    /// provider or owner under that name, and the total.
-    pub fn answer(&self) -> serde_json::Value {
-        let lines: Vec<serde_json::Value> = self
-            .lines
+    /// The lines as `onejob spend` and `GET /v1/spend` give them (SPEC §17): each with its
+    /// day, provider or owner under that name.
+    pub fn answer_lines(&self) -> Vec<serde_json::Value> {
+        self.lines
             .iter()
             .map(|line| {
                 serde_json::json!({
@@ -295,8 +294,12 @@ impl Spend {
                     "at_risk": line.cost.at_risk,
                 })
             })
-            .collect();
-        serde_json::json!({ "spend": lines, "total": self.total })
+            .collect()
+    }
+
+    /// The whole answer: `{"spend": [lines], "total": {…} | null}`.
+    pub fn answer(&self) -> serde_json::Value {
+        serde_json::json!({ "spend": self.answer_lines(), "total": self.total })
     }
 }
 

@@ -306,8 +306,8 @@ impl Engine {
         } else {
             "reconciliation"
         };
-        self.complete_noting(job_id, attempt_id, answer, cause, head, via, None)
-            .await
+        let write = Complete::new(job_id, attempt_id, answer, cause, head, via, None)?;
+        self.group(write).await?
     }
 
     /// [`Engine::complete`] for an answer a replay or a status lookup brought: `via` names
@@ -321,38 +321,8 @@ impl Engine {
         via: &'static str,
         note: Note,
     ) -> Result<Completion> {
-        self.complete_noting(None, attempt_id, answer, cause, None, via, Some(note))
-            .await
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    async fn complete_noting(
-        &self,
-        job_id: Option<&str>,
-        attempt_id: &str,
-        answer: &Value,
-        cause: Cause,
-        head: Option<Arc<ResponseHead>>,
-        via: &'static str,
-        note: Option<Note>,
-    ) -> Result<Completion> {
-        if cause == Cause::Person {
-            return Err(Error::internal("a person's verdict goes through resolve"));
-        }
-        let via_detail = Map::from_iter([("via".into(), json!(via))]);
-        let (result, detail) = (answer.to_string(), won_detail(answer, &via_detail));
-        self.group(Complete {
-            job_id: job_id.map(str::to_owned),
-            attempt_id: attempt_id.to_owned(),
-            answer: answer.clone(),
-            cause,
-            head,
-            via_detail,
-            result,
-            detail,
-            note,
-        })
-        .await?
+        let write = Complete::new(None, attempt_id, answer, cause, None, via, Some(note))?;
+        self.group(write).await?
     }
 }
 
@@ -372,6 +342,36 @@ struct Complete {
 }
 
 impl Complete {
+    /// The write of `answer` to the attempt, its events saying it came `via` (and `note`, if
+    /// any, recorded before them); a person's verdict is no answer and goes through resolve.
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        job_id: Option<&str>,
+        attempt_id: &str,
+        answer: &Value,
+        cause: Cause,
+        head: Option<Arc<ResponseHead>>,
+        via: &'static str,
+        note: Option<Note>,
+    ) -> Result<Complete> {
+        if cause == Cause::Person {
+            return Err(Error::internal("a person's verdict goes through resolve"));
+        }
+        let via_detail = Map::from_iter([("via".into(), json!(via))]);
+        let (result, detail) = (answer.to_string(), won_detail(answer, &via_detail));
+        Ok(Complete {
+            job_id: job_id.map(str::to_owned),
+            attempt_id: attempt_id.to_owned(),
+            answer: answer.clone(),
+            cause,
+            head,
+            via_detail,
+            result,
+            detail,
+            note,
+        })
+    }
+
     /// The write, given what a run's statement did for it, if it ran in one.
     async fn write(&self, tx: &mut Tx, ran: Option<Ran>) -> Result<Result<Completion>> {
         let attempt_id = &self.attempt_id;

@@ -7,10 +7,15 @@ use crate::bulk::BulkFilter;
 use crate::error::{Error, NotFoundDetails, Result};
 use crate::input;
 use crate::intent::validate_owner;
-use crate::model::{Attempt, Job, JobDetail, JobPage, JobSummaryPage, ShownJobDetail, Usage};
+use crate::known::Known;
+use crate::model::{
+    Attempt, Event, Job, JobDetail, JobPage, JobSummaryPage, ShownJobDetail, Usage,
+};
+use crate::money::Cost;
 use crate::shown::JobPart;
-use crate::store::json_column;
-use crate::store::{attempts as attempt_rows, events, evidence as evidence_rows, jobs as job_rows};
+use crate::store::jobs::{self as job_rows, JobRow, PageRow, SummaryRow};
+use crate::store::{attempts as attempt_rows, events, evidence as evidence_rows};
+use crate::store::{json_column, Handle};
 use crate::{Engine, JobsQuery, DEFAULT_PAGE, MAX_PAGE, MAX_SEARCH};
 
 use super::{owned_attempt_row, owned_job_row};
@@ -21,23 +26,8 @@ impl Engine {
         let job_id = &input::id("job_id", "job", job_id)?;
         let mut conn = self.read().await?;
         let job = owned_job_row(&mut conn, owner, job_id).await?.into_job()?;
-        let attempts = attempt_rows::for_job(&mut conn, job_id)
-            .await?
-            .into_iter()
-            .map(|a| a.into_attempt())
-            .collect::<Result<Vec<_>>>()?;
-        let events = events::for_job(&mut conn, job_id).await?;
-        let usage = Usage::total(attempts.iter().filter_map(|a| a.usage.as_ref()));
-        let known = super::evidence::known_of(&mut conn, job_id, &attempts, &events).await?;
-        let cost = crate::money::totals(&attempts);
-        Ok(JobDetail {
-            job,
-            attempts,
-            events,
-            usage,
-            cost,
-            known,
-        })
+        let history = History::of(&mut conn, job_id).await?;
+        Ok(with_history!(JobDetail, job, history))
     }
 
     /// [`Engine::job`] as a screen shows it: the intent and result each whole, or when its
@@ -51,23 +41,8 @@ impl Engine {
             .await?
             .ok_or_else(|| Error::not_found("job", job_id))?
             .into_shown()?;
-        let attempts = attempt_rows::for_job(&mut conn, job_id)
-            .await?
-            .into_iter()
-            .map(|a| a.into_attempt())
-            .collect::<Result<Vec<_>>>()?;
-        let events = events::for_job(&mut conn, job_id).await?;
-        let usage = Usage::total(attempts.iter().filter_map(|a| a.usage.as_ref()));
-        let known = super::evidence::known_of(&mut conn, job_id, &attempts, &events).await?;
-        let cost = crate::money::totals(&attempts);
-        Ok(ShownJobDetail {
-            job,
-            attempts,
-            events,
-            usage,
-            cost,
-            known,
-        })
+        let history = History::of(&mut conn, job_id).await?;
+        Ok(with_history!(ShownJobDetail, job, history))
     }
 
     /// One value of the owner's job, whole: its intent, its result, or the detail of one event
@@ -119,29 +94,31 @@ impl Engine {
     /// keyset: `next` is the cursor to pass as `after` for the following page, `None` on the
     /// last.
     pub async fn jobs(&self, owner: &str, query: &JobsQuery) -> Result<JobPage> {
-        validate_owner(owner)?;
-        let limit = query.limit.unwrap_or(DEFAULT_PAGE);
-        check_limit(limit)?;
-        let after = query.after.as_deref().map(cursor).transpose()?;
-        let filter = ListFilter::of_query(query)?;
-        let mut conn = self.read().await?;
-        // One row more than asked tells whether another page follows.
-        let rows = job_rows::page(
-            &mut conn,
-            owner,
-            &filter.rows(),
-            after.as_deref(),
-            limit + 1,
-            query.oldest_first,
-        )
-        .await?;
-        let (jobs, next) = keyset_page(rows, limit, |r| r.into_job(), |j| &j.id)?;
+        let (jobs, next) = self
+            .keyset_page(owner, query, JobRow::into_job, |j| &j.id)
+            .await?;
         Ok(JobPage { jobs, next })
     }
 
     /// [`Engine::jobs`] as a list shows them: summaries, with the intent only as its route
     /// and no result, so a page costs the same however large its jobs' values are.
     pub async fn job_summaries(&self, owner: &str, query: &JobsQuery) -> Result<JobSummaryPage> {
+        let (jobs, next) = self
+            .keyset_page(owner, query, SummaryRow::into_summary, |j| &j.id)
+            .await?;
+        Ok(JobSummaryPage { jobs, next })
+    }
+
+    /// One page of the owner's jobs that pass the query, each read as `R` and made an item by
+    /// `into`, with the cursor of the following page (the `id` of its last item) when there
+    /// is one.
+    async fn keyset_page<R: PageRow, T>(
+        &self,
+        owner: &str,
+        query: &JobsQuery,
+        into: impl Fn(R) -> Result<T>,
+        id: impl Fn(&T) -> &String,
+    ) -> Result<(Vec<T>, Option<String>)> {
         validate_owner(owner)?;
         let limit = query.limit.unwrap_or(DEFAULT_PAGE);
         check_limit(limit)?;
@@ -149,7 +126,7 @@ impl Engine {
         let filter = ListFilter::of_query(query)?;
         let mut conn = self.read().await?;
         // One row more than asked tells whether another page follows.
-        let rows = job_rows::summaries(
+        let mut rows = job_rows::page::<R>(
             &mut conn,
             owner,
             &filter.rows(),
@@ -158,8 +135,11 @@ impl Engine {
             query.oldest_first,
         )
         .await?;
-        let (jobs, next) = keyset_page(rows, limit, |r| r.into_summary(), |j| &j.id)?;
-        Ok(JobSummaryPage { jobs, next })
+        let more = rows.len() > limit as usize;
+        rows.truncate(limit as usize);
+        let items = rows.into_iter().map(into).collect::<Result<Vec<_>>>()?;
+        let next = items.last().filter(|_| more).map(|last| id(last).clone());
+        Ok((items, next))
     }
 
     /// How many of the owner's jobs pass the query's filters (status, search, provider, error
@@ -196,6 +176,61 @@ impl Engine {
     }
 }
 
+/// What a job's detail shows besides the job: its attempts, its event history, the tokens
+/// reported over all its attempts, and what is known of each `unknown` one.
+struct History {
+    attempts: Vec<Attempt>,
+    events: Vec<Event>,
+    usage: Option<Usage>,
+    cost: Vec<Cost>,
+    known: Vec<Known>,
+}
+
+/// `$detail { job: $job, … }` with the rest from `$history`: [`JobDetail`] and
+/// [`ShownJobDetail`] differ only in their job's type (a macro, as they are two types).
+macro_rules! with_history {
+    ($detail:ident, $job:expr, $history:expr) => {{
+        let History {
+            attempts,
+            events,
+            usage,
+            cost,
+            known,
+        } = $history;
+        $detail {
+            job: $job,
+            attempts,
+            events,
+            usage,
+            cost,
+            known,
+        }
+    }};
+}
+use with_history;
+
+impl History {
+    /// Reads the history of job `job_id`.
+    async fn of(conn: &mut impl Handle, job_id: &str) -> Result<History> {
+        let attempts = attempt_rows::for_job(conn, job_id)
+            .await?
+            .into_iter()
+            .map(|a| a.into_attempt())
+            .collect::<Result<Vec<_>>>()?;
+        let events = events::for_job(conn, job_id).await?;
+        let usage = Usage::total(attempts.iter().filter_map(|a| a.usage.as_ref()));
+        let known = super::evidence::known_of(conn, job_id, &attempts, &events).await?;
+        let cost = crate::money::totals(&attempts);
+        Ok(History {
+            cost,
+            attempts,
+            events,
+            usage,
+            known,
+        })
+    }
+}
+
 /// A page size within 1–`MAX_PAGE`, or `invalid_input` naming `limit`.
 pub(super) fn check_limit(limit: u32) -> Result<()> {
     if (1..=MAX_PAGE).contains(&limit) {
@@ -206,21 +241,6 @@ pub(super) fn check_limit(limit: u32) -> Result<()> {
             format!("{limit} is outside 1-{MAX_PAGE}"),
         ))
     }
-}
-
-/// A page read with one row more than `limit`: its first `limit` rows as `into` makes them,
-/// and the cursor of the page that follows when the extra row was there.
-fn keyset_page<R, T>(
-    mut rows: Vec<R>,
-    limit: u32,
-    into: impl Fn(R) -> Result<T>,
-    id: impl Fn(&T) -> &String,
-) -> Result<(Vec<T>, Option<String>)> {
-    let more = rows.len() > limit as usize;
-    rows.truncate(limit as usize);
-    let items = rows.into_iter().map(into).collect::<Result<Vec<_>>>()?;
-    let next = items.last().filter(|_| more).map(|last| id(last).clone());
-    Ok((items, next))
 }
 
 /// The cursor `after` as the ledger holds ids: a job id in any form the UUID parser reads (the

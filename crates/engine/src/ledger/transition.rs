@@ -25,6 +25,23 @@ pub(super) struct AttemptMove<'a> {
     pub detail: Value,
 }
 
+impl AttemptMove<'_> {
+    /// The system giving up on an attempt (`→ abandoned`, finished), with `detail` saying why.
+    pub(super) fn abandon(detail: Value) -> Self {
+        AttemptMove {
+            to: AttemptState::Abandoned,
+            cause: Cause::Executor,
+            patch: Patch {
+                finished: true,
+                ..Default::default()
+            },
+            event: EventKind::AttemptAbandoned,
+            actor: Actor::System,
+            detail,
+        }
+    }
+}
+
 /// Moves an attempt from the state `row` was read in, and returns it as moved (see
 /// [`move_from`]).
 pub(super) async fn move_attempt(
@@ -137,17 +154,7 @@ pub(super) async fn close_open(
     } else {
         format!("the job became {status} while this attempt was out; a late answer will be dropped and flagged for review")
     };
-    let m = AttemptMove {
-        to: AttemptState::Abandoned,
-        cause: Cause::Executor,
-        patch: Patch {
-            finished: true,
-            ..Default::default()
-        },
-        event: EventKind::AttemptAbandoned,
-        actor: Actor::System,
-        detail: json!({ "reason": reason, "never_sent": never_sent }),
-    };
+    let m = AttemptMove::abandon(json!({ "reason": reason, "never_sent": never_sent }));
     move_attempt(conn, &open, m).await.map(|_| ())
 }
 

@@ -8,8 +8,8 @@
 
 use serde_json::{json, Map, Value};
 
-use super::{misconfigured, Decoded, Output, ProviderConfig, RESERVED_PARAMS};
-use crate::contracts::Contract;
+use super::{Decoded, Output, ProviderConfig};
+use crate::contracts::{Contract, Prompt};
 use crate::model::AttemptError;
 
 /// The API version sent when the provider does not name one (`"anthropic_version"`).
@@ -24,58 +24,30 @@ pub fn url(base_url: &str) -> String {
     format!("{}/v1/messages", base_url.trim_end_matches('/'))
 }
 
-/// The request body. Without a contract the job's input must hold `messages` itself.
-pub fn body(
-    config: &ProviderConfig,
-    contract: Option<&Contract>,
-    input: &Value,
-    params: &Map<String, Value>,
-) -> Result<Value, AttemptError> {
-    let mut body = match contract {
-        Some(contract) => {
-            let prompt = contract
-                .render(input)
-                .map_err(|why| misconfigured(format!("contract {}: {why}", contract.name)))?;
-            let mut body = Map::new();
-            if !prompt.system.is_empty() {
-                body.insert("system".into(), json!(prompt.system));
-            }
-            body.insert(
-                "messages".into(),
-                json!([{ "role": "user", "content": prompt.user }]),
-            );
-            body.insert(
-                "tools".into(),
-                json!([{
-                    "name": ANSWER_TOOL,
-                    "description": "Give your answer. The tool's input is the answer itself and must follow its schema exactly.",
-                    "input_schema": contract.effective_schema(),
-                }]),
-            );
-            body.insert(
-                "tool_choice".into(),
-                json!({ "type": "tool", "name": ANSWER_TOOL }),
-            );
-            body
-        }
-        None => match input {
-            Value::Object(fields) if fields.contains_key("messages") => fields.clone(),
-            _ => return Err(misconfigured(
-                "an anthropic job without a contract needs input.messages (Messages API messages)",
-            )),
-        },
-    };
-    if let Some(model) = &config.model {
-        body.entry("model").or_insert_with(|| json!(model));
+/// The body of a job with a contract: its rendered `prompt`, and the contract's schema as the
+/// input schema of the one tool the model is made to call (see the module's doc).
+pub(super) fn contract_body(contract: &Contract, prompt: Prompt) -> Map<String, Value> {
+    let mut body = Map::new();
+    if !prompt.system.is_empty() {
+        body.insert("system".into(), json!(prompt.system));
     }
-    body.entry("max_tokens")
-        .or_insert_with(|| json!(DEFAULT_MAX_TOKENS));
-    for (key, value) in params {
-        if !RESERVED_PARAMS.contains(&key.as_str()) {
-            body.insert(key.clone(), value.clone());
-        }
-    }
-    Ok(Value::Object(body))
+    body.insert(
+        "messages".into(),
+        json!([{ "role": "user", "content": prompt.user }]),
+    );
+    body.insert(
+        "tools".into(),
+        json!([{
+            "name": ANSWER_TOOL,
+            "description": "Give your answer. The tool's input is the answer itself and must follow its schema exactly.",
+            "input_schema": contract.effective_schema(),
+        }]),
+    );
+    body.insert(
+        "tool_choice".into(),
+        json!({ "type": "tool", "name": ANSWER_TOOL }),
+    );
+    body
 }
 
 /// The request with the Messages API's headers; `api_key`, read for this call, goes in

@@ -7,7 +7,7 @@ pub(crate) mod openai;
 pub(crate) mod url;
 
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
+use serde_json::{json, Map, Value};
 
 use crate::contracts::Contract;
 use crate::error::{Error, Result};
@@ -207,7 +207,7 @@ pub(crate) fn build_request(
 ) -> std::result::Result<reqwest::RequestBuilder, AttemptError> {
     match config.kind {
         ProviderKind::Sandbox if contract.is_some() => {
-            let body = openai::body(config, contract, input, params)?;
+            let body = chat_body(ProviderKind::Openai, config, contract, input, params)?;
             let url = sandbox::chat_url(base_url).ok_or_else(|| {
                 misconfigured(
                     "the sandbox's base_url is not a URL its chat endpoint can be found from",
@@ -219,7 +219,7 @@ pub(crate) fn build_request(
             Ok(http::build(client, base_url, job_id, input, api_key))
         }
         ProviderKind::Openai => {
-            let body = openai::body(config, contract, input, params)?;
+            let body = chat_body(ProviderKind::Openai, config, contract, input, params)?;
             Ok(http::build(
                 client,
                 &openai::url(base_url),
@@ -229,12 +229,65 @@ pub(crate) fn build_request(
             ))
         }
         ProviderKind::Anthropic => {
-            let body = anthropic::body(config, contract, input, params)?;
+            let body = chat_body(ProviderKind::Anthropic, config, contract, input, params)?;
             Ok(anthropic::build(
                 client, config, base_url, job_id, &body, api_key,
             ))
         }
     }
+}
+
+/// The request body of a job at a chat kind (`openai`, or `anthropic`): its contract's prompt
+/// as the kind asks for it, or else the job's own `input.messages`; then the provider's model
+/// (and for `anthropic` the default `max_tokens`) where the body names none, and the intent's
+/// `params` but the reserved ones.
+fn chat_body(
+    kind: ProviderKind,
+    config: &ProviderConfig,
+    contract: Option<&Contract>,
+    input: &Value,
+    params: &Map<String, Value>,
+) -> std::result::Result<Value, AttemptError> {
+    let anthropic = kind == ProviderKind::Anthropic;
+    let mut body = match contract {
+        Some(contract) => {
+            let prompt = contract
+                .render(input)
+                .map_err(|why| misconfigured(format!("contract {}: {why}", contract.name)))?;
+            if anthropic {
+                anthropic::contract_body(contract, prompt)
+            } else {
+                openai::contract_body(config, contract, prompt)
+            }
+        }
+        None => match input {
+            Value::Object(fields) if fields.contains_key("messages") => fields.clone(),
+            _ => {
+                let api = if anthropic {
+                    "Messages API"
+                } else {
+                    "Chat Completions"
+                };
+                return Err(misconfigured(format!(
+                    "an {} job without a contract needs input.messages ({api} messages)",
+                    kind.as_str()
+                )));
+            }
+        },
+    };
+    if let Some(model) = &config.model {
+        body.entry("model").or_insert_with(|| json!(model));
+    }
+    if anthropic {
+        body.entry("max_tokens")
+            .or_insert_with(|| json!(anthropic::DEFAULT_MAX_TOKENS));
+    }
+    for (key, value) in params {
+        if !RESERVED_PARAMS.contains(&key.as_str()) {
+            body.insert(key.clone(), value.clone());
+        }
+    }
+    Ok(Value::Object(body))
 }
 
 /// Parameters the adapters set themselves; the intent's `params` cannot override them.

@@ -8,8 +8,8 @@
 
 use serde_json::{json, Map, Value};
 
-use super::{misconfigured, Decoded, Output, ProviderConfig, RESERVED_PARAMS};
-use crate::contracts::Contract;
+use super::{Decoded, Output, ProviderConfig};
+use crate::contracts::{Contract, Prompt};
 use crate::model::AttemptError;
 
 /// The Chat Completions URL of a base URL.
@@ -17,41 +17,13 @@ pub fn url(base_url: &str) -> String {
     format!("{}/chat/completions", base_url.trim_end_matches('/'))
 }
 
-/// The request body. Without a contract the job's input must hold `messages` itself.
-pub fn body(
-    config: &ProviderConfig,
-    contract: Option<&Contract>,
-    input: &Value,
-    params: &Map<String, Value>,
-) -> Result<Value, AttemptError> {
-    let mut body = match contract {
-        Some(contract) => contract_body(config, contract, input)?,
-        None => match input {
-            Value::Object(fields) if fields.contains_key("messages") => fields.clone(),
-            _ => return Err(misconfigured(
-                "an openai job without a contract needs input.messages (Chat Completions messages)",
-            )),
-        },
-    };
-    if let Some(model) = &config.model {
-        body.entry("model").or_insert_with(|| json!(model));
-    }
-    for (key, value) in params {
-        if !RESERVED_PARAMS.contains(&key.as_str()) {
-            body.insert(key.clone(), value.clone());
-        }
-    }
-    Ok(Value::Object(body))
-}
-
-fn contract_body(
+/// The body of a job with a contract: its rendered `prompt` as a system and a user message,
+/// and the contract's schema as `response_format` asks for it (see the module's doc).
+pub(super) fn contract_body(
     config: &ProviderConfig,
     contract: &Contract,
-    input: &Value,
-) -> Result<Map<String, Value>, AttemptError> {
-    let prompt = contract
-        .render(input)
-        .map_err(|why| misconfigured(format!("contract {}: {why}", contract.name)))?;
+    prompt: Prompt,
+) -> Map<String, Value> {
     let schema = contract.effective_schema();
     let strict = config.supports_json_schema != Some(false);
     let system = if strict {
@@ -78,10 +50,10 @@ fn contract_body(
     } else {
         json!({ "type": "json_object" })
     };
-    Ok(Map::from_iter([
+    Map::from_iter([
         ("messages".to_owned(), Value::Array(messages)),
         ("response_format".to_owned(), response_format),
-    ]))
+    ])
 }
 
 /// OpenAI accepts schema names of `a-zA-Z0-9_-` only; contract names may also hold dots.

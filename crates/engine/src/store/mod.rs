@@ -96,6 +96,21 @@ pub(crate) trait Handle: Send {
     fn conn(&mut self) -> Conn<'_>;
 }
 
+impl<'c> From<(&'c mut SqliteConnection, &'c str)> for Conn<'c> {
+    /// A SQLite connection with its file as shown, as a writer's `parts` gives them.
+    fn from((c, at): (&'c mut SqliteConnection, &'c str)) -> Self {
+        Conn::Sqlite(c, at)
+    }
+}
+
+impl<'c> From<(&'c mut PgConnection, &'c Watch)> for Conn<'c> {
+    /// A PostgreSQL connection with its watch, as a transaction's or pooled one's `parts`
+    /// give them.
+    fn from((c, watch): (&'c mut PgConnection, &'c Watch)) -> Self {
+        Conn::Postgres(c, watch)
+    }
+}
+
 impl Handle for Conn<'_> {
     fn conn(&mut self) -> Conn<'_> {
         match self {
@@ -142,14 +157,8 @@ impl Tx {
 impl Handle for Tx {
     fn conn(&mut self) -> Conn<'_> {
         match self {
-            Tx::Sqlite(tx) => {
-                let (c, at) = tx.parts();
-                Conn::Sqlite(c, at)
-            }
-            Tx::Postgres(tx) => {
-                let (c, watch) = tx.parts();
-                Conn::Postgres(c, watch)
-            }
+            Tx::Sqlite(tx) => tx.parts().into(),
+            Tx::Postgres(tx) => tx.parts().into(),
         }
     }
 }
@@ -177,42 +186,37 @@ impl Tx {
 
     /// Releases the savepoint and marks a new one, in one round trip.
     pub async fn next_savepoint(&mut self) -> sqlx::Result<()> {
-        use sqlx::Executor;
-        const STATEMENTS: &str = "RELEASE SAVEPOINT onejob_step; SAVEPOINT onejob_step";
-        match self {
-            Tx::Sqlite(tx) => {
-                let (conn, at) = tx.parts();
-                conn.execute(sqlx::raw_sql(STATEMENTS))
-                    .await
-                    .map(|_| ())
-                    .map_err(|e| sqlite::named(at, e))
-            }
-            Tx::Postgres(tx) => {
-                let (conn, watch) = tx.parts();
-                watch
-                    .guard(conn.execute(sqlx::raw_sql(STATEMENTS)))
-                    .await
-                    .map(|_| ())
-            }
-        }
+        self.run("RELEASE SAVEPOINT onejob_step; SAVEPOINT onejob_step", true)
+            .await
     }
 
+    /// One statement of fixed text on the transaction.
     async fn simple(&mut self, statement: &'static str) -> sqlx::Result<()> {
+        self.run(statement, false).await
+    }
+
+    /// Runs fixed text on the transaction's connection, its failure named as the backend's
+    /// are: one statement as a prepared one, or `several` unprepared in one round trip.
+    async fn run(&mut self, sql: &'static str, several: bool) -> sqlx::Result<()> {
+        use sqlx::Executor;
         match self {
             Tx::Sqlite(tx) => {
                 let (conn, at) = tx.parts();
-                sqlx::query(statement)
-                    .execute(conn)
-                    .await
-                    .map(|_| ())
-                    .map_err(|e| sqlite::named(at, e))
+                let done = if several {
+                    conn.execute(sqlx::raw_sql(sql)).await
+                } else {
+                    sqlx::query(sql).execute(conn).await
+                };
+                done.map(|_| ()).map_err(|e| sqlite::named(at, e))
             }
             Tx::Postgres(tx) => {
                 let (conn, watch) = tx.parts();
-                watch
-                    .guard(sqlx::query(statement).execute(conn))
-                    .await
-                    .map(|_| ())
+                let done = if several {
+                    watch.guard(conn.execute(sqlx::raw_sql(sql))).await
+                } else {
+                    watch.guard(sqlx::query(sql).execute(conn)).await
+                };
+                done.map(|_| ())
             }
         }
     }
@@ -229,10 +233,7 @@ impl Handle for Pooled {
     fn conn(&mut self) -> Conn<'_> {
         match self {
             Pooled::Sqlite(c, at) => Conn::Sqlite(c, at),
-            Pooled::Postgres(c) => {
-                let (c, watch) = c.parts();
-                Conn::Postgres(c, watch)
-            }
+            Pooled::Postgres(c) => c.parts().into(),
         }
     }
 }
@@ -264,14 +265,8 @@ impl Writing {
 impl Handle for Writing {
     fn conn(&mut self) -> Conn<'_> {
         match &mut self.conn {
-            WritingConn::Sqlite(c) => {
-                let (c, at) = c.parts();
-                Conn::Sqlite(c, at)
-            }
-            WritingConn::Postgres(c) => {
-                let (c, watch) = c.parts();
-                Conn::Postgres(c, watch)
-            }
+            WritingConn::Sqlite(c) => c.parts().into(),
+            WritingConn::Postgres(c) => c.parts().into(),
         }
     }
 }

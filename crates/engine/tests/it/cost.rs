@@ -4,7 +4,6 @@
 
 use crate::common;
 
-
 use common::{start, until, Ledger, OWNER};
 use onejob_engine::{AttemptState, Cost, Engine, JobStatus, Resolution, SpendBy, Verdict};
 use onejob_testkit::RawServer;

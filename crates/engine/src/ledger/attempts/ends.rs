@@ -99,8 +99,16 @@ impl Engine {
         attempt_id: &str,
         why: AttemptError,
     ) -> Result<JobAttempt> {
-        let attempt_id = attempt_id.to_owned();
-        let done = self.group(FailUnsent { attempt_id, why }).await?;
+        let done = self
+            .group(FailAttempt {
+                attempt_id: attempt_id.to_owned(),
+                why,
+                http_status: None,
+                after: AfterFailure::Requeue,
+                note: None,
+                unsent_only: true,
+            })
+            .await?;
         self.wake_executor();
         Ok(done)
     }
@@ -135,6 +143,7 @@ impl Engine {
                 http_status,
                 after,
                 note,
+                unsent_only: false,
             })
             .await?;
         self.wake_executor();
@@ -153,17 +162,7 @@ impl Engine {
         let outcome = async {
             job_rows::lock(&mut tx, &[], &[attempt_id.to_owned()]).await?;
             let row = attempt_row(&mut tx, attempt_id).await?;
-            let m = AttemptMove {
-                to: AttemptState::Abandoned,
-                cause: Cause::Executor,
-                patch: Patch {
-                    finished: true,
-                    ..Default::default()
-                },
-                event: EventKind::AttemptAbandoned,
-                actor: Actor::System,
-                detail: json!({ "reason": reason }),
-            };
+            let m = AttemptMove::abandon(json!({ "reason": reason }));
             move_attempt(&mut tx, &row, m).await?;
             release_job(&mut tx, &row.job_id).await?;
             job_attempt(&mut tx, &row.job_id, attempt_id).await
@@ -254,45 +253,16 @@ impl GroupWrite for MarkUnknown {
     }
 }
 
-/// [`Engine::fail_unsent`]'s write.
-struct FailUnsent {
-    attempt_id: String,
-    why: AttemptError,
-}
-
-impl GroupWrite for FailUnsent {
-    type Out = JobAttempt;
-
-    fn lock(&self) -> Lock {
-        Lock::JobOf(self.attempt_id.clone())
-    }
-
-    fn run<'t>(&'t self, tx: &'t mut Tx) -> Step<'t, JobAttempt> {
-        Box::pin(async move {
-            let attempt_id = &self.attempt_id;
-            let row = attempt_row(tx, attempt_id).await?;
-            let state = row.state()?;
-            if state != AttemptState::Pending {
-                return Err(Error::invalid_transition(
-                    "attempt",
-                    attempt_id,
-                    state.as_str(),
-                    "failed before sending",
-                ));
-            }
-            fail_in(tx, &row, &self.why, None, &AfterFailure::Requeue).await?;
-            job_attempt(tx, &row.job_id, attempt_id).await
-        })
-    }
-}
-
-/// [`Engine::fail_attempt_noted`]'s write.
+/// [`Engine::fail_attempt_noted`]'s write, and [`Engine::fail_unsent`]'s.
 struct FailAttempt {
     attempt_id: String,
     why: AttemptError,
     http_status: Option<u16>,
     after: AfterFailure,
     note: Option<Note>,
+    /// Only a `pending` attempt may fail so (`fail_unsent`): any other is refused as an
+    /// invalid transition, with nothing written, since its request may be out.
+    unsent_only: bool,
 }
 
 impl GroupWrite for FailAttempt {
@@ -306,6 +276,17 @@ impl GroupWrite for FailAttempt {
         Box::pin(async move {
             let attempt_id = &self.attempt_id;
             let row = attempt_row(tx, attempt_id).await?;
+            if self.unsent_only {
+                let state = row.state()?;
+                if state != AttemptState::Pending {
+                    return Err(Error::invalid_transition(
+                        "attempt",
+                        attempt_id,
+                        state.as_str(),
+                        "failed before sending",
+                    ));
+                }
+            }
             if let Some(note) = &self.note {
                 note.write(tx, &row.job_id, attempt_id).await?;
             }

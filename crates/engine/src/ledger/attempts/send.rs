@@ -294,7 +294,7 @@ mod tests {
 
     use super::*;
     use crate::attempt::Cause;
-    use crate::model::Outcome;
+    use crate::model::{Completion, Outcome};
 
     /// A ledger on either backend, as the test run chooses.
     async fn open(dir: &tempfile::TempDir) -> Engine {
@@ -313,6 +313,25 @@ mod tests {
             .unwrap()
     }
 
+    /// The attempt's `answer`, recorded as the executor records one, carrying `head`.
+    async fn answer_carrying(
+        engine: &Engine,
+        attempt: &Attempt,
+        answer: serde_json::Value,
+        head: &Arc<ResponseHead>,
+    ) -> Completion {
+        engine
+            .complete_carrying(
+                Some(&attempt.job_id),
+                &attempt.id,
+                &answer,
+                Cause::Answer,
+                Some(head.clone()),
+            )
+            .await
+            .unwrap()
+    }
+
     /// The answer took the head before the head's own write ran: that write writes nothing,
     /// and the head is recorded all the same, by the answer's write, in the same commit.
     #[tokio::test]
@@ -325,17 +344,7 @@ mod tests {
             .queue_response_head(Some(&attempt.job_id), &attempt.id, head.clone())
             .unwrap();
         assert!(head.carried_by_answer());
-        let answer = serde_json::json!({"ok": true});
-        let done = engine
-            .complete_carrying(
-                Some(&attempt.job_id),
-                &attempt.id,
-                &answer,
-                Cause::Answer,
-                Some(head.clone()),
-            )
-            .await
-            .unwrap();
+        let done = answer_carrying(&engine, &attempt, serde_json::json!({"ok": true}), &head).await;
         own.await.unwrap();
         assert_eq!(done.outcome, Outcome::Won);
         assert_eq!(done.attempt.request_id.as_deref(), Some("req-7"));
@@ -373,17 +382,8 @@ mod tests {
         engine.cancel("local", &attempt.job_id).await.unwrap();
         let head = ResponseHead::new(Some("req-9".into()), Some(200));
         assert!(head.carried_by_answer());
-        let answer = serde_json::json!({"late": true});
-        let done = engine
-            .complete_carrying(
-                Some(&attempt.job_id),
-                &attempt.id,
-                &answer,
-                Cause::Answer,
-                Some(head),
-            )
-            .await
-            .unwrap();
+        let done =
+            answer_carrying(&engine, &attempt, serde_json::json!({"late": true}), &head).await;
         assert_ne!(done.outcome, Outcome::Won);
         assert_eq!(done.attempt.request_id.as_deref(), Some("req-9"));
     }

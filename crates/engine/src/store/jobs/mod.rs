@@ -27,5 +27,6 @@ pub use read::{
 };
 pub use rows::{ShownRow, SummaryRow};
 pub(in crate::store) use search::build;
-pub use search::{count, page, summaries, Filter};
+pub use search::{count, Filter};
+pub(crate) use search::{page, PageRow};
 pub use submit::{holders, insert_many, submit, submit_step, NewJob};

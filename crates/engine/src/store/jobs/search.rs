@@ -144,75 +144,52 @@ pub(in crate::store) fn build<'q, DB>(
     }
 }
 
-/// Up to `limit` of the owner's jobs that pass `filter`, newest first and strictly older than
-/// `cursor` (or oldest first and strictly newer, with `oldest_first`).
-pub async fn page(
+/// A row a keyset page of jobs is read as: a whole row ([`JobRow`]) or a list's summary
+/// ([`SummaryRow`]).
+pub(crate) trait PageRow:
+    for<'r> sqlx::FromRow<'r, sqlx::sqlite::SqliteRow>
+    + for<'r> sqlx::FromRow<'r, sqlx::postgres::PgRow>
+    + Send
+    + Unpin
+{
+    /// The columns that start the page's statement.
+    const HEAD: Queries;
+}
+
+impl PageRow for JobRow {
+    const HEAD: Queries = queries!("jobs/page");
+}
+
+impl PageRow for SummaryRow {
+    const HEAD: Queries = queries!("jobs/summaries");
+}
+
+/// Up to `limit` of the owner's jobs that pass `filter`, each read as `R`, newest first and
+/// strictly older than `cursor` (or oldest first and strictly newer, with `oldest_first`).
+pub(crate) async fn page<R: PageRow>(
     h: &mut impl Handle,
     owner: &str,
     filter: &Filter<'_>,
     cursor: Option<&str>,
     limit: u32,
     oldest_first: bool,
-) -> sqlx::Result<Vec<JobRow>> {
-    keyset(
-        h,
-        queries!("jobs/page"),
-        owner,
-        filter,
-        (cursor, limit, oldest_first),
-    )
-    .await
-}
-
-/// One keyset page of the owner's jobs that pass `filter`, each read as `R` from the columns
-/// `head` starts the statement with (`jobs/page.sql`, `jobs/summaries.sql`).
-async fn keyset<R>(
-    h: &mut impl Handle,
-    head: Queries,
-    owner: &str,
-    filter: &Filter<'_>,
-    page: (Option<&str>, u32, bool),
-) -> sqlx::Result<Vec<R>>
-where
-    R: for<'r> sqlx::FromRow<'r, sqlx::sqlite::SqliteRow>
-        + for<'r> sqlx::FromRow<'r, sqlx::postgres::PgRow>
-        + Send
-        + Unpin,
-{
+) -> sqlx::Result<Vec<R>> {
+    let page = Some((cursor, limit, oldest_first));
     match h.conn() {
         Conn::Sqlite(conn, at) => {
-            let mut q = QueryBuilder::new(head.sqlite);
-            build(&mut q, false, owner, filter, Some(page));
+            let mut q = QueryBuilder::new(R::HEAD.sqlite);
+            build(&mut q, false, owner, filter, page);
             q.build_query_as()
                 .fetch_all(conn)
                 .await
                 .map_err(|e| crate::store::sqlite::named(at, e))
         }
         Conn::Postgres(conn, watch) => {
-            let mut q = QueryBuilder::new(head.postgres);
-            build(&mut q, true, owner, filter, Some(page));
+            let mut q = QueryBuilder::new(R::HEAD.postgres);
+            build(&mut q, true, owner, filter, page);
             watch.guard(q.build_query_as().fetch_all(conn)).await
         }
     }
-}
-
-/// [`page`] as a list shows it: summaries, with neither intent nor result read.
-pub async fn summaries(
-    h: &mut impl Handle,
-    owner: &str,
-    filter: &Filter<'_>,
-    cursor: Option<&str>,
-    limit: u32,
-    oldest_first: bool,
-) -> sqlx::Result<Vec<SummaryRow>> {
-    keyset(
-        h,
-        queries!("jobs/summaries"),
-        owner,
-        filter,
-        (cursor, limit, oldest_first),
-    )
-    .await
 }
 
 /// How many of the owner's jobs pass `filter`.

@@ -5,7 +5,7 @@ use sqlx::FromRow;
 
 use crate::job::JobStatus;
 use crate::store::rows::JobRow;
-use crate::store::{on_backend, Conn, Handle};
+use crate::store::{on_backend, query, Conn, Handle};
 
 impl JobRow {
     /// A job just inserted by `job`, queued at version 0 at `at`, as the row now reads.
@@ -39,6 +39,20 @@ pub struct NewJob<'a> {
     pub intent: &'a str,
 }
 
+/// `$query` with the new job's columns bound in the order both submit statements take them
+/// (`jobs/submit.sql`, `jobs/submit_step.sql`): a macro, as `sqlx::query` and
+/// `sqlx::query_as` on either backend are four types.
+macro_rules! bind_job {
+    ($query:expr, $job:expr) => {
+        $query
+            .bind($job.id)
+            .bind($job.owner_id)
+            .bind($job.idempotency_key)
+            .bind($job.fingerprint)
+            .bind($job.intent)
+    };
+}
+
 /// A lone submit, committed when this returns `Ok`: inserts a `queued` job at version 0 unless
 /// the owner already used the key. On both backends it is one autocommitted statement
 /// (`jobs/submit.sql`), its triggers inside it. On SQLite it has no `RETURNING`: the new job is
@@ -47,22 +61,12 @@ pub struct NewJob<'a> {
 /// holder committed while it ran (read it then).
 pub async fn submit(h: &mut impl Handle, job: &NewJob<'_>) -> sqlx::Result<Option<JobRow>> {
     let sql = crate::store::queries!("jobs/submit");
-    macro_rules! bound {
-        ($sql:expr) => {
-            sqlx::query($sql)
-                .bind(job.id)
-                .bind(job.owner_id)
-                .bind(job.idempotency_key)
-                .bind(job.fingerprint)
-                .bind(job.intent)
-        };
-    }
     match h.conn() {
         // No row comes back: the job is the one bound, at the time bound (SQLite reads the
         // same clock), and its `submitted` event carries that time too.
         Conn::Sqlite(conn, ledger) => {
             let at = crate::store::now();
-            let done = bound!(sql.sqlite)
+            let done = bind_job!(sqlx::query(sql.sqlite), job)
                 .bind(&at)
                 .execute(conn)
                 .await
@@ -71,7 +75,7 @@ pub async fn submit(h: &mut impl Handle, job: &NewJob<'_>) -> sqlx::Result<Optio
         }
         Conn::Postgres(conn, watch) => {
             let row = watch
-                .guard(bound!(sql.postgres).fetch_optional(conn))
+                .guard(bind_job!(sqlx::query(sql.postgres), job).fetch_optional(conn))
                 .await?;
             row.as_ref().map(JobRow::from_row).transpose()
         }
@@ -84,24 +88,17 @@ pub async fn submit(h: &mut impl Handle, job: &NewJob<'_>) -> sqlx::Result<Optio
 /// PostgreSQL it is the lone submit's own statement (`jobs/submit.sql`), inside the group's
 /// transaction and a savepoint the caller holds around it.
 pub async fn submit_step(h: &mut impl Handle, job: &NewJob<'_>) -> sqlx::Result<Option<JobRow>> {
-    macro_rules! bound {
-        ($sql:expr) => {
-            sqlx::query_as($sql)
-                .bind(job.id)
-                .bind(job.owner_id)
-                .bind(job.idempotency_key)
-                .bind(job.fingerprint)
-                .bind(job.intent)
-        };
-    }
     match h.conn() {
-        Conn::Sqlite(conn, ledger) => bound!(crate::store::query!(sqlite, "jobs/submit_step"))
-            .fetch_all(conn)
-            .await
-            .map(|rows| rows.into_iter().next())
-            .map_err(|e| crate::store::sqlite::named(ledger, e)),
+        Conn::Sqlite(conn, ledger) => {
+            bind_job!(sqlx::query_as(query!(sqlite, "jobs/submit_step")), job)
+                .fetch_all(conn)
+                .await
+                .map(|rows| rows.into_iter().next())
+                .map_err(|e| crate::store::sqlite::named(ledger, e))
+        }
         Conn::Postgres(conn, watch) => {
-            let submitted = bound!(crate::store::query!(postgres, "jobs/submit")).fetch_all(conn);
+            let submitted =
+                bind_job!(sqlx::query_as(query!(postgres, "jobs/submit")), job).fetch_all(conn);
             watch
                 .guard(submitted)
                 .await
