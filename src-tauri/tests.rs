@@ -445,16 +445,8 @@ fn a_contract_check_runs_against_a_provider_and_shows_per_sample_results_and_whe
     use onejob_engine::sandbox::{Dials, Sandbox};
 
     let app = headless_app();
-    let contract = json!({
-        "name": "summary",
-        "schema": {
-            "type": "object",
-            "properties": {"summary": {"type": "string"}, "words": {"type": "integer"}},
-            "required": ["summary", "words"]
-        },
-        "template": {"system": "You summarise text in one sentence.", "user": "Summarise: {{text}}"},
-        "samples": [{"text": "The cat sat on the mat."}, {"text": "Rain, then sun."}]
-    });
+    let contract: serde_json::Value =
+        serde_json::from_str(onejob_testkit::fixtures::SUMMARY_CONTRACT).expect("the contract");
     let quick = Dials {
         latency_ms: 5,
         jitter_ms: 0,

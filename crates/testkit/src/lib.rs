@@ -18,6 +18,7 @@
 //! the engine's and the command line's tests run unchanged on both backends.
 
 mod backend;
+pub mod fixtures;
 mod keyring;
 mod mock_llm;
 mod notifications;

@@ -2049,29 +2049,6 @@ async fn a_cursor_in_upper_case_pages_on() {
     .await;
 }
 
-/// Another process that takes the ledger file's write lock and keeps it until its stdin closes.
-fn hold_the_file(path: &str) -> std::process::Child {
-    use std::io::BufRead;
-    let script = "import sqlite3, sys\n\
-                  c = sqlite3.connect(sys.argv[1], isolation_level=None)\n\
-                  c.execute('BEGIN IMMEDIATE')\n\
-                  print('held', flush=True)\n\
-                  sys.stdin.read()\n\
-                  c.execute('ROLLBACK')\n";
-    let mut child = std::process::Command::new("python3")
-        .args(["-c", script, path])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .expect("python3 holds the ledger");
-    let mut line = String::new();
-    std::io::BufReader::new(child.stdout.as_mut().expect("stdout"))
-        .read_line(&mut line)
-        .expect("read");
-    assert_eq!(line.trim(), "held");
-    child
-}
-
 /// A SQLite ledger held busy by another process past the busy timeout (30 s): the POST is a 503
 /// with `Retry-After` whose detail names the file and what to check, in onejob's words; sent
 /// again once the file is free, it makes its job. (A PostgreSQL ledger whose server is down is
@@ -2088,7 +2065,7 @@ async fn storage_is_503_with_retry_after_and_names_the_ledger() {
     )
     .await;
 
-    let mut holder = hold_the_file(&ledger.db);
+    let mut holder = onejob_testkit::fixtures::hold_sqlite_file(std::path::Path::new(&ledger.db));
     let during = api.submit("during", &intent("{\"n\": 1}")).await;
     let retry_after = header(&during, "retry-after");
     let body = problem(during, StatusCode::SERVICE_UNAVAILABLE, "storage").await;

@@ -4,36 +4,11 @@
 
 use crate::common;
 
-use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use common::{quick, sandbox, until, OWNER};
 use onejob_engine::{Engine, Error, JobStatus, OpenOptions};
 use serde_json::json;
-
-/// Another process that takes the file's write lock and keeps it until its stdin closes.
-fn hold(path: &std::path::Path) -> std::process::Child {
-    let script = "import sqlite3, sys\n\
-                  c = sqlite3.connect(sys.argv[1], isolation_level=None)\n\
-                  c.execute('BEGIN IMMEDIATE')\n\
-                  print('held', flush=True)\n\
-                  sys.stdin.read()\n\
-                  c.execute('ROLLBACK')\n";
-    let mut child = Command::new("python3")
-        .args(["-c", script])
-        .arg(path)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("python3 holds the ledger");
-    let mut line = String::new();
-    BufReader::new(child.stdout.as_mut().expect("stdout"))
-        .read_line(&mut line)
-        .expect("read");
-    assert_eq!(line.trim(), "held");
-    child
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_sqlite_file_held_by_another_process_is_busy_not_lost() {
@@ -66,7 +41,7 @@ async fn a_sqlite_file_held_by_another_process_is_busy_not_lost() {
         .expect("submit");
     until(&e, &first.job.id, |d| d.job.status == JobStatus::Running).await;
 
-    let mut holder = hold(&path);
+    let mut holder = onejob_testkit::fixtures::hold_sqlite_file(&path);
     let refused = e
         .submit(OWNER, "second", &intent("second"))
         .await

@@ -14,16 +14,7 @@ use onejob_engine::{AttemptState, Engine, JobDetail, JobStatus};
 use serde_json::{json, Value};
 
 fn summary_contract() -> Value {
-    json!({
-        "name": "summary",
-        "schema": {
-            "type": "object",
-            "properties": {"summary": {"type": "string"}, "words": {"type": "integer"}},
-            "required": ["summary", "words"]
-        },
-        "template": {"system": "You summarise text in one sentence.", "user": "Summarise: {{text}}"},
-        "samples": [{"text": "The cat sat on the mat."}, {"text": "Rain, then sun."}]
-    })
+    serde_json::from_str(onejob_testkit::fixtures::SUMMARY_CONTRACT).expect("the contract")
 }
 
 async fn add_contract(engine: &Engine, contract: &Value) {
