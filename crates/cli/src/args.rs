@@ -101,6 +101,9 @@ pub enum Command {
     },
     /// Resolve, cancel or retry every job a filter matches, in one keyed operation
     Bulk(crate::bulk::BulkArgs),
+    /// Limits on what attempts may spend in a day or a month: an attempt that would pass one is not sent, and its job waits for the next period
+    #[command(subcommand)]
+    Budget(BudgetCommand),
     /// What attempts cost, by day, provider or owner, and the money at risk in unknown ones; of every owner's jobs in this ledger
     Spend(SpendArgs),
     /// Configure the providers jobs are sent to
@@ -231,6 +234,27 @@ pub struct Jobs {
     /// Continue after this cursor: the `next` of the previous page
     #[arg(long, value_name = "CURSOR")]
     pub after: Option<String>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum BudgetCommand {
+    /// Set a budget, or replace the one of the same name
+    Set {
+        /// The budget's name: 1-64 characters of A-Z a-z 0-9 . _ -
+        name: String,
+        /// The budget as JSON, or @FILE (@- reads stdin): {"limit": "10.00", "currency": "USD",
+        /// "period": "day"|"month", "provider"?, "owner"?}; without provider or owner it covers
+        /// every provider, or every owner's jobs
+        #[arg(long, value_name = "JSON|@FILE")]
+        json: String,
+    },
+    /// List the budgets, each with what it holds in its period now
+    List,
+    /// Remove a budget
+    Remove {
+        /// The budget's name
+        name: String,
+    },
 }
 
 #[derive(Debug, Args)]

@@ -10,7 +10,9 @@ use onejob_engine::{Engine, Error, JobsQuery, Resolution, Result};
 use serde::Serialize;
 use serde_json::{json, Value};
 
-use crate::args::{Cli, Command, ProviderCommand, SandboxArgs, Submit, TokenCommand};
+use crate::args::{
+    BudgetCommand, Cli, Command, ProviderCommand, SandboxArgs, Submit, TokenCommand,
+};
 use crate::output::Reply;
 use crate::signals::Signals;
 use crate::{wait, worker};
@@ -121,6 +123,27 @@ async fn run_once(db: &Path, owner: &str, command: Command) -> Result<Value> {
         Command::Bulk(args) => {
             with_engine(db, async |engine| {
                 crate::bulk::run(engine, owner, args).await
+            })
+            .await
+        }
+        Command::Budget(BudgetCommand::Set { name, json }) => {
+            let config = read_text("budget", &json)?;
+            with_engine(db, async |engine| {
+                let (budget, replaced) = engine.set_budget(&name, &config, None).await?;
+                Ok(json!({ "budget": budget, "replaced": replaced }))
+            })
+            .await
+        }
+        Command::Budget(BudgetCommand::List) => {
+            with_engine(db, async |engine| {
+                Ok(json!({ "budgets": engine.budgets(None).await? }))
+            })
+            .await
+        }
+        Command::Budget(BudgetCommand::Remove { name }) => {
+            with_engine(db, async |engine| {
+                engine.remove_budget(&name, None).await?;
+                Ok(json!({ "removed": name }))
             })
             .await
         }

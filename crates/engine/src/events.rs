@@ -45,6 +45,9 @@ pub enum EventKind {
     /// The executor asked the provider's status URL about an `unknown` attempt; the detail
     /// says what it answered.
     LookedUp,
+    /// An attempt's worst case would have passed a budget (SPEC §17): it was not sent, and the
+    /// job waits for the budget's next period; the detail names the budget.
+    BudgetReached,
 }
 
 impl EventKind {
@@ -68,6 +71,7 @@ impl EventKind {
             EventKind::BackoffSet => "backoff_set",
             EventKind::Replayed => "replayed",
             EventKind::LookedUp => "looked_up",
+            EventKind::BudgetReached => "budget_reached",
         }
     }
 }

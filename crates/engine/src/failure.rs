@@ -17,6 +17,10 @@ pub enum FailureKind {
     /// Found before sending by the executor: the provider was removed, its key is missing,
     /// the request cannot be built. Nothing was sent.
     Misconfigured,
+    /// Found by the ledger as the attempt was to be sent: its worst case would pass a budget
+    /// (SPEC §17). Nothing was sent; the job waits for the budget's next period, and the
+    /// attempt counts against neither its attempts nor the route.
+    BudgetReached,
     /// The provider refused it (400, 401, 403, 404, 422 and other 4xx, 3xx).
     Rejected,
     /// 408, 429 or 503: try again after a backoff (the provider's `Retry-After` when given).
@@ -74,10 +78,11 @@ pub enum RetryHere {
 }
 
 impl FailureKind {
-    pub const ALL: [FailureKind; 20] = [
+    pub const ALL: [FailureKind; 21] = [
         FailureKind::NeverSent,
         FailureKind::ServerErrorKeyed,
         FailureKind::Misconfigured,
+        FailureKind::BudgetReached,
         FailureKind::Rejected,
         FailureKind::Throttled,
         FailureKind::ServerError,
@@ -105,9 +110,8 @@ impl FailureKind {
         use RetryHere::*;
         match self {
             // Proven not to have happened: retry, and the route may move on.
-            NeverSent | Throttled | ReconciledFailed | ResolvedByPerson | Cancelled => {
-                (Failed, Yes, true)
-            }
+            NeverSent | Throttled | ReconciledFailed | ResolvedByPerson | Cancelled
+            | BudgetReached => (Failed, Yes, true),
             Misconfigured | Rejected => (Failed, NotHere, true),
             // Received and judged; an AI provider's 5xx is retried like one.
             InvalidAnswer | ServerError => (Failed, Yes, true),
@@ -150,6 +154,7 @@ impl FailureKind {
         match self {
             FailureKind::NeverSent => "never_sent",
             FailureKind::Misconfigured => "misconfigured",
+            FailureKind::BudgetReached => "budget_reached",
             FailureKind::Rejected => "rejected",
             FailureKind::Throttled => "throttled",
             FailureKind::ServerError => "server_error",

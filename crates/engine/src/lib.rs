@@ -50,7 +50,7 @@ pub use model::{
     JobPage, JobSummary, JobSummaryPage, OpenJobs, Resolution, Retried, ShownJob, ShownJobDetail,
     Submitted, TokenInfo, Usage, Verdict,
 };
-pub use money::{Cost, Spend, SpendBy, SpendLine};
+pub use money::{Budget, BudgetConfig, BudgetPeriod, Cost, Spend, SpendBy, SpendLine};
 pub use providers::keys::KeyStatus;
 pub use providers::{Provider, ProviderConfig, ProviderKind};
 pub use shown::{JobPart, ShownValue};

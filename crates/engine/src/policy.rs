@@ -1,7 +1,7 @@
 //! The route policy of SPEC §7: where a job's next automatic attempt goes, or why there is none.
 
 use crate::attempt::AttemptState;
-use crate::failure::RetryHere;
+use crate::failure::{FailureKind, RetryHere};
 use crate::intent::Intent;
 use crate::model::{Attempt, JobError};
 
@@ -27,6 +27,18 @@ pub enum Next {
 /// work may have happened where it ran, and the job never leaves that provider by itself
 /// until the budget is spent, whatever a later attempt there answered.
 pub fn next_step(intent: &Intent, attempts: &[Attempt], validated: impl Fn(&str) -> bool) -> Next {
+    // An attempt a money budget kept from being sent never ran: it counts for nothing here.
+    let ran: Vec<Attempt>;
+    let attempts = if attempts.iter().any(kept_back_by_a_budget) {
+        ran = attempts
+            .iter()
+            .filter(|a| !kept_back_by_a_budget(a))
+            .cloned()
+            .collect();
+        &ran[..]
+    } else {
+        attempts
+    };
     let budget = intent.max_attempts() as usize;
     if attempts.len() >= budget {
         return Next::Fail(JobError {
@@ -105,6 +117,14 @@ fn forbids_failover(attempt: &Attempt) -> bool {
     }
 }
 
+/// Whether a budget of money kept the attempt from being sent (SPEC §17).
+fn kept_back_by_a_budget(attempt: &Attempt) -> bool {
+    attempt
+        .error
+        .as_ref()
+        .is_some_and(|e| e.kind == FailureKind::BudgetReached.as_str())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -164,6 +184,24 @@ mod tests {
                 assert_eq!(provider(next_step(&route, &[], |_| validated)), "a");
             }
         }
+    }
+
+    /// An attempt a budget kept from being sent uses neither an attempt of the job nor a try
+    /// at its provider: after any number of them, a job of one attempt still has it.
+    #[test]
+    fn an_attempt_a_budget_kept_back_counts_for_nothing() {
+        let route = intent(&["a", "b"], 1);
+        let kept = [
+            failed("a", "budget_reached"),
+            failed("a", "budget_reached"),
+            failed("a", "budget_reached"),
+        ];
+        assert_eq!(provider(next_step(&route, &kept, |_| false)), "a");
+        let then_one = [failed("a", "budget_reached"), failed("a", "never_sent")];
+        assert_eq!(
+            provider(next_step(&route, &then_one, |_| true)),
+            "fail:attempts_exhausted"
+        );
     }
 
     #[test]

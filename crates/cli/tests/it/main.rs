@@ -5,6 +5,7 @@
 
 mod common;
 
+mod budgets;
 mod contracts;
 mod errors;
 mod events;

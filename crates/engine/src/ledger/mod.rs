@@ -9,6 +9,7 @@ mod transition;
 pub use claim::Claim;
 mod contracts;
 pub use contracts::AddedContract;
+mod budgets;
 mod bulk;
 mod evidence;
 mod feed;

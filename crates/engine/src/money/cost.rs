@@ -139,9 +139,10 @@ pub(crate) fn charged(
 
 /// The failures that prove a request was never sent, or refused before it had any effect: they
 /// cost nothing (SPEC §17). Every other end of a sent attempt is charged.
-pub(crate) const FREE_FAILURES: [&str; 9] = [
+pub(crate) const FREE_FAILURES: [&str; 10] = [
     "never_sent",
     "misconfigured",
+    "budget_reached",
     "rejected",
     "throttled",
     "server_error",

@@ -12,8 +12,10 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::error::{Error, Result};
 
+mod budget;
 mod cost;
 
+pub use budget::{Budget, BudgetConfig, BudgetPeriod};
 pub(crate) use cost::{charged, totals, Charge, FREE_FAILURES};
 pub use cost::{Cost, Spend, SpendBy, SpendLine};
 

@@ -17,6 +17,7 @@
 //! durations, never instants computed on a host.
 
 pub(crate) mod attempts;
+pub(crate) mod budgets;
 pub(crate) mod bulk;
 pub(crate) mod checks;
 pub(crate) mod contracts;

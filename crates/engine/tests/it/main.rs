@@ -6,6 +6,7 @@
 mod common;
 
 mod anthropic;
+mod budgets;
 mod busy;
 mod contracts;
 mod cost;

@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::OwnedSemaphorePermit;
 
+use crate::attempt::AttemptState;
 use crate::error::{Error, Result};
 use crate::failure::FailureKind;
 use crate::known::{self, EndRecord, KnownReceived, SentRecord};
@@ -187,7 +188,8 @@ impl Executor {
             .mark_sent_of(Some(job_id), attempt_id, id, lease, charge)
             .await
         {
-            Ok(_) => true,
+            // Kept back by a budget (SPEC §17): failed unsent, its job waiting.
+            Ok(attempt) => attempt.state == AttemptState::InFlight,
             Err(Error::InvalidTransition { .. }) => false,
             Err(e @ Error::Storage { .. }) => {
                 eprintln!("onejob executor: attempt {attempt_id}: {e}; was it marked sent?");

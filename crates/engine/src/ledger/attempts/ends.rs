@@ -21,7 +21,7 @@ use crate::Engine;
 use super::MAX_RETRY_AFTER;
 
 /// Fails an attempt and moves its job on as `after` says, in the caller's transaction.
-async fn fail_in(
+pub(super) async fn fail_in(
     conn: &mut impl Handle,
     row: &attempt_rows::AttemptRow,
     why: &AttemptError,

@@ -10,10 +10,18 @@ use serde_json::json;
 use crate::attempt::{AttemptState, Cause};
 use crate::error::{Error, Result};
 use crate::events::EventKind;
+use crate::failure::FailureKind;
+use crate::job::JobStatus;
+use crate::ledger::budgets;
 use crate::ledger::group::{Fast, GroupWrite, Lock, Ran, Step, Touches};
 use crate::ledger::transition::{move_from, AttemptMove};
+use crate::ledger::{attempt_row, event, job_row};
+use crate::model::AfterFailure;
 use crate::model::{Actor, Attempt};
 use crate::money::Charge;
+use crate::store::jobs as job_rows;
+
+use super::ends::fail_in;
 use crate::store::attempts::{self as attempt_rows, Patch};
 use crate::store::Tx;
 use crate::Engine;
@@ -187,6 +195,11 @@ impl GroupWrite for MarkSent {
 
     fn run<'t>(&'t self, tx: &'t mut Tx) -> Step<'t, Attempt> {
         Box::pin(async move {
+            if let Some(charge) = &self.charge {
+                if let Some(reached) = budgets::reserve(tx, &self.attempt_id, charge).await? {
+                    return kept_back(tx, &self.attempt_id, charge, reached).await;
+                }
+            }
             let m = AttemptMove {
                 to: AttemptState::InFlight,
                 cause: Cause::Executor,
@@ -219,6 +232,50 @@ impl GroupWrite for MarkSent {
             _ => self.run(tx),
         }
     }
+}
+
+/// An attempt whose worst case would pass `reached` is not sent (SPEC §17): it fails as
+/// `budget_reached` (which counts against neither its job's attempts nor its route), and its
+/// job waits, `queued`, until the budget's next period, with a `budget_reached` event naming
+/// it. Only a `pending` attempt: one another executor sent meanwhile is left alone.
+async fn kept_back(
+    tx: &mut Tx,
+    attempt_id: &str,
+    charge: &Charge,
+    reached: budgets::Reached,
+) -> Result<Attempt> {
+    let row = attempt_row(tx, attempt_id).await?;
+    let state = row.state()?;
+    if state != AttemptState::Pending {
+        return Err(Error::invalid_transition(
+            "attempt",
+            attempt_id,
+            state.as_str(),
+            "in_flight",
+        ));
+    }
+    let why = FailureKind::BudgetReached.because(format!(
+        "not sent: its worst case would pass budget {} ({} of {} held); the job waits for its next period",
+        reached.name,
+        crate::money::Amount::from_nanos(reached.used),
+        crate::money::Amount::from_nanos(reached.limit),
+    ));
+    fail_in(tx, &row, &why, None, &AfterFailure::Requeue).await?;
+    if job_row(tx, &row.job_id).await?.into_job()?.status == JobStatus::Queued {
+        job_rows::set_backoff(tx, &row.job_id, Some(reached.wait)).await?;
+    }
+    let detail = reached.detail(charge.worst_nanos);
+    let kind = EventKind::BudgetReached;
+    event(
+        tx,
+        &row.job_id,
+        Some(attempt_id),
+        kind,
+        Actor::Executor,
+        detail,
+    )
+    .await?;
+    attempt_row(tx, attempt_id).await?.into_attempt()
 }
 
 /// [`Engine::renew_lease`]'s write.

@@ -1,0 +1,115 @@
+//! `budgets`: limits on what attempts may spend in a period (SPEC §17). What a budget holds is
+//! summed from the attempts it covers, never counted apart (docs/adr/0063).
+
+use sqlx::FromRow;
+
+use super::{on_backend, Conn, Handle};
+
+#[derive(FromRow)]
+pub struct BudgetRow {
+    pub name: String,
+    pub owner_id: Option<String>,
+    pub provider: Option<String>,
+    pub currency: String,
+    pub limit_nanos: i64,
+    pub period: String,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+/// A budget that covers an attempt about to be sent: its name, its limit, and how long until
+/// its next period.
+#[derive(FromRow)]
+pub struct Covering {
+    pub name: String,
+    pub limit_nanos: i64,
+    pub next_in_ms: i64,
+}
+
+/// What a budget is set to.
+pub struct NewBudget<'a> {
+    pub name: &'a str,
+    pub owner: Option<&'a str>,
+    pub provider: Option<&'a str>,
+    pub currency: &'a str,
+    pub limit_nanos: i64,
+    pub period: &'a str,
+}
+
+/// Sets a budget, replacing one of the same name.
+pub async fn upsert(h: &mut impl Handle, b: &NewBudget<'_>) -> sqlx::Result<()> {
+    on_backend!(h, "budgets/upsert", |conn, sql| {
+        sqlx::query(sql)
+            .bind(b.name)
+            .bind(b.owner)
+            .bind(b.provider)
+            .bind(b.currency)
+            .bind(b.limit_nanos)
+            .bind(b.period)
+            .execute(conn)
+            .await
+            .map(|_| ())
+    })
+}
+
+/// The budgets of `owner` (`None`: every budget), by name.
+pub async fn list(h: &mut impl Handle, owner: Option<&str>) -> sqlx::Result<Vec<BudgetRow>> {
+    on_backend!(h, "budgets/list", |conn, sql| {
+        sqlx::query_as(sql).bind(owner).fetch_all(conn).await
+    })
+}
+
+/// Removes a budget (only `owner`'s, when given); whether one was removed.
+pub async fn delete(h: &mut impl Handle, name: &str, owner: Option<&str>) -> sqlx::Result<bool> {
+    on_backend!(h, "budgets/delete", |conn, sql| {
+        sqlx::query(sql)
+            .bind(name)
+            .bind(owner)
+            .execute(conn)
+            .await
+            .map(|done| done.rows_affected() > 0)
+    })
+}
+
+/// The budgets that cover attempt `attempt_id` charged in `currency`, by name; on PostgreSQL
+/// each one's row is taken until the transaction ends.
+pub async fn covering(
+    h: &mut impl Handle,
+    attempt_id: &str,
+    currency: &str,
+) -> sqlx::Result<Vec<Covering>> {
+    on_backend!(h, "budgets/covering", |conn, sql| {
+        sqlx::query_as(sql)
+            .bind(attempt_id)
+            .bind(currency)
+            .fetch_all(conn)
+            .await
+    })
+}
+
+/// What budget `name` holds in its period now, in billionths (`budgets/used.sql`).
+pub async fn used(h: &mut impl Handle, name: &str) -> sqlx::Result<i64> {
+    let free = crate::money::FREE_FAILURES;
+    match h.conn() {
+        Conn::Sqlite(conn, at) => {
+            let free = serde_json::to_string(&free).unwrap_or_default();
+            sqlx::query_scalar(crate::store::query!(sqlite, "budgets/used"))
+                .bind(name)
+                .bind(free)
+                .fetch_one(conn)
+                .await
+                .map_err(|e| crate::store::sqlite::named(at, e))
+        }
+        Conn::Postgres(conn, watch) => {
+            let free: Vec<&str> = free.to_vec();
+            watch
+                .guard(
+                    sqlx::query_scalar(crate::store::query!(postgres, "budgets/used"))
+                        .bind(name)
+                        .bind(free)
+                        .fetch_one(&mut *conn),
+                )
+                .await
+        }
+    }
+}
