@@ -3,7 +3,7 @@
 // click away. Every amount is the ledger's exact decimal string: a bar's height is the only
 // place one becomes a number.
 import { useEffect, useState } from "react";
-import { Bar, BarChart, CartesianGrid, Tooltip, XAxis, YAxis } from "recharts";
+import { Bar, BarChart, CartesianGrid, Legend, Tooltip, XAxis, YAxis } from "recharts";
 
 import { useRead } from "../api";
 import { commands, type Spend, type SpendLine } from "../bindings";
@@ -92,7 +92,7 @@ export function SpendScreen({ showUnknown }: Props) {
               <span className="muted">No attempt is unknown.</span>
             ) : (
               <>
-                <span className="muted">the worst case of every unknown attempt, until it is resolved.</span>
+                <span className="muted">the worst case of every unknown attempt, until a person resolves it.</span>
                 <button type="button" className="link" onClick={showUnknown} data-testid="show-unknown">
                   Show the unknown jobs
                 </button>
@@ -155,8 +155,9 @@ function SpendChart({ title, spend, testId }: { title: string; spend: Spend | nu
             return [money(name === "spent" ? line.spent : line.at_risk, line.currency), name === "spent" ? "spent" : "at risk"];
           }}
         />
-        <Bar dataKey="spent" name="spent" stackId="cost" fill="var(--state-green)" isAnimationActive={false} />
-        <Bar dataKey="atRisk" name="at risk" stackId="cost" fill="var(--state-amber)" isAnimationActive={false} />
+        <Legend verticalAlign="top" align="right" height={24} iconSize={10} wrapperStyle={{ fontSize: 12 }} />
+        <Bar dataKey="spent" name="spent" stackId="cost" fill="var(--state-green)" maxBarSize={56} isAnimationActive={false} />
+        <Bar dataKey="atRisk" name="at risk" stackId="cost" fill="var(--state-amber)" maxBarSize={56} isAnimationActive={false} />
       </BarChart>
       <table className="spend-lines">
         <thead>
