@@ -1127,6 +1127,14 @@ fn the_spend_screen_shows_the_chart_and_the_money_at_risk() {
                 .as_deref(),
             Some("true")
         );
+        // And the job itself says what its attempt has at risk.
+        w.click(&format!(".job-row[data-job-id='{}']", lost.id))
+            .await;
+        let attempt = w.text("[data-testid=attempt-cost]").await;
+        assert_eq!(attempt, "0.05 USD at risk");
+        let job = w.text("[data-testid=job-cost]").await;
+        assert_eq!(job, "0.05 USD at risk");
+        w.screenshot("job-cost").await;
         w.close().await;
     });
 }
