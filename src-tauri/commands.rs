@@ -4,7 +4,7 @@
 use onejob_engine::contracts::check::Check;
 use onejob_engine::{
     default_db_path, BulkFilter, BulkOperation, BulkRequest, BulkStarted, Error, Job, JobAttempt,
-    JobPart, JobSummaryPage, JobsQuery, OpenJobs, Resolution, Submitted, Verdict,
+    JobPart, JobSummaryPage, JobsQuery, OpenJobs, Resolution, Spend, SpendBy, Submitted, Verdict,
 };
 use serde_json::Value;
 use tauri::{AppHandle, Runtime, State};
@@ -210,6 +210,25 @@ pub async fn bulk_run<R: Runtime>(
 #[specta::specta]
 pub async fn bulk_discard(state: State<'_, AppState>, id: String) -> Result<(), Error> {
     let answer = state.engine()?.bulk_discard(&state.owner, &id).await;
+    state.checked(answer).await
+}
+
+/// What the owner's attempts cost (SPEC §17), by day or provider, of those sent since `since`
+/// (a date or an RFC 3339 time; every one without it), in `currency`. Amounts of two currencies
+/// are never added: where attempts were charged in several and none is named, the error is
+/// `invalid_input` naming them, for the window to offer a choice.
+#[tauri::command]
+#[specta::specta]
+pub async fn spend(
+    state: State<'_, AppState>,
+    by: SpendBy,
+    since: Option<String>,
+    currency: Option<String>,
+) -> Result<Spend, Error> {
+    let answer = state
+        .engine()?
+        .spend(Some(&state.owner), by, since, currency.as_deref())
+        .await;
     state.checked(answer).await
 }
 

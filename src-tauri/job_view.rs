@@ -4,7 +4,7 @@
 //! measured by the ledger ([`ShownJob`]); the events' details are measured here.
 
 use onejob_engine::known::Known;
-use onejob_engine::{Actor, Attempt, ShownJob, ShownJobDetail, ShownValue, Usage};
+use onejob_engine::{Actor, Attempt, Cost, ShownJob, ShownJobDetail, ShownValue, Usage};
 use serde::Serialize;
 
 /// What the Job screen shows of one job.
@@ -16,6 +16,9 @@ pub struct JobView {
     pub events: Vec<ShownEvent>,
     /// The tokens reported over all its attempts; `None` when no attempt reported any.
     pub usage: Option<Usage>,
+    /// What its attempts cost, one total per currency (SPEC §17); empty when none was sent at
+    /// a provider with a price.
+    pub cost: Vec<Cost>,
     /// What is known of each of its `unknown` attempts (SPEC §16), as the engine gives it; the
     /// body sent is asked for as a job part.
     pub known: Vec<Known>,
@@ -50,6 +53,7 @@ impl JobView {
                 })
                 .collect(),
             usage: detail.usage,
+            cost: detail.cost,
             known: detail.known,
         }
     }

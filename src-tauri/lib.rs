@@ -162,6 +162,7 @@ pub fn specta_builder<R: Runtime>() -> tauri_specta::Builder<R> {
             commands::bulk_start,
             commands::bulk_run::<tauri::Wry>,
             commands::bulk_discard,
+            commands::spend,
             commands::providers,
             commands::save_provider,
             commands::provider_in_use,

@@ -782,6 +782,88 @@ fn goes_unknown(engine: &Engine, job_id: &str) -> String {
     })
 }
 
+/// The sandbox at one `currency` a request, doing the work and dropping every answer, with no
+/// keyed replay: each attempt sent to it is charged and stays `unknown`, its price at risk.
+fn priced_sandbox(engine: &Engine, currency: &str) {
+    let config = json!({"name": "sandbox", "kind": "sandbox",
+        "soft_timeout_ms": 1000, "hard_timeout_ms": 2000, "honours_idempotency_key": false,
+        "price": {"currency": currency, "per_request": "1"},
+        "dials": {"latency_ms": 0, "jitter_ms": 0, "drop_after_processing": 1.0,
+            "honour_idempotency_key": false}});
+    tauri::async_runtime::block_on(engine.add_provider(&config.to_string())).unwrap();
+}
+
+/// Sends the attempts of `jobs` with an executor, as the app's does (so a priced attempt is
+/// charged as it is sent), and waits until each job is `unknown`.
+fn sent_and_lost(engine: &Engine, jobs: &[(&str, &str)]) {
+    use onejob_engine::testing::ExecutorSteps as _;
+    tauri::async_runtime::block_on(async {
+        let executor = Executor::new(engine.clone(), ExecutorOptions::default()).unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        for (owner, id) in jobs {
+            loop {
+                let status = engine.job(owner, id).await.unwrap().job.status;
+                if status == onejob_engine::JobStatus::Unknown {
+                    break;
+                }
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "job {id} stayed {status:?}"
+                );
+                executor.tick().await.unwrap();
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            }
+        }
+    })
+}
+
+#[test]
+fn spend_and_the_job_screen_show_what_the_apps_owner_has_at_risk_one_currency_at_a_time() {
+    let app = headless_app();
+    priced_sandbox(&app.engine, "USD");
+    let mine = submit(&app.engine, OWNER, "order-1");
+    let theirs = submit(&app.engine, "someone-else", "order-2");
+    sent_and_lost(&app.engine, &[(OWNER, &mine), ("someone-else", &theirs)]);
+
+    // The app's owner's spend only: one request at risk, not two.
+    let spend = app.ok(
+        "spend",
+        json!({"by": "provider", "since": null, "currency": null}),
+    );
+    let usd = json!({"currency": "USD", "spent": "0.00", "at_risk": "1.00"});
+    assert_eq!(spend["total"], usd, "{spend}");
+    assert_eq!(
+        spend["lines"],
+        json!([{"key": "sandbox", "currency": "USD", "spent": "0.00", "at_risk": "1.00"}])
+    );
+    let view = app.ok("job", json!({ "id": mine }));
+    assert_eq!(view["cost"], json!([usd]));
+    assert_eq!(view["attempts"][0]["cost"], usd);
+
+    // Two currencies are never added: the refusal names both, and either can be asked for.
+    priced_sandbox(&app.engine, "EUR");
+    let euros = submit(&app.engine, OWNER, "order-3");
+    sent_and_lost(&app.engine, &[(OWNER, &euros)]);
+    let refused = app.refused(
+        "spend",
+        json!({"by": "day", "since": null, "currency": null}),
+    );
+    assert_eq!(refused["code"], json!("invalid_input"));
+    let said = refused["message"].as_str().unwrap();
+    assert!(said.contains("EUR, USD"), "{said}");
+    let eur = app.ok(
+        "spend",
+        json!({"by": "day", "since": null, "currency": "EUR"}),
+    );
+    assert_eq!(eur["total"]["currency"], json!("EUR"));
+    assert_eq!(eur["total"]["at_risk"], json!("1.00"));
+    let later = app.ok(
+        "spend",
+        json!({"by": "day", "since": "2999-01-01", "currency": "USD"}),
+    );
+    assert_eq!(later["total"], Value::Null);
+}
+
 /// A job of the app's owner, with a sandbox provider to send it to.
 fn ledger_with_a_job(dir: &Path) -> (Engine, String) {
     let engine = ledger_with_the_sandbox(dir);

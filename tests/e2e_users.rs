@@ -5,7 +5,8 @@
 //! window on a PostgreSQL ledger showing another host's job as it is submitted, a ledger that
 //! cannot be opened explained in the window, and a shared ledger whose server goes away and
 //! comes back; an unknown job's "What is known" panel beside its resolve actions; two hundred
-//! unknown jobs settled after an outage in one decision.
+//! unknown jobs settled after an outage in one decision; the Spend screen's chart and money at
+//! risk over a priced provider.
 //! The harness is in `window/`; screenshots go to `artifacts/`.
 
 // A step that fails should stop the test where it failed.
@@ -1058,6 +1059,82 @@ fn the_window_says_the_shared_ledger_is_unreachable_and_recovers() {
         w.click("[data-screen=jobs]").await;
         wait_for_row(&w, &page.jobs[0].id).await;
         other.close().await;
+        w.close().await;
+    });
+}
+
+/// The sandbox at 0.05 USD a request, with `dials`; it honours no Idempotency-Key, so an
+/// unknown attempt stays unknown until a person decides.
+async fn priced_sandbox(e: &Engine, dials: Value) {
+    let config = json!({"name": "sandbox", "kind": "sandbox", "soft_timeout_ms": 1_000,
+        "hard_timeout_ms": 60_000, "honours_idempotency_key": false,
+        "price": {"currency": "USD", "per_request": "0.05"}, "dials": dials});
+    e.add_provider(&config.to_string()).await.unwrap();
+}
+
+#[test]
+fn the_spend_screen_shows_the_chart_and_the_money_at_risk() {
+    run(async {
+        let w = Window::open(|e| async move {
+            priced_sandbox(&e, json!({"latency_ms": 20, "jitter_ms": 0})).await;
+        })
+        .await;
+        // Three jobs answered at 0.05 USD each: 0.15 USD spent.
+        for n in 1..=3 {
+            let intent = json!({"route": ["sandbox"], "input": {"invoice": n}});
+            let job = submit(&w.engine, &format!("invoice-{n}"), intent).await;
+            wait_status(&w.engine, &job.id, JobStatus::Succeeded).await;
+        }
+        // Then the work is done and the answer dropped: one request's worth at risk.
+        priced_sandbox(
+            &w.engine,
+            json!({"latency_ms": 20, "jitter_ms": 0, "drop_after_processing": 1.0,
+                "honour_idempotency_key": false}),
+        )
+        .await;
+        let intent = json!({"route": ["sandbox"], "input": {"invoice": 4}});
+        let lost = submit(&w.engine, "invoice-4", intent).await;
+        wait_status(&w.engine, &lost.id, JobStatus::Unknown).await;
+
+        w.click("[data-screen=spend]").await;
+        w.wait_for("[data-testid=spend-by-day] .recharts-surface .recharts-bar-rectangle")
+            .await;
+        w.wait_for("[data-testid=spend-by-provider] .recharts-surface")
+            .await;
+        let at_risk = w
+            .wait_text("[data-testid=at-risk-amount]", |t| t == "0.05 USD")
+            .await;
+        assert_eq!(at_risk, "0.05 USD");
+        let spent = w.text("[data-testid=spend-total]").await;
+        assert_eq!(spent, "Spent: 0.15 USD");
+        let sandbox = w
+            .text("[data-testid=spend-by-provider] tr[data-key=sandbox]")
+            .await;
+        assert!(
+            sandbox.contains("0.15 USD") && sandbox.contains("0.05 USD"),
+            "{sandbox}"
+        );
+        w.screenshot("spend").await;
+
+        // The link opens the Jobs list on the unknown jobs: the one whose money is at risk.
+        w.click("[data-testid=show-unknown]").await;
+        wait_for_row(&w, &lost.id).await;
+        w.wait_text("[data-testid=jobs-loaded]", |t| t == "1 job")
+            .await;
+        assert_eq!(
+            w.attr("[data-status=unknown]", "aria-pressed")
+                .await
+                .as_deref(),
+            Some("true")
+        );
+        // And the job itself says what its attempt has at risk.
+        w.click(&format!(".job-row[data-job-id='{}']", lost.id))
+            .await;
+        let attempt = w.text("[data-testid=attempt-cost]").await;
+        assert_eq!(attempt, "0.05 USD at risk");
+        let job = w.text("[data-testid=job-cost]").await;
+        assert_eq!(job, "0.05 USD at risk");
+        w.screenshot("job-cost").await;
         w.close().await;
     });
 }

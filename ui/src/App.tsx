@@ -2,7 +2,7 @@
 import { lazy, Suspense, useCallback, useEffect, useRef, useState } from "react";
 
 import { LedgerContext, useBackendEvent, useLedger, useLedgerEvents, useNow, useRead } from "./api";
-import { commands, events, type LedgerStatus, type MovedAside } from "./bindings";
+import { commands, events, type JobStatus, type LedgerStatus, type MovedAside } from "./bindings";
 import { LedgerNotOpen, LedgerUnreachable, MovedNotice, type NotOpenStatus } from "./components/LedgerNotOpen";
 import { useLedgerStatus } from "./ledgerStatus";
 import { JobsScreen } from "./screens/JobsScreen";
@@ -11,15 +11,19 @@ import { JobsScreen } from "./screens/JobsScreen";
 // visit, so a start parses and keeps only what the Jobs screen needs.
 const JobScreen = lazy(() => import("./screens/JobScreen").then((m) => ({ default: m.JobScreen })));
 const ProvidersScreen = lazy(() => import("./screens/ProvidersScreen").then((m) => ({ default: m.ProvidersScreen })));
+const SpendScreen = lazy(() => import("./screens/SpendScreen").then((m) => ({ default: m.SpendScreen })));
 const SettingsScreen = lazy(() => import("./screens/SettingsScreen").then((m) => ({ default: m.SettingsScreen })));
 const SubmitScreen = lazy(() => import("./screens/SubmitScreen").then((m) => ({ default: m.SubmitScreen })));
 
-type Screen = { name: "jobs" | "submit" | "providers" | "settings" } | { name: "job"; id: string };
+type Tab = "jobs" | "submit" | "providers" | "spend" | "settings";
+/** A screen; the Jobs list may open filtered to one status. */
+type Screen = { name: Tab; status?: JobStatus } | { name: "job"; id: string };
 
 const TABS = [
   { name: "jobs", label: "Jobs" },
   { name: "submit", label: "Submit" },
   { name: "providers", label: "Providers" },
+  { name: "spend", label: "Spend" },
   { name: "settings", label: "Settings" },
 ] as const;
 
@@ -37,7 +41,7 @@ function Window() {
   // One clock for relative times and the live clocks of open attempts: display, not data.
   const now = useNow(1000);
   const open = (id: string) => setScreen({ name: "job", id });
-  const go = (name: "jobs" | "submit" | "providers" | "settings") => setScreen({ name });
+  const go = (name: Tab) => setScreen({ name });
 
   // The backend asks to show a job: the one its last attention notification named.
   const openJob = useCallback((payload: { id: string }) => setScreen({ name: "job", id: payload.id }), []);
@@ -85,9 +89,10 @@ function Window() {
           <LedgerNotOpen status={notOpen} onSettings={() => go("settings")} onMoved={setMoved} />
         ) : (
           <Suspense fallback={null}>
-            {screen.name === "jobs" && <JobsScreen now={now} open={open} go={go} />}
+            {screen.name === "jobs" && <JobsScreen now={now} open={open} go={go} status={screen.status} />}
             {screen.name === "submit" && <SubmitScreen open={open} />}
             {screen.name === "providers" && <ProvidersScreen />}
+            {screen.name === "spend" && <SpendScreen showUnknown={() => setScreen({ name: "jobs", status: "unknown" })} />}
             {screen.name === "settings" && <SettingsScreen />}
             {screen.name === "job" && <JobScreen id={screen.id} now={now} back={() => go("jobs")} />}
           </Suspense>

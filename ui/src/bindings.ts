@@ -71,6 +71,13 @@ export const commands = {
 	 */
 	bulkDiscard: (id: string) => typedError<null, Error>(__TAURI_INVOKE("bulk_discard", { id })),
 	/**
+	 *  What the owner's attempts cost (SPEC §17), by day or provider, of those sent since `since`
+	 *  (a date or an RFC 3339 time; every one without it), in `currency`. Amounts of two currencies
+	 *  are never added: where attempts were charged in several and none is named, the error is
+	 *  `invalid_input` naming them, for the window to offer a choice.
+	 */
+	spend: (by: SpendBy, since: string | null, currency: string | null) => typedError<Spend, Error>(__TAURI_INVOKE("spend", { by, since, currency })),
+	/**
 	 *  Every configured provider, by name: its configuration (never a key) and, for the
 	 *  sandbox, its fault dials.
 	 */
@@ -606,6 +613,11 @@ export type JobView = {
 	/**  The tokens reported over all its attempts; `None` when no attempt reported any. */
 	usage: Usage | null,
 	/**
+	 *  What its attempts cost, one total per currency (SPEC §17); empty when none was sent at
+	 *  a provider with a price.
+	 */
+	cost: Cost[],
+	/**
 	 *  What is known of each of its `unknown` attempts (SPEC §16), as the engine gives it; the
 	 *  body sent is asked for as a job part.
 	 */
@@ -927,6 +939,25 @@ export type Source =
 "settings" | 
 /**  The embedded file in the app's data folder. */
 "default";
+
+/**  Spend summed by day, provider or owner, and its total (SPEC §17). */
+export type Spend = {
+	by: SpendBy,
+	lines: SpendLine[],
+	/**  Every line together; `None` when nothing was charged. */
+	total: Cost | null,
+};
+
+/**  What spend is summed by (SPEC §17). */
+export type SpendBy = 
+/**  The day each attempt was sent, UTC (`2026-12-04`). */
+"day" | "provider" | "owner";
+
+/**  One line of spend: a day, a provider or an owner, in one currency. */
+export type SpendLine = {
+	/**  The day (`2026-12-04`), the provider's name or the owner, as the spend was summed by. */
+	key: string,
+} & Cost;
 
 /**  Details of `storage`. */
 export type StorageDetails = {

@@ -1,7 +1,8 @@
 // The attempt timeline: one bar per attempt from created to finished, coloured by state, with
 // a live clock on open ones. Two bars that overlap are a race, visible at a glance.
-import type { Attempt, Usage } from "../bindings";
+import type { Attempt, Cost, Usage } from "../bindings";
 import { exactTime } from "../format";
+import { costWords, isZero } from "../money";
 
 const OPEN = new Set(["pending", "in_flight", "unknown"]);
 
@@ -17,6 +18,24 @@ export function duration(ms: number): string {
 /** "120 in / 48 out tokens", or nothing when the provider reported no usage. */
 export function tokens(usage: Usage | null): string {
   return usage === null ? "" : `${usage.prompt_tokens} in / ${usage.completion_tokens} out tokens`;
+}
+
+/**
+ * What an attempt cost, as the ledger counted it: "0.05 USD", or "0.05 USD at risk" while it is
+ * unknown; nothing at a provider without a price.
+ */
+function AttemptCost({ cost }: { cost: Cost | null | undefined }) {
+  if (cost === null || cost === undefined) return <span className="timeline-cost" />;
+  const risky = !isZero(cost.at_risk);
+  return (
+    <span
+      className={risky ? "timeline-cost at-risk" : "timeline-cost"}
+      data-testid="attempt-cost"
+      title={risky ? "Its worst case, at risk until it is resolved" : "What it cost at the price it was sent at"}
+    >
+      {risky ? costWords(cost) : `${cost.spent} ${cost.currency}`}
+    </span>
+  );
 }
 
 export function Timeline({ attempts, now }: { attempts: Attempt[]; now: number }) {
@@ -59,6 +78,7 @@ export function Timeline({ attempts, now }: { attempts: Attempt[]; now: number }
             <span className="timeline-tokens muted" data-testid="attempt-tokens" title="Tokens the provider reported for this attempt">
               {tokens(a.usage)}
             </span>
+            <AttemptCost cost={a.cost} />
           </li>
         );
       })}

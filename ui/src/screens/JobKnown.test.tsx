@@ -2,7 +2,7 @@ import { act, cleanup, fireEvent, render, screen, within } from "@testing-librar
 import { afterEach, describe, expect, it, vi } from "vitest";
 
 import { commands, type JobView, type Known } from "../bindings";
-import { attempt, job } from "../test/fixtures";
+import { attempt, jobView } from "../test/fixtures";
 import { JobScreen } from "./JobScreen";
 
 vi.mock("../bindings", async () => (await import("../test/bindings")).jobScreen());
@@ -50,14 +50,7 @@ function known(over: Partial<Known> = {}): Known {
 
 /** An unknown job whose attempt 1 is unknown, with what is known of it. */
 function view(what: Known[]): JobView {
-  const { intent, result: _, ...rest } = job("job-1", "unknown");
-  return {
-    job: { ...rest, intent: { shown: "whole", value: intent }, result: null },
-    attempts: [{ ...attempt(1, "unknown"), sent_at: "2026-01-01T00:00:01Z" }],
-    events: [],
-    usage: null,
-    known: what,
-  };
+  return jobView("unknown", { attempts: [{ ...attempt(1, "unknown"), sent_at: "2026-01-01T00:00:01Z" }], known: what });
 }
 
 async function open(data: JobView) {

@@ -2,7 +2,7 @@ import { act, cleanup, fireEvent, render, screen } from "@testing-library/react"
 import { afterEach, describe, expect, it, vi } from "vitest";
 
 import { commands, type JobView, type ShownValue, type Value } from "../bindings";
-import { job } from "../test/fixtures";
+import { jobView } from "../test/fixtures";
 import { JobScreen } from "./JobScreen";
 
 vi.mock("../bindings", async () => (await import("../test/bindings")).jobScreen());
@@ -25,14 +25,10 @@ const firstPart = whole.slice(0, whole.lastIndexOf("\n", 4096));
 
 /** The Job screen's data for one succeeded job with this result and one event of this detail. */
 function view(result: ShownValue, detail: ShownValue = { shown: "whole", value: { attempt: 1 } }): JobView {
-  const { intent, result: _, ...rest } = job("job-1", "succeeded");
-  return {
-    job: { ...rest, intent: { shown: "whole", value: intent }, result },
-    attempts: [],
+  const shown = jobView("succeeded", {
     events: [{ attempt_id: null, at: "2026-01-01T00:00:00Z", kind: "succeeded", actor: "executor", detail }],
-    usage: null,
-    known: [],
-  };
+  });
+  return { ...shown, job: { ...shown.job, result } };
 }
 
 async function open(data: JobView) {

@@ -14,6 +14,7 @@ import { ValueView } from "../components/ValueView";
 import { WhatIsKnown } from "../components/WhatIsKnown";
 import type { Shown } from "../errors";
 import { exactTime, timeAgo } from "../format";
+import { costWords, isZero } from "../money";
 
 export function JobScreen({ id, now, back }: { id: string; now: number; back: () => void }) {
   const detail = useRead(() => commands.job(id), [id]);
@@ -72,6 +73,18 @@ function JobBody({ detail, now }: { detail: JobView; now: number }) {
         <dd data-testid="job-tokens" title="The sum over every attempt that reported usage">
           {detail.usage === null ? "none reported" : tokens(detail.usage)}
         </dd>
+        {detail.cost.length > 0 && (
+          <>
+            <dt>Cost</dt>
+            <dd data-testid="job-cost" title="The sum over its attempts, one line per currency, as the ledger counted it">
+              {detail.cost.map((c) => (
+                <span key={c.currency} className={isZero(c.at_risk) ? "cost-line" : "cost-line at-risk"} data-currency={c.currency}>
+                  {costWords(c)}
+                </span>
+              ))}
+            </dd>
+          </>
+        )}
         {job.error !== null && (
           <>
             <dt>Error</dt>

@@ -84,4 +84,17 @@ describe("find on the Jobs screen", () => {
     const row = document.querySelector(".job-row[data-job-id=a]");
     expect(row?.querySelector(".col-route")?.textContent).toBe("primary → fallback");
   });
+
+  it("opens filtered to a status when asked to, as the Spend screen's link to the unknown jobs does", async () => {
+    countJobs.mockResolvedValue({ status: "ok", data: 1 });
+    listJobs.mockResolvedValue({ status: "ok", data: { jobs: [summary("u", "unknown")], next: null } });
+    await act(async () => {
+      render(<JobsScreen now={Date.now()} open={() => undefined} go={() => undefined} status="unknown" />);
+    });
+    const filter = { ...EVERY_JOB, status: "unknown" };
+    expect(countJobs).toHaveBeenCalledWith(filter);
+    expect(countJobs).not.toHaveBeenCalledWith(EVERY_JOB);
+    expect(listJobs.mock.lastCall?.[0]).toEqual(filter);
+    expect(document.querySelector("[data-status=unknown]")?.getAttribute("aria-pressed")).toBe("true");
+  });
 });

@@ -40,10 +40,12 @@ interface Props {
   now: number;
   open: (jobId: string) => void;
   go: (screen: "submit" | "providers") => void;
+  /** The status the list opens filtered to (the Spend screen's "Show the unknown jobs"). */
+  status?: JobStatus | undefined;
 }
 
-export function JobsScreen({ now, open, go }: Props) {
-  const [status, setStatus] = useState<JobStatus | null>(null);
+export function JobsScreen({ now, open, go, status: filteredTo }: Props) {
+  const [status, setStatus] = useState<JobStatus | null>(filteredTo ?? null);
   const [typed, setTyped] = useState("");
   const search = useSettled(typed.trim(), 200);
   const [provider, setProvider] = useState<string | null>(null);
@@ -60,7 +62,7 @@ export function JobsScreen({ now, open, go }: Props) {
   const filtered = narrows(filter);
   // Null until the jobs are counted: the list's length comes first. The opening reads, when
   // both are back already, are the first state: the first render shows the newest jobs.
-  const [pages, setPages] = useState<Pages | null>(takeOpeningList);
+  const [pages, setPages] = useState<Pages | null>(() => (filteredTo === undefined ? takeOpeningList() : null));
   const opened = useRef(pages !== null);
   const [error, setError] = useState<Shown | null>(null);
   const [view, setView] = useState({ top: 0, height: 600 });

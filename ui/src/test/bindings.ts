@@ -18,6 +18,11 @@ export function jobsScreen() {
   return { commands: { listJobs: vi.fn(), countJobs: vi.fn(), providers: vi.fn(), firstPaint: painted() } };
 }
 
+/** The Spend screen's commands. */
+export function spendScreen() {
+  return { commands: { spend: vi.fn() } };
+}
+
 /** The Settings screen's commands. */
 export function settingsScreen() {
   return { commands: { settings: vi.fn(), setConcurrency: vi.fn(), chooseLedger: vi.fn() } };

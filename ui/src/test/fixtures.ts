@@ -1,5 +1,5 @@
 // Jobs and attempts for the component tests, with only the fields a test cares about set.
-import type { Attempt, AttemptState, Job, JobStatus, JobSummary, Settings } from "../bindings";
+import type { Attempt, AttemptState, Job, JobStatus, JobSummary, JobView, Settings } from "../bindings";
 
 export function job(id: string, status: JobStatus = "queued"): Job {
   return {
@@ -55,6 +55,20 @@ export function attempt(number: number, state: AttemptState): Attempt {
     sent_at: null,
     finished_at: null,
     usage: null,
+  };
+}
+
+/** The Job screen's data for job-1 of `status`, its intent whole and no result, with `over` changed. */
+export function jobView(status: JobStatus, over: Partial<JobView> = {}): JobView {
+  const { intent, result: _, ...rest } = job("job-1", status);
+  return {
+    job: { ...rest, intent: { shown: "whole", value: intent }, result: null },
+    attempts: [],
+    events: [],
+    usage: null,
+    cost: [],
+    known: [],
+    ...over,
   };
 }
 
