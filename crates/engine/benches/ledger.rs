@@ -4,12 +4,13 @@
 //!   does) against a sandbox that answers at once, beside the raw durable INSERT rate;
 //! - with 100,000 jobs: the first page of the Jobs list, a page 90,000 deep and the first page
 //!   of a key search, beside a raw keyset `SELECT` of the same page on the same file;
+//! - the executor end to end with a budget on every job against without (SPEC §17);
 //! - `bulk resolve` of 10,000 unknown jobs: its time, memory, and submits beside it (`bulk/`).
 //!
 //! Run: `cargo bench -p onejob-engine --bench ledger` (`ONEJOB_BENCH_JOBS` and
 //! `ONEJOB_BENCH_HISTORY` change the 2,000 and the 100,000, `ONEJOB_BENCH_CONCURRENCY` the
 //! executor's 32 attempts at once, `ONEJOB_BENCH_BULK` the 10,000; `ONEJOB_BENCH_PARTS` picks
-//! parts among `e2e pages bulk`, all by default). The bulk operation runs at a quarter of its
+//! parts among `e2e pages budget bulk`, all by default). The bulk operation runs at a quarter of its
 //! count first, then at the whole three times, so its memory is seen beside its count, each
 //! beside a submit every 10 ms, each round's submits alone timed half before and half after it,
 //! and the median of the three ratios printed; then at the whole again beside submits back to
@@ -20,7 +21,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::executor::run_queued;
+use common::executor::{run_queued, run_queued_at, Run};
 use common::{ms, pct, raw_connection, raw_inserts, total, OWNER};
 use onejob_engine::executor::DEFAULT_MAX_IN_FLIGHT;
 use onejob_engine::{Engine, JobsQuery};
@@ -37,7 +38,8 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
     let dir = tempfile::tempdir()?;
     let jobs = common::env_number("ONEJOB_BENCH_JOBS", 2_000);
     let history = common::env_number("ONEJOB_BENCH_HISTORY", 100_000);
-    let parts = std::env::var("ONEJOB_BENCH_PARTS").unwrap_or_else(|_| "e2e pages bulk".to_owned());
+    let parts =
+        std::env::var("ONEJOB_BENCH_PARTS").unwrap_or_else(|_| "e2e pages budget bulk".to_owned());
     let part = |name: &str| parts.split([' ', ',']).any(|p| p == name);
     println!(
         "onejob ledger benchmark ({parts}): {jobs} jobs end to end, {history} jobs of history"
@@ -47,6 +49,9 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
     }
     if part("pages") {
         pages(dir.path(), history).await?;
+    }
+    if part("budget") {
+        budgets(dir.path(), jobs).await?;
     }
     if part("bulk") {
         let bulk = common::env_number("ONEJOB_BENCH_BULK", 10_000);
@@ -64,6 +69,60 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
         }
         bulk::bulk_resolve(dir.path(), bulk, bulk::Load::Flood, 1).await?;
     }
+    Ok(())
+}
+
+/// The executor end to end with a budget on every job (SPEC §17) against the same without:
+/// `n` jobs at an instant sandbox with a price, run by one executor until none is left, three
+/// times each way, alternating, on one ledger; the median of each is compared. Unpriced runs
+/// beside them show what charging each attempt costs on its own. The budget's limit is never
+/// reached: every job is sent, and each send takes the budget's row and sums what it holds.
+async fn budgets(dir: &std::path::Path, n: usize) -> Result<(), Box<dyn std::error::Error>> {
+    const RUNS: usize = 3;
+    let engine = Engine::open(dir.join("budget.db")).await?;
+    let concurrency = common::env_number("ONEJOB_BENCH_CONCURRENCY", DEFAULT_MAX_IN_FLIGHT);
+    let price = serde_json::json!({"currency": "USD", "per_request": "0.001"});
+    let (mut unpriced, mut priced, mut budgeted) = (Vec::new(), Vec::new(), Vec::new());
+    for round in 0..RUNS {
+        let name = format!("unpriced{round}");
+        unpriced.push(run_queued_at(&engine, &name, n, 0, concurrency, None).await?);
+        let name = format!("priced{round}");
+        priced.push(run_queued_at(&engine, &name, n, 0, concurrency, Some(&price)).await?);
+        let name = format!("budgeted{round}");
+        let budget = serde_json::json!({"limit": "1000000", "currency": "USD", "period": "day",
+            "provider": name});
+        engine
+            .set_budget(&format!("all-of-{name}"), &budget.to_string(), None)
+            .await?;
+        budgeted.push(run_queued_at(&engine, &name, n, 0, concurrency, Some(&price)).await?);
+    }
+    engine.close().await;
+    let median = |runs: &mut Vec<Run>| {
+        runs.sort_by_key(|r| r.took);
+        runs.get(runs.len() / 2)
+            .map(|r| (r.took, r.succeeded))
+            .unwrap_or_default()
+    };
+    let (unpriced, priced, budgeted) = (
+        median(&mut unpriced),
+        median(&mut priced),
+        median(&mut budgeted),
+    );
+    for (label, (took, succeeded)) in [
+        ("unpriced", unpriced),
+        ("priced, no budget", priced),
+        ("priced, a budget on every job", budgeted),
+    ] {
+        println!(
+            "executor end to end, {label}: {:.0} ms for {n} jobs ({succeeded} succeeded; the median of {RUNS})",
+            ms(took)
+        );
+    }
+    println!(
+        "  with a budget / without: {:.2}x the time (aim <= 1.1x); / unpriced: {:.2}x",
+        common::ratio(budgeted.0, priced.0),
+        common::ratio(budgeted.0, unpriced.0)
+    );
     Ok(())
 }
 

@@ -6,6 +6,7 @@
 
 mod auth;
 mod body;
+mod budgets;
 mod bulk;
 mod conn;
 mod events;
@@ -87,6 +88,11 @@ pub fn router(api: Api) -> Router {
         .route("/v1/bulk", post(bulk::start))
         .route("/v1/bulk/{id}", get(bulk::show))
         .route("/v1/spend", get(spend::show))
+        .route("/v1/budgets", get(budgets::list))
+        .route(
+            "/v1/budgets/{name}",
+            axum::routing::put(budgets::set).delete(budgets::remove),
+        )
         .route("/v1/events", get(events::stream))
         .route("/v1/openapi.json", get(openapi::serve))
         .fallback(problem::no_route)

@@ -42,9 +42,24 @@ pub async fn run_queued(
     latency_ms: u64,
     concurrency: usize,
 ) -> Result<Run, Box<dyn std::error::Error>> {
-    let sandbox = json!({"name": name, "kind": "sandbox", "soft_timeout_ms": 30_000,
+    run_queued_at(engine, name, n, latency_ms, concurrency, None).await
+}
+
+/// [`run_queued`] at a sandbox with `price` (SPEC §17) when given.
+pub async fn run_queued_at(
+    engine: &Engine,
+    name: &str,
+    n: usize,
+    latency_ms: u64,
+    concurrency: usize,
+    price: Option<&serde_json::Value>,
+) -> Result<Run, Box<dyn std::error::Error>> {
+    let mut sandbox = json!({"name": name, "kind": "sandbox", "soft_timeout_ms": 30_000,
         "hard_timeout_ms": 60_000, "honours_idempotency_key": true,
         "dials": {"latency_ms": latency_ms, "jitter_ms": 0}});
+    if let Some(price) = price {
+        sandbox["price"] = price.clone();
+    }
     engine.add_provider(&sandbox.to_string()).await?;
     for i in 0..n {
         let body = json!({"route": [name], "input": {"n": i}}).to_string();

@@ -26,6 +26,7 @@ impl BudgetPeriod {
 
 /// What `budget set NAME --json …` and `PUT /v1/budgets/{name}` take.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct BudgetConfig {
     /// Only this owner's jobs; absent: every owner's.
@@ -35,6 +36,7 @@ pub struct BudgetConfig {
     #[serde(default)]
     pub provider: Option<String>,
     /// What attempts may spend in a period, a decimal string.
+    #[cfg_attr(feature = "openapi", schema(value_type = String, example = "10.00"))]
     pub limit: Amount,
     /// The currency of the limit; attempts charged in another are not counted.
     pub currency: String,

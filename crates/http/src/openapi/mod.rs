@@ -67,6 +67,9 @@ answered 503 at once. A 2xx is sent only after the commit that holds its answer.
         crate::bulk::start,
         crate::bulk::show,
         crate::spend::show,
+        crate::budgets::list,
+        crate::budgets::set,
+        crate::budgets::remove,
         crate::events::stream,
         serve,
     ),
@@ -315,8 +318,19 @@ mod tests {
         );
         has("GET", "/v1/events", &["200", "401", "503"]);
         has("GET", "/v1/spend", &["200", "400", "401", "500", "503"]);
+        has("GET", "/v1/budgets", &["200", "400", "401", "500", "503"]);
+        has(
+            "PUT",
+            "/v1/budgets/{name}",
+            &["200", "400", "401", "404", "413", "415", "500"],
+        );
+        has(
+            "DELETE",
+            "/v1/budgets/{name}",
+            &["200", "400", "401", "404", "500"],
+        );
         has("GET", DOCUMENT_PATH, &["200"]);
-        assert_eq!(described.len(), 11, "{described:?}");
+        assert_eq!(described.len(), 14, "{described:?}");
 
         let doc = json();
         let submit = &doc["paths"]["/v1/jobs"]["post"];

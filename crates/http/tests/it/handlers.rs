@@ -467,3 +467,57 @@ async fn spend_is_the_owners_own_and_a_job_shows_what_it_cost() {
     assert_eq!(problem(&refused, StatusCode::BAD_REQUEST), "invalid_input");
     assert_eq!(refused.body["details"]["field"], "by", "{}", refused.body);
 }
+
+/// `/v1/budgets` is the owner's own: set, listed with what it holds, never another owner's,
+/// and removed.
+#[tokio::test]
+async fn budgets_are_the_owners_own() {
+    let app = InProcess::new().await;
+    let put = |token: &str, name: &str, body: Value| {
+        app.request(Method::PUT, &format!("/v1/budgets/{name}"), token)
+            .header(header::CONTENT_TYPE, "application/json")
+            .body(Body::from(body.to_string()))
+            .expect("a request")
+    };
+    let daily = json!({"limit": "10.00", "currency": "USD", "period": "day"});
+    let set = app.send(put(&app.token, "daily", daily.clone())).await;
+    assert_eq!(set.status, StatusCode::OK, "{}", set.body);
+    assert_eq!(set.body["budget"]["owner"], "alice", "{}", set.body);
+    assert_eq!(set.body["budget"]["used"], "0.00");
+    assert_eq!(set.body["replaced"], false);
+
+    let bob = app.token_for("bob").await;
+    let theirs = app.send(put(&bob, "daily", daily)).await;
+    assert_eq!(problem(&theirs, StatusCode::NOT_FOUND), "not_found");
+    let request = app.request(Method::GET, "/v1/budgets", &bob);
+    let listed = app
+        .send(request.body(Body::empty()).expect("a request"))
+        .await;
+    assert_eq!(
+        listed.body,
+        json!({"budgets": []}),
+        "alice's budget is hers"
+    );
+
+    let other = json!({"limit": "1", "currency": "USD", "period": "month", "owner": "bob"});
+    let refused = app.send(put(&app.token, "monthly", other)).await;
+    assert_eq!(problem(&refused, StatusCode::BAD_REQUEST), "invalid_input");
+    assert_eq!(
+        refused.body["details"]["field"], "budget.owner",
+        "{}",
+        refused.body
+    );
+
+    let listed = app.get("/v1/budgets").await;
+    assert_eq!(
+        listed.body["budgets"][0]["name"], "daily",
+        "{}",
+        listed.body
+    );
+    let request = app.request(Method::DELETE, "/v1/budgets/daily", &app.token);
+    let removed = app
+        .send(request.body(Body::empty()).expect("a request"))
+        .await;
+    assert_eq!(removed.body, json!({"removed": "daily"}));
+    assert_eq!(app.get("/v1/budgets").await.body, json!({"budgets": []}));
+}
