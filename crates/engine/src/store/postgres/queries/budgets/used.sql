@@ -8,10 +8,10 @@ SELECT coalesce(sum(CASE WHEN a.state IN ('in_flight', 'unknown') THEN a.worst_n
                          ELSE coalesce(a.cost_nanos, a.worst_nanos) END), 0)::bigint AS used
 FROM budgets b
 JOIN attempts a ON a.currency = b.currency
-JOIN jobs j ON j.id = a.job_id
 WHERE b.name = $1
   AND (b.provider IS NULL OR a.provider = b.provider)
-  AND (b.owner_id IS NULL OR j.owner_id = b.owner_id)
+  AND (b.owner_id IS NULL
+       OR EXISTS (SELECT 1 FROM jobs j WHERE j.id = a.job_id AND j.owner_id = b.owner_id))
   AND a.sent_at >= CASE b.period
                        WHEN 'day' THEN date_trunc('day', now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC'
                        ELSE date_trunc('month', now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC'
