@@ -137,6 +137,19 @@ impl JobsQuery {
             ..JobsQuery::default()
         }
     }
+
+    /// The filter of this query, as a bulk operation takes it: its position and size are not
+    /// filters.
+    pub fn filter(&self) -> BulkFilter {
+        BulkFilter {
+            status: self.status,
+            provider: self.provider.clone(),
+            error_kind: self.error_kind.clone(),
+            created_before: self.created_before.clone(),
+            created_after: self.created_after.clone(),
+            search: self.search.clone(),
+        }
+    }
 }
 
 /// How a ledger file is opened; the defaults are what the app and the CLI use.

@@ -3,14 +3,22 @@
 use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Response};
 use onejob_engine::{Budget, BudgetConfig};
-use serde::Serialize;
-use utoipa::ToSchema;
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
 
 use crate::auth::Owner;
 use crate::body::Text;
 use crate::openapi::{BodyErrors, CommonErrors, NotFound};
 use crate::problem::Problem;
 use crate::Api;
+
+/// The path of one budget: `/v1/budgets/{name}`.
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Path)]
+pub struct BudgetName {
+    /// The budget's name: 1-64 characters of `A-Za-z0-9._-`.
+    name: String,
+}
 
 /// The answer of `GET /v1/budgets`.
 #[derive(Serialize, ToSchema)]
@@ -58,8 +66,7 @@ pub async fn list(State(api): State<Api>, Owner(owner): Owner) -> Result<Respons
 provider or every one, in one currency. An attempt whose worst case would pass it is not sent: \
 its job waits, `queued`, until the next period, with a `budget_reached` event. Setting it again \
 replaces it; another owner's budget of the name is `404`.",
-    params(("name" = String, Path, description = "The budget's name: 1-64 characters of \
-`A-Za-z0-9._-`")),
+    params(BudgetName),
     request_body(content = BudgetConfig, description = "The budget; `owner`, if given, must be \
 the owner",
         example = json!({"limit": "10.00", "currency": "USD", "period": "day"})),
@@ -73,7 +80,7 @@ the owner",
 pub async fn set(
     State(api): State<Api>,
     Owner(owner): Owner,
-    Path(name): Path<String>,
+    Path(BudgetName { name }): Path<BudgetName>,
     Text(body): Text,
 ) -> Result<Response, Problem> {
     let (budget, replaced) = api.engine.set_budget(&name, &body, Some(&owner)).await?;
@@ -84,7 +91,7 @@ pub async fn set(
 #[utoipa::path(
     delete, path = "/v1/budgets/{name}", tag = "spend", operation_id = "remove_budget",
     summary = "Remove one of the owner's budgets",
-    params(("name" = String, Path, description = "The budget's name")),
+    params(BudgetName),
     responses(
         (status = 200, description = "The budget was removed", body = BudgetRemoved),
         CommonErrors,
@@ -94,8 +101,9 @@ pub async fn set(
 pub async fn remove(
     State(api): State<Api>,
     Owner(owner): Owner,
-    Path(name): Path<String>,
+    Path(path): Path<BudgetName>,
 ) -> Result<Response, Problem> {
-    api.engine.remove_budget(&name, Some(&owner)).await?;
-    Ok(axum::Json(BudgetRemoved { removed: name }).into_response())
+    api.engine.remove_budget(&path.name, Some(&owner)).await?;
+    let removed = BudgetRemoved { removed: path.name };
+    Ok(axum::Json(removed).into_response())
 }

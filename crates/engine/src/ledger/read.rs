@@ -306,14 +306,7 @@ impl ListFilter {
 
     /// A Jobs query's filters, checked; its position and size are not filters.
     pub(super) fn of_query(query: &JobsQuery) -> Result<ListFilter> {
-        ListFilter::new(&BulkFilter {
-            status: query.status,
-            provider: query.provider.clone(),
-            error_kind: query.error_kind.clone(),
-            created_before: query.created_before.clone(),
-            created_after: query.created_after.clone(),
-            search: query.search.clone(),
-        })
+        ListFilter::new(&query.filter())
     }
 
     /// The filter as checked.

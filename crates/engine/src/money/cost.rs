@@ -152,6 +152,11 @@ pub(crate) const FREE_FAILURES: [&str; 10] = [
     "cancelled",
 ];
 
+/// [`FREE_FAILURES`] as a JSON array, as the ledger's sums take them.
+pub(crate) fn free_failures_json() -> String {
+    serde_json::to_string(&FREE_FAILURES).unwrap_or_default()
+}
+
 /// Whether a failure of this kind costs nothing.
 pub(crate) fn costs_nothing(kind: &str) -> bool {
     FREE_FAILURES.contains(&kind)

@@ -94,7 +94,7 @@ fn a_price_names_what_is_wrong_with_it() {
 /// silently start charging.
 #[test]
 fn every_free_failure_is_a_failure_kind() {
-    for kind in FREE_FAILURES {
+    for kind in cost::FREE_FAILURES {
         assert!(crate::failure::FailureKind::parse(kind).is_some(), "{kind}");
     }
 }

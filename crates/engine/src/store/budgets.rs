@@ -3,7 +3,7 @@
 
 use sqlx::FromRow;
 
-use super::{on_backend, Conn, Handle};
+use super::{on_backend, Handle};
 
 #[derive(FromRow)]
 pub struct BudgetRow {
@@ -89,27 +89,12 @@ pub async fn covering(
 
 /// What budget `name` holds in its period now, in billionths (`budgets/used.sql`).
 pub async fn used(h: &mut impl Handle, name: &str) -> sqlx::Result<i64> {
-    let free = crate::money::FREE_FAILURES;
-    match h.conn() {
-        Conn::Sqlite(conn, at) => {
-            let free = serde_json::to_string(&free).unwrap_or_default();
-            sqlx::query_scalar(crate::store::query!(sqlite, "budgets/used"))
-                .bind(name)
-                .bind(free)
-                .fetch_one(conn)
-                .await
-                .map_err(|e| crate::store::sqlite::named(at, e))
-        }
-        Conn::Postgres(conn, watch) => {
-            let free: Vec<&str> = free.to_vec();
-            watch
-                .guard(
-                    sqlx::query_scalar(crate::store::query!(postgres, "budgets/used"))
-                        .bind(name)
-                        .bind(free)
-                        .fetch_one(&mut *conn),
-                )
-                .await
-        }
-    }
+    let free = crate::money::free_failures_json();
+    on_backend!(h, "budgets/used", |conn, sql| {
+        sqlx::query_scalar(sql)
+            .bind(name)
+            .bind(&free)
+            .fetch_one(conn)
+            .await
+    })
 }

@@ -1555,14 +1555,7 @@ async fn the_jobs_list_takes_the_open_attempts_error_kind_and_creation_times_as_
         // What a bulk operation with the same filter would take.
         let dry = BulkRequest {
             action: BulkAction::Cancel,
-            filter: BulkFilter {
-                status: query.status,
-                provider: query.provider.clone(),
-                error_kind: query.error_kind.clone(),
-                created_before: query.created_before.clone(),
-                created_after: query.created_after.clone(),
-                search: query.search.clone(),
-            },
+            filter: query.filter(),
             verdict: None,
             provider: None,
             dry_run: true,

@@ -20,6 +20,26 @@ use crate::Engine;
 
 use super::MAX_RETRY_AFTER;
 
+/// The attempt's row while it is `pending`; otherwise `invalid_transition` to `to`: another
+/// executor sent it meanwhile, and what was not sent is not decided for it.
+pub(super) async fn pending_row(
+    tx: &mut Tx,
+    attempt_id: &str,
+    to: &str,
+) -> Result<attempt_rows::AttemptRow> {
+    let row = attempt_row(tx, attempt_id).await?;
+    let state = row.state()?;
+    if state != AttemptState::Pending {
+        return Err(Error::invalid_transition(
+            "attempt",
+            attempt_id,
+            state.as_str(),
+            to,
+        ));
+    }
+    Ok(row)
+}
+
 /// Fails an attempt and moves its job on as `after` says, in the caller's transaction.
 pub(super) async fn fail_in(
     conn: &mut impl Handle,
@@ -275,18 +295,11 @@ impl GroupWrite for FailAttempt {
     fn run<'t>(&'t self, tx: &'t mut Tx) -> Step<'t, JobAttempt> {
         Box::pin(async move {
             let attempt_id = &self.attempt_id;
-            let row = attempt_row(tx, attempt_id).await?;
-            if self.unsent_only {
-                let state = row.state()?;
-                if state != AttemptState::Pending {
-                    return Err(Error::invalid_transition(
-                        "attempt",
-                        attempt_id,
-                        state.as_str(),
-                        "failed before sending",
-                    ));
-                }
-            }
+            let row = if self.unsent_only {
+                pending_row(tx, attempt_id, "failed before sending").await?
+            } else {
+                attempt_row(tx, attempt_id).await?
+            };
             if let Some(note) = &self.note {
                 note.write(tx, &row.job_id, attempt_id).await?;
             }

@@ -21,7 +21,7 @@ use crate::model::{Actor, Attempt};
 use crate::money::Charge;
 use crate::store::jobs as job_rows;
 
-use super::ends::fail_in;
+use super::ends::{fail_in, pending_row};
 use crate::store::attempts::{self as attempt_rows, Patch};
 use crate::store::Tx;
 use crate::Engine;
@@ -244,16 +244,7 @@ async fn kept_back(
     charge: &Charge,
     reached: budgets::Reached,
 ) -> Result<Attempt> {
-    let row = attempt_row(tx, attempt_id).await?;
-    let state = row.state()?;
-    if state != AttemptState::Pending {
-        return Err(Error::invalid_transition(
-            "attempt",
-            attempt_id,
-            state.as_str(),
-            "in_flight",
-        ));
-    }
+    let row = pending_row(tx, attempt_id, "in_flight").await?;
     let why = FailureKind::BudgetReached.because(format!(
         "not sent: its worst case would pass budget {} ({} of {} held); the job waits for its next period",
         reached.name,

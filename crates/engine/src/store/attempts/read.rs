@@ -6,7 +6,7 @@ use std::time::Duration;
 use crate::store::rows::AttemptRow;
 use sqlx::FromRow;
 
-use crate::store::{on_backend, Conn, Handle};
+use crate::store::{on_backend, Handle};
 
 /// An attempt by id, whoever owns its job (for the executor).
 pub async fn by_id(h: &mut impl Handle, id: &str) -> sqlx::Result<Option<AttemptRow>> {
@@ -121,33 +121,15 @@ pub async fn spend(
     since: Option<&str>,
     currency: Option<&str>,
 ) -> sqlx::Result<Vec<SpendRow>> {
-    let free = crate::money::FREE_FAILURES;
-    match h.conn() {
-        Conn::Sqlite(conn, at) => {
-            let free = serde_json::to_string(&free).unwrap_or_default();
-            sqlx::query_as(crate::store::query!(sqlite, "attempts/spend"))
-                .bind(by)
-                .bind(owner)
-                .bind(since)
-                .bind(currency)
-                .bind(free)
-                .fetch_all(conn)
-                .await
-                .map_err(|e| crate::store::sqlite::named(at, e))
-        }
-        Conn::Postgres(conn, watch) => {
-            let free: Vec<&str> = free.to_vec();
-            watch
-                .guard(
-                    sqlx::query_as(crate::store::query!(postgres, "attempts/spend"))
-                        .bind(by)
-                        .bind(owner)
-                        .bind(since)
-                        .bind(currency)
-                        .bind(free)
-                        .fetch_all(&mut *conn),
-                )
-                .await
-        }
-    }
+    let free = crate::money::free_failures_json();
+    on_backend!(h, "attempts/spend", |conn, sql| {
+        sqlx::query_as(sql)
+            .bind(by)
+            .bind(owner)
+            .bind(since)
+            .bind(currency)
+            .bind(&free)
+            .fetch_all(conn)
+            .await
+    })
 }
