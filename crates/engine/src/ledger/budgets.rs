@@ -93,15 +93,12 @@ impl Engine {
         if let Some(provider) = &config.provider {
             validate_name("budget.provider", provider)?;
         }
-        let limit_nanos = config
-            .limit
-            .nanos()
-            .ok_or_else(|| Error::invalid_input("budget.limit", "is more than onejob can count"))?;
+        // Checked by `BudgetConfig::parse`.
+        let limit_nanos = config.limit.nanos().unwrap_or(i64::MAX);
         let mut tx = self.begin().await?;
         let outcome = async {
-            let existing = budget_rows::list(&mut tx, None).await?;
-            let before = existing.iter().find(|b| b.name == name);
-            if let (Some(owner), Some(before)) = (scope, before) {
+            let before = budget_rows::named(&mut tx, name).await?;
+            if let (Some(owner), Some(before)) = (scope, &before) {
                 if before.owner_id.as_deref() != Some(owner) {
                     return Err(Error::not_found("budget", name));
                 }
@@ -119,17 +116,14 @@ impl Engine {
                 },
             )
             .await?;
-            Ok(replaced)
+            let row = budget_rows::named(&mut tx, name)
+                .await?
+                .ok_or_else(|| Error::internal("a budget vanished as it was set"))?;
+            let used = budget_rows::used(&mut tx, name).await?;
+            Ok((into_budget(row, used)?, replaced))
         }
         .await;
-        let replaced = finish(tx, outcome).await?;
-        let budget = self
-            .budgets(scope)
-            .await?
-            .into_iter()
-            .find(|b| b.name == name)
-            .ok_or_else(|| Error::internal("a budget vanished as it was set"))?;
-        Ok((budget, replaced))
+        finish(tx, outcome).await
     }
 
     /// The budgets (of `scope`'s own, when given), by name, each with what it holds now.

@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{Amount, Price};
+use super::Amount;
 use crate::error::{Error, Result};
 
 /// A budget's period: the UTC day or month it counts in.
@@ -52,14 +52,13 @@ impl BudgetConfig {
                 format!("{e}; a budget is {{\"limit\": \"10.00\", \"currency\": \"USD\", \"period\": \"day\"|\"month\", \"provider\"?, \"owner\"?}}"),
             )
         })?;
-        // A price's currency rule: three capital letters.
-        let check = Price {
-            currency: config.currency.clone(),
-            per_request: Some(config.limit),
-            per_1k_input_tokens: None,
-            per_1k_output_tokens: None,
-        };
-        check.validate("budget")?;
+        super::check_currency(&config.currency, "budget")?;
+        if config.limit.nanos().is_none() {
+            return Err(Error::invalid_input(
+                "budget.limit",
+                format!("{} is more than onejob can count", config.limit),
+            ));
+        }
         Ok(config)
     }
 }

@@ -127,6 +127,18 @@ pub struct Price {
     pub per_1k_output_tokens: Option<Amount>,
 }
 
+/// Checks that `code` is a currency code (three capital letters, ISO 4217); the error names
+/// `{field}.currency`.
+pub(crate) fn check_currency(code: &str, field: &str) -> Result<()> {
+    if code.len() != 3 || !code.bytes().all(|b| b.is_ascii_uppercase()) {
+        return Err(Error::invalid_input(
+            format!("{field}.currency"),
+            format!("{code:?} is not a currency code; write its three capital letters (ISO 4217), such as USD or EUR"),
+        ));
+    }
+    Ok(())
+}
+
 /// The fields a price may have.
 pub const PRICE_FIELDS: [&str; 4] = [
     "currency",
@@ -139,13 +151,7 @@ impl Price {
     /// Checks the currency's code and that each amount is within [`MAX_PRICE`]; `field` is
     /// where the price stands (`provider.price`), which errors name with the part at fault.
     pub fn validate(&self, field: &str) -> Result<()> {
-        let code = &self.currency;
-        if code.len() != 3 || !code.bytes().all(|b| b.is_ascii_uppercase()) {
-            return Err(Error::invalid_input(
-                format!("{field}.currency"),
-                format!("{code:?} is not a currency code; write its three capital letters (ISO 4217), such as USD or EUR"),
-            ));
-        }
+        check_currency(&self.currency, field)?;
         let amounts = [
             ("per_request", self.per_request),
             ("per_1k_input_tokens", self.per_1k_input_tokens),

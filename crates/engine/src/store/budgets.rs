@@ -59,6 +59,13 @@ pub async fn list(h: &mut impl Handle, owner: Option<&str>) -> sqlx::Result<Vec<
     })
 }
 
+/// The budget named `name`, whoever owns it.
+pub async fn named(h: &mut impl Handle, name: &str) -> sqlx::Result<Option<BudgetRow>> {
+    on_backend!(h, "budgets/named", |conn, sql| {
+        sqlx::query_as(sql).bind(name).fetch_optional(conn).await
+    })
+}
+
 /// Removes a budget (only `owner`'s, when given); whether one was removed.
 pub async fn delete(h: &mut impl Handle, name: &str, owner: Option<&str>) -> sqlx::Result<bool> {
     on_backend!(h, "budgets/delete", |conn, sql| {

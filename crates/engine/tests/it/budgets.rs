@@ -120,3 +120,21 @@ async fn an_unknown_attempt_keeps_its_worst_case_reserved_until_resolved() {
     until(e, &next, |d| d.job.status == JobStatus::Succeeded).await;
     assert_eq!(e.budgets(None).await.expect("budgets")[0].used, "0.01");
 }
+
+/// A budget's limit is any amount onejob can count, not a price's bound; setting it again
+/// replaces it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_budget_of_millions_is_kept_and_replaced_by_name() {
+    let ledger = Ledger::new().await;
+    let e = &ledger.engine;
+    let big = r#"{"limit": "2500000.00", "currency": "EUR", "period": "month"}"#;
+    let (budget, replaced) = e.set_budget("yearly-llm", big, None).await.expect("set");
+    assert_eq!((budget.limit.as_str(), replaced), ("2500000.00", false));
+    let smaller = r#"{"limit": "10", "currency": "EUR", "period": "day"}"#;
+    let (budget, replaced) = e
+        .set_budget("yearly-llm", smaller, None)
+        .await
+        .expect("set");
+    assert_eq!((budget.limit.as_str(), replaced), ("10.00", true));
+    assert_eq!(e.budgets(None).await.expect("list").len(), 1);
+}
