@@ -21,7 +21,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::executor::{run_queued, run_queued_at, Run};
+use common::executor::run_queued;
 use common::{ms, pct, raw_connection, raw_inserts, total, OWNER};
 use onejob_engine::executor::DEFAULT_MAX_IN_FLIGHT;
 use onejob_engine::{Engine, JobsQuery};
@@ -51,7 +51,9 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
         pages(dir.path(), history).await?;
     }
     if part("budget") {
-        budgets(dir.path(), jobs).await?;
+        let engine = Engine::open(dir.path().join("budget.db")).await?;
+        common::executor::budgets(&engine, jobs).await?;
+        engine.close().await;
     }
     if part("bulk") {
         let bulk = common::env_number("ONEJOB_BENCH_BULK", 10_000);
@@ -69,60 +71,6 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
         }
         bulk::bulk_resolve(dir.path(), bulk, bulk::Load::Flood, 1).await?;
     }
-    Ok(())
-}
-
-/// The executor end to end with a budget on every job (SPEC §17) against the same without:
-/// `n` jobs at an instant sandbox with a price, run by one executor until none is left, three
-/// times each way, alternating, on one ledger; the median of each is compared. Unpriced runs
-/// beside them show what charging each attempt costs on its own. The budget's limit is never
-/// reached: every job is sent, and each send takes the budget's row and sums what it holds.
-async fn budgets(dir: &std::path::Path, n: usize) -> Result<(), Box<dyn std::error::Error>> {
-    const RUNS: usize = 3;
-    let engine = Engine::open(dir.join("budget.db")).await?;
-    let concurrency = common::env_number("ONEJOB_BENCH_CONCURRENCY", DEFAULT_MAX_IN_FLIGHT);
-    let price = serde_json::json!({"currency": "USD", "per_request": "0.001"});
-    let (mut unpriced, mut priced, mut budgeted) = (Vec::new(), Vec::new(), Vec::new());
-    for round in 0..RUNS {
-        let name = format!("unpriced{round}");
-        unpriced.push(run_queued_at(&engine, &name, n, 0, concurrency, None).await?);
-        let name = format!("priced{round}");
-        priced.push(run_queued_at(&engine, &name, n, 0, concurrency, Some(&price)).await?);
-        let name = format!("budgeted{round}");
-        let budget = serde_json::json!({"limit": "1000000", "currency": "USD", "period": "day",
-            "provider": name});
-        engine
-            .set_budget(&format!("all-of-{name}"), &budget.to_string(), None)
-            .await?;
-        budgeted.push(run_queued_at(&engine, &name, n, 0, concurrency, Some(&price)).await?);
-    }
-    engine.close().await;
-    let median = |runs: &mut Vec<Run>| {
-        runs.sort_by_key(|r| r.took);
-        runs.get(runs.len() / 2)
-            .map(|r| (r.took, r.succeeded))
-            .unwrap_or_default()
-    };
-    let (unpriced, priced, budgeted) = (
-        median(&mut unpriced),
-        median(&mut priced),
-        median(&mut budgeted),
-    );
-    for (label, (took, succeeded)) in [
-        ("unpriced", unpriced),
-        ("priced, no budget", priced),
-        ("priced, a budget on every job", budgeted),
-    ] {
-        println!(
-            "executor end to end, {label}: {:.0} ms for {n} jobs ({succeeded} succeeded; the median of {RUNS})",
-            ms(took)
-        );
-    }
-    println!(
-        "  with a budget / without: {:.2}x the time (aim <= 1.1x); / unpriced: {:.2}x",
-        common::ratio(budgeted.0, priced.0),
-        common::ratio(budgeted.0, unpriced.0)
-    );
     Ok(())
 }
 

@@ -34,6 +34,17 @@ use crate::executor::Executor;
 use crate::model::{Attempt, AttemptError, Job, JobAttempt};
 use crate::Engine;
 
+/// What an attempt in `state`, ended with `error_kind`, holds against a budget, in billionths,
+/// given its worst case and its settled cost (SPEC §17).
+pub fn held(
+    state: crate::AttemptState,
+    error_kind: Option<&str>,
+    worst: i64,
+    cost: Option<i64>,
+) -> i64 {
+    crate::money::held(state, error_kind, worst, cost)
+}
+
 /// The attempts a job may make when its intent names no `max_attempts`.
 pub const DEFAULT_MAX_ATTEMPTS: u32 = crate::intent::DEFAULT_MAX_ATTEMPTS;
 /// The fields a provider's configuration may have.

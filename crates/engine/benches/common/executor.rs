@@ -2,7 +2,7 @@
 
 use std::time::{Duration, Instant};
 
-use onejob_engine::executor::{Executor, ExecutorOptions};
+use onejob_engine::executor::{Executor, ExecutorOptions, DEFAULT_MAX_IN_FLIGHT};
 use onejob_engine::{Engine, JobStatus, JobsQuery};
 use serde_json::json;
 
@@ -91,4 +91,56 @@ pub async fn run_queued_at(
         succeeded,
         cpu,
     })
+}
+
+/// The executor end to end with a budget on every job (SPEC §17) against the same without:
+/// `n` jobs at an instant sandbox with a price, run by one executor until none is left, three
+/// times each way, alternating, on `engine`'s ledger; the median of each is compared. Unpriced runs
+/// beside them show what charging each attempt costs on its own. The budget's limit is never
+/// reached: every job is sent, and each send takes the budget's row and sums what it holds.
+pub async fn budgets(engine: &Engine, n: usize) -> Result<(), Box<dyn std::error::Error>> {
+    const RUNS: usize = 3;
+    let concurrency = super::env_number("ONEJOB_BENCH_CONCURRENCY", DEFAULT_MAX_IN_FLIGHT);
+    let price = serde_json::json!({"currency": "USD", "per_request": "0.001"});
+    let (mut unpriced, mut priced, mut budgeted) = (Vec::new(), Vec::new(), Vec::new());
+    for round in 0..RUNS {
+        let name = format!("unpriced{round}");
+        unpriced.push(run_queued_at(engine, &name, n, 0, concurrency, None).await?);
+        let name = format!("priced{round}");
+        priced.push(run_queued_at(engine, &name, n, 0, concurrency, Some(&price)).await?);
+        let name = format!("budgeted{round}");
+        let budget = serde_json::json!({"limit": "1000000", "currency": "USD", "period": "day",
+            "provider": name});
+        engine
+            .set_budget(&format!("all-of-{name}"), &budget.to_string(), None)
+            .await?;
+        budgeted.push(run_queued_at(engine, &name, n, 0, concurrency, Some(&price)).await?);
+    }
+    let median = |runs: &mut Vec<Run>| {
+        runs.sort_by_key(|r| r.took);
+        runs.get(runs.len() / 2)
+            .map(|r| (r.took, r.succeeded))
+            .unwrap_or_default()
+    };
+    let (unpriced, priced, budgeted) = (
+        median(&mut unpriced),
+        median(&mut priced),
+        median(&mut budgeted),
+    );
+    for (label, (took, succeeded)) in [
+        ("unpriced", unpriced),
+        ("priced, no budget", priced),
+        ("priced, a budget on every job", budgeted),
+    ] {
+        println!(
+            "executor end to end, {label}: {:.0} ms for {n} jobs ({succeeded} succeeded; the median of {RUNS})",
+            super::ms(took)
+        );
+    }
+    println!(
+        "  with a budget / without: {:.2}x the time (aim <= 1.1x); / unpriced: {:.2}x",
+        super::ratio(budgeted.0, priced.0),
+        super::ratio(budgeted.0, unpriced.0)
+    );
+    Ok(())
 }

@@ -6,6 +6,7 @@
 //! - `storms`: 1,000 concurrent submits with distinct keys (group commit; the median of five);
 //! - `executor`: one executor end to end over 2,000 queued jobs at an instant sandbox, as a
 //!   share of the raw INSERT rate;
+//! - `budget`: the same with a budget on every job, against without (SPEC §17);
 //! - `processes`: jobs/s with 1, 2 and 4 worker processes on one ledger (this binary run again
 //!   as a worker, each with its own Engine), at an instant sandbox and at one taking 50 ms,
 //!   counted from the ledger once every job is settled, which is checked for each job sent once;
@@ -14,7 +15,7 @@
 //!
 //! The cluster is a throwaway one on 127.0.0.1 with `fsync` on, as a real server would run.
 //! Run: `cargo bench -p onejob-engine --bench postgres`. `ONEJOB_BENCH_PARTS` picks parts
-//! (`submit storms executor processes frozen`, all by default), `ONEJOB_BENCH_N` changes the
+//! (`submit storms executor budget processes frozen`, all by default), `ONEJOB_BENCH_N` changes the
 //! 5,000 sequential submits, `ONEJOB_BENCH_JOBS` the 2,000 jobs of each worker-process run at the
 //! instant sandbox (half as many at 50 ms), `ONEJOB_BENCH_CONCURRENCY` and
 //! `ONEJOB_BENCH_SLOW_CONCURRENCY` the 32 and 4 attempts each worker process sends at once there,
@@ -58,7 +59,7 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
     let in_flight = common::env_number("ONEJOB_BENCH_CONCURRENCY", DEFAULT_MAX_IN_FLIGHT);
     let slow_in_flight = common::env_number("ONEJOB_BENCH_SLOW_CONCURRENCY", 4);
     let parts = std::env::var("ONEJOB_BENCH_PARTS")
-        .unwrap_or_else(|_| "submit storms executor processes frozen".to_owned());
+        .unwrap_or_else(|_| "submit storms executor budget processes frozen".to_owned());
     let part = |name: &str| parts.split([' ', ',']).any(|p| p == name);
     // Statement statistics for a profile of the processes runs (ONEJOB_BENCH_STATS).
     let cluster = if std::env::var("ONEJOB_BENCH_STATS").is_ok() {
@@ -92,6 +93,11 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
     }
     if part("executor") {
         executor_end_to_end(&cluster, raw_rate).await?;
+    }
+    if part("budget") {
+        let engine = Engine::open(cluster.database("budget")?).await?;
+        common::executor::budgets(&engine, jobs).await?;
+        engine.close().await;
     }
     let logs = tempfile::tempdir()?;
     if part("processes") {

@@ -115,7 +115,8 @@ pub(crate) struct Charged {
 
 /// What an attempt in `state`, ended with `error_kind`, has spent and has at risk, given its
 /// worst case and its settled cost (ADR 0062). The same rule is written in SQL for the sums of
-/// spend (`attempts/spend.sql`); `spend_rule_is_the_views_rule` holds them together.
+/// spend (`attempts/spend.sql`), of a budget on PostgreSQL (`budgets/used.sql`) and in SQLite's
+/// `attempts.held_nanos` (migration 0014, held to this by `the_ledgers_held_rule_is_the_money_rule`).
 pub(crate) fn charged(
     state: crate::attempt::AttemptState,
     error_kind: Option<&str>,
@@ -134,6 +135,24 @@ pub(crate) fn charged(
             spent: cost.unwrap_or(worst),
             at_risk: 0,
         },
+    }
+}
+
+/// What an attempt holds against a budget that covers it (ADR 0063): in flight, its worst case,
+/// reserved; otherwise what it spent and what it has at risk. The ledger keeps the sum of it
+/// per day (migration 0014).
+pub(crate) fn held(
+    state: crate::attempt::AttemptState,
+    error_kind: Option<&str>,
+    worst: i64,
+    cost: Option<i64>,
+) -> i64 {
+    match state {
+        crate::attempt::AttemptState::InFlight => worst,
+        _ => {
+            let c = charged(state, error_kind, worst, cost);
+            c.spent + c.at_risk
+        }
     }
 }
 

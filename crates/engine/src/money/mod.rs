@@ -16,7 +16,7 @@ mod budget;
 mod cost;
 
 pub use budget::{Budget, BudgetConfig, BudgetPeriod};
-pub(crate) use cost::{charged, free_failures_json, totals, Charge};
+pub(crate) use cost::{charged, free_failures_json, held, totals, Charge};
 pub use cost::{Cost, Spend, SpendBy, SpendLine};
 
 /// Decimal places an amount may have: billionths of the currency's unit.

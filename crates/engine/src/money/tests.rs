@@ -123,3 +123,86 @@ fn the_worst_case_counts_every_byte_in_and_the_asked_or_the_window_out() {
         Some(10_000_000 + 10 * 1_000_000 + 10 * 2_000_000)
     );
 }
+
+/// SQLite keeps what each day holds by triggers over a column that writes the money rule in
+/// SQL (migration 0014). Every state, with every failure kind, a settled cost or none, moved
+/// from day to day, unpriced and priced: the column agrees with `charged`, and the day's
+/// total with the column.
+#[tokio::test]
+async fn the_ledgers_held_rule_is_the_money_rule() {
+    use crate::attempt::AttemptState;
+    use sqlx::Connection;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("ledger.db");
+    let engine = crate::Engine::open(&path).await.unwrap();
+    let job = engine
+        .submit(
+            "local",
+            "held",
+            r#"{"route": ["sandbox"], "input": {"n": 1}}"#,
+        )
+        .await
+        .unwrap();
+    engine.close().await;
+    let mut conn = sqlx::SqliteConnection::connect(&format!("sqlite:{}", path.display()))
+        .await
+        .unwrap();
+    sqlx::query(
+        "INSERT INTO attempts (id, job_id, number, provider, state, job_version, created_at) \
+         VALUES ('held', ?1, 99, 'sandbox', 'pending', 1, '2026-01-01T00:00:00.000Z')",
+    )
+    .bind(&job.job.id)
+    .execute(&mut conn)
+    .await
+    .unwrap();
+    let kinds = std::iter::once(None).chain(
+        crate::failure::FailureKind::ALL
+            .iter()
+            .map(|k| Some(k.as_str())),
+    );
+    let mut step = 0;
+    for kind in kinds {
+        for state in AttemptState::ALL {
+            for cost in [None, Some(7)] {
+                for currency in [None, Some("USD")] {
+                    step += 1;
+                    let day = format!("2026-01-{:02}T10:00:00.000Z", 1 + step % 28);
+                    sqlx::query(
+                        "UPDATE attempts SET state = ?1, error_kind = ?2, worst_nanos = 100, \
+                         cost_nanos = ?3, currency = ?4, sent_at = ?5 WHERE id = 'held'",
+                    )
+                    .bind(state.as_str())
+                    .bind(kind)
+                    .bind(cost)
+                    .bind(currency)
+                    .bind(&day)
+                    .execute(&mut conn)
+                    .await
+                    .unwrap();
+                    let column: i64 =
+                        sqlx::query_scalar("SELECT held_nanos FROM attempts WHERE id = 'held'")
+                            .fetch_one(&mut conn)
+                            .await
+                            .unwrap();
+                    let days: Vec<(String, i64)> = sqlx::query_as(
+                        "SELECT day, held_nanos FROM charged_days WHERE held_nanos <> 0",
+                    )
+                    .fetch_all(&mut conn)
+                    .await
+                    .unwrap();
+                    let rule = match currency {
+                        None => 0,
+                        Some(_) => cost::held(state, kind, 100, cost),
+                    };
+                    let what = format!("{state:?} {kind:?} cost {cost:?} {currency:?}");
+                    assert_eq!(column, rule, "{what}");
+                    let expected = match rule {
+                        0 => vec![],
+                        held => vec![(day[..10].to_owned(), held)],
+                    };
+                    assert_eq!(days, expected, "{what}");
+                }
+            }
+        }
+    }
+}

@@ -1,5 +1,5 @@
 //! `budgets`: limits on what attempts may spend in a period (SPEC §17). What a budget holds is
-//! summed from the attempts it covers, never counted apart (docs/adr/0063).
+//! what the attempts it covers hold in its period (docs/adr/0063, 0064).
 
 use sqlx::FromRow;
 
@@ -94,14 +94,10 @@ pub async fn covering(
     })
 }
 
-/// What budget `name` holds in its period now, in billionths (`budgets/used.sql`).
+/// What budget `name` holds in its period now, in billionths (`budgets/used.sql`): the totals
+/// the ledger keeps per day of what attempts hold (docs/adr/0064).
 pub async fn used(h: &mut impl Handle, name: &str) -> sqlx::Result<i64> {
-    let free = crate::money::free_failures_json();
     on_backend!(h, "budgets/used", |conn, sql| {
-        sqlx::query_scalar(sql)
-            .bind(name)
-            .bind(&free)
-            .fetch_one(conn)
-            .await
+        sqlx::query_scalar(sql).bind(name).fetch_one(conn).await
     })
 }

@@ -387,3 +387,71 @@ async fn an_id_in_text_is_read_inline_and_only_a_canonical_uuid_names_anything()
         assert_eq!(got.as_deref(), expected, "{text:?}");
     }
 }
+
+/// The PostgreSQL ledger keeps what each day holds by a trigger over `onejob_held`, the money
+/// rule in SQL (migration 0014). Every state, with every failure kind, a settled cost or none,
+/// moved from day to day, unpriced and priced, written on connections of a pool (each its own
+/// part of a day): `onejob_held` agrees with the engine's rule, and the day's total with it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_ledgers_held_rule_is_the_money_rule() {
+    use onejob_engine::testing::{held, FailureKind};
+    use onejob_engine::AttemptState;
+    let cluster = Postgres::start().expect("a cluster");
+    let pool = ledger(&cluster, "held").await;
+    insert_job(&pool, JOB, "k", "sandbox").await.expect("a job");
+    insert_attempt(&pool, FIRST, 1, "pending")
+        .await
+        .expect("an attempt");
+    let kinds = std::iter::once(None).chain(FailureKind::ALL.iter().map(|k| Some(k.as_str())));
+    let mut step = 0;
+    for kind in kinds {
+        for state in AttemptState::ALL {
+            for cost in [None, Some(7_i64)] {
+                for currency in [None, Some("USD")] {
+                    step += 1;
+                    let day = format!("2026-01-{:02}", 1 + step % 28);
+                    sqlx::query(
+                        "UPDATE attempts SET state = $1, error_kind = $2, worst_nanos = 100, \
+                         cost_nanos = $3, currency = $4, sent_at = ($5 || 'T10:00:00Z')::timestamptz \
+                         WHERE id = $6::uuid",
+                    )
+                    .bind(state.as_str())
+                    .bind(kind)
+                    .bind(cost)
+                    .bind(currency)
+                    .bind(&day)
+                    .bind(FIRST)
+                    .execute(&pool)
+                    .await
+                    .expect("moved");
+                    let column: i64 = sqlx::query_scalar(
+                        "SELECT onejob_held(state, error_kind, currency, sent_at, worst_nanos, \
+                         cost_nanos) FROM attempts WHERE id = $1::uuid",
+                    )
+                    .bind(FIRST)
+                    .fetch_one(&pool)
+                    .await
+                    .expect("held");
+                    let days: Vec<(String, i64)> = sqlx::query_as(
+                        "SELECT day::text, sum(held_nanos)::bigint FROM charged_days \
+                         GROUP BY day HAVING sum(held_nanos) <> 0",
+                    )
+                    .fetch_all(&pool)
+                    .await
+                    .expect("days");
+                    let rule = match currency {
+                        None => 0,
+                        Some(_) => held(state, kind, 100, cost),
+                    };
+                    let what = format!("{state:?} {kind:?} cost {cost:?} {currency:?}");
+                    assert_eq!(column, rule, "{what}");
+                    let expected = match rule {
+                        0 => vec![],
+                        held => vec![(day.clone(), held)],
+                    };
+                    assert_eq!(days, expected, "{what}");
+                }
+            }
+        }
+    }
+}
