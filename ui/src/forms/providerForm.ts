@@ -1,7 +1,7 @@
 // The provider form's rules: which fields each kind has (the engine's closed set), what each
 // means, the checks made before anything is sent, and the configuration it saves.
 import type { KeyStatus, ProviderKind, ProviderView, Value } from "../bindings";
-import { nameProblem, type FieldErrors } from "./fields";
+import { AMOUNT, CURRENCY, nameProblem, type FieldErrors } from "./fields";
 
 /** Every field the form can show, as the configuration names it. */
 export type ProviderField =
@@ -221,8 +221,6 @@ export function objectOf(value: Value): { [key: string]: Value } {
 }
 
 const WHOLE = /^\d+$/;
-/** An amount as the engine reads one: digits, at most one point, at most nine decimal places. */
-const AMOUNT = /^(\d+(\.\d{0,9})?|\.\d{1,9})$/;
 /** The longest key retention the engine accepts: a year. */
 export const MAX_KEY_RETENTION_S = 365 * 24 * 3600;
 const SECRET_PARAM = /^(key|api_key|apikey|api-key|token|access_token|secret|password|sig|signature|auth|authorization)$/i;
@@ -295,7 +293,7 @@ export function checkProvider(d: ProviderDraft): FieldErrors {
   }
   const priced = amounts.some(([field]) => d[field].trim() !== "");
   const currency = d.price_currency.trim();
-  if (currency !== "" && !/^[A-Z]{3}$/.test(currency)) {
+  if (currency !== "" && !CURRENCY.test(currency)) {
     errors["price_currency"] = "Three capital letters, such as USD or EUR.";
   } else if (priced && currency === "") {
     errors["price_currency"] = "Required with a price: the currency the amounts are in, such as USD.";
