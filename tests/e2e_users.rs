@@ -6,7 +6,7 @@
 //! cannot be opened explained in the window, and a shared ledger whose server goes away and
 //! comes back; an unknown job's "What is known" panel beside its resolve actions; two hundred
 //! unknown jobs settled after an outage in one decision; the Spend screen's chart and money at
-//! risk over a priced provider.
+//! risk over a priced provider; a price set in the provider form.
 //! The harness is in `window/`; screenshots go to `artifacts/`.
 
 // A step that fails should stop the test where it failed.
@@ -1135,6 +1135,71 @@ fn the_spend_screen_shows_the_chart_and_the_money_at_risk() {
         let job = w.text("[data-testid=job-cost]").await;
         assert_eq!(job, "0.05 USD at risk");
         w.screenshot("job-cost").await;
+        w.close().await;
+    });
+}
+
+/// What the input `css` holds now, as typed or as the form filled it in.
+async fn value_of(w: &Window, css: &str) -> String {
+    let field = w.wait_for(css).await;
+    field.prop("value").await.unwrap().unwrap_or_default()
+}
+
+#[test]
+fn a_provider_form_sets_a_price() {
+    run(async {
+        // A fresh ledger: only the built-in sandbox, without a price.
+        let w = Window::open(|_| async {}).await;
+        w.click("[data-screen=providers]").await;
+        w.click("[data-testid=provider-edit-sandbox]").await;
+        let price = [
+            ("price_currency", "USD"),
+            ("price_per_request", "0.0125"),
+            ("price_per_1k_input_tokens", "0.15"),
+            ("price_per_1k_output_tokens", "0.60"),
+            // An answer priced per output token is bounded by the context window where a job
+            // gives no max_tokens: without it, its worst case could not be counted.
+            ("context_window", "8192"),
+        ];
+        for (field, typed) in price {
+            w.fill(&format!("[data-testid=provider-{field}]"), typed)
+                .await;
+        }
+        w.screenshot("provider-price").await;
+        w.click("[data-testid=provider-save]").await;
+        w.wait_text("[data-provider=sandbox]", |t| {
+            t.contains(
+                "0.0125 USD a request, 0.15 USD per 1k input tokens, 0.60 USD per 1k output tokens",
+            )
+        })
+        .await;
+
+        // The engine holds that price exactly, as decimals, and the context window with it.
+        let sandbox = w.engine.provider("sandbox").await.unwrap().config;
+        let held = sandbox.price.expect("the sandbox has a price");
+        assert_eq!(
+            serde_json::to_value(&held).unwrap(),
+            json!({"currency": "USD", "per_request": "0.0125",
+                "per_1k_input_tokens": "0.15", "per_1k_output_tokens": "0.60"})
+        );
+        let nanos = [
+            held.per_request,
+            held.per_1k_input_tokens,
+            held.per_1k_output_tokens,
+        ]
+        .map(|amount| amount.and_then(|a| a.nanos()));
+        assert_eq!(
+            nanos,
+            [Some(12_500_000), Some(150_000_000), Some(600_000_000)]
+        );
+        assert_eq!(sandbox.context_window, Some(8192));
+
+        // Opened again, the form shows it as it was set.
+        w.click("[data-testid=provider-edit-sandbox]").await;
+        for (field, typed) in price {
+            let shown = value_of(&w, &format!("[data-testid=provider-{field}]")).await;
+            assert_eq!(shown, typed, "{field}");
+        }
         w.close().await;
     });
 }
