@@ -3,8 +3,9 @@
 
 use onejob_engine::contracts::check::Check;
 use onejob_engine::{
-    default_db_path, BulkFilter, BulkOperation, BulkRequest, BulkStarted, Error, Job, JobAttempt,
-    JobPart, JobSummaryPage, JobsQuery, OpenJobs, Resolution, Spend, SpendBy, Submitted, Verdict,
+    default_db_path, Budget, BulkFilter, BulkOperation, BulkRequest, BulkStarted, Error, Job,
+    JobAttempt, JobPart, JobSummaryPage, JobsQuery, OpenJobs, Resolution, Spend, SpendBy,
+    Submitted, Verdict,
 };
 use serde_json::Value;
 use tauri::{AppHandle, Runtime, State};
@@ -229,6 +230,41 @@ pub async fn spend(
         .engine()?
         .spend(Some(&state.owner), by, since, currency.as_deref())
         .await;
+    state.checked(answer).await
+}
+
+/// Every budget (SPEC §17), by name, each with what it holds in its period now. The window is
+/// the local person, as the command line is: every owner's budgets, not only the app's.
+#[tauri::command]
+#[specta::specta]
+pub async fn budgets(state: State<'_, AppState>) -> Result<Vec<Budget>, Error> {
+    let answer = state.engine()?.budgets(None).await;
+    state.checked(answer).await
+}
+
+/// Sets budget `name` from its JSON (`{"limit", "currency", "period", "provider"?, "owner"?}`),
+/// replacing one of the same name, and returns it as listed. Bad input is `invalid_input`
+/// naming the field, and changes nothing.
+#[tauri::command]
+#[specta::specta]
+pub async fn set_budget(
+    state: State<'_, AppState>,
+    name: String,
+    config_json: String,
+) -> Result<Budget, Error> {
+    let answer = state.engine()?.set_budget(&name, &config_json, None).await;
+    state
+        .checked(answer)
+        .await
+        .map(|(budget, _replaced)| budget)
+}
+
+/// Removes budget `name`; `not_found` when there is none. A job it kept back still waits for
+/// the time it was given (its `not_before`).
+#[tauri::command]
+#[specta::specta]
+pub async fn remove_budget(state: State<'_, AppState>, name: String) -> Result<(), Error> {
+    let answer = state.engine()?.remove_budget(&name, None).await;
     state.checked(answer).await
 }
 

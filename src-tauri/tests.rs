@@ -864,6 +864,46 @@ fn spend_and_the_job_screen_show_what_the_apps_owner_has_at_risk_one_currency_at
     assert_eq!(later["total"], Value::Null);
 }
 
+#[test]
+fn budgets_are_set_listed_and_removed_in_the_window_for_every_owner() {
+    let app = headless_app();
+    priced_sandbox(&app.engine, "USD");
+    // The window is the local person, as the command line is: it sets any owner's budget.
+    let config = json!({"limit": "1.50", "currency": "USD", "period": "day",
+        "provider": "sandbox", "owner": "someone-else"});
+    let set = app.ok(
+        "set_budget",
+        json!({"name": "theirs-a-day", "configJson": config.to_string()}),
+    );
+    assert_eq!(set["owner"], json!("someone-else"), "{set}");
+    assert_eq!(set["used"], json!("0.00"));
+    let theirs = submit(&app.engine, "someone-else", "order-1");
+    sent_and_lost(&app.engine, &[("someone-else", &theirs)]);
+    let listed = app.ok("budgets", json!({}));
+    assert_eq!(listed.as_array().map(Vec::len), Some(1), "{listed}");
+    assert_eq!(listed[0]["name"], json!("theirs-a-day"));
+    assert_eq!(listed[0]["used"], json!("1.00"), "{listed}");
+    assert_eq!(listed[0]["limit"], json!("1.50"));
+
+    // Refused by the part at fault, and nothing changes.
+    let bad = json!({"limit": "1.50", "currency": "usd", "period": "day"});
+    let refused = app.refused(
+        "set_budget",
+        json!({"name": "theirs-a-day", "configJson": bad.to_string()}),
+    );
+    assert_eq!(
+        refused["details"]["field"],
+        json!("budget.currency"),
+        "{refused}"
+    );
+    assert_eq!(app.ok("budgets", json!({})), listed);
+
+    app.ok("remove_budget", json!({"name": "theirs-a-day"}));
+    assert_eq!(app.ok("budgets", json!({})), json!([]));
+    let gone = app.refused("remove_budget", json!({"name": "theirs-a-day"}));
+    assert_eq!(gone["code"], json!("not_found"), "{gone}");
+}
+
 /// A job of the app's owner, with a sandbox provider to send it to.
 fn ledger_with_a_job(dir: &Path) -> (Engine, String) {
     let engine = ledger_with_the_sandbox(dir);

@@ -6,7 +6,8 @@
 //! cannot be opened explained in the window, and a shared ledger whose server goes away and
 //! comes back; an unknown job's "What is known" panel beside its resolve actions; two hundred
 //! unknown jobs settled after an outage in one decision; the Spend screen's chart and money at
-//! risk over a priced provider.
+//! risk over a priced provider; a price set in the provider form; a budget set in the window,
+//! holding back what would pass it and showing its use.
 //! The harness is in `window/`; screenshots go to `artifacts/`.
 
 // A step that fails should stop the test where it failed.
@@ -20,7 +21,7 @@ use std::time::{Duration, Instant};
 use fantoccini::Locator;
 use onejob_engine::sandbox::{Dials, Sandbox};
 use onejob_engine::testing::{FailureKind, InternalCalls as _, CHAT_PATH};
-use onejob_engine::{Engine, JobStatus, Resolution, Verdict};
+use onejob_engine::{BudgetPeriod, Engine, JobStatus, Resolution, Verdict};
 use onejob_testkit::{MockLlm, Notifications, Postgres, SecretService};
 use serde_json::{json, Value};
 use window::{checksum, run, sandbox, seed_jobs, Options, Window};
@@ -1135,6 +1136,186 @@ fn the_spend_screen_shows_the_chart_and_the_money_at_risk() {
         let job = w.text("[data-testid=job-cost]").await;
         assert_eq!(job, "0.05 USD at risk");
         w.screenshot("job-cost").await;
+        w.close().await;
+    });
+}
+
+/// What the input `css` holds now, as typed or as the form filled it in.
+async fn value_of(w: &Window, css: &str) -> String {
+    let field = w.wait_for(css).await;
+    field.prop("value").await.unwrap().unwrap_or_default()
+}
+
+#[test]
+fn a_provider_form_sets_a_price() {
+    run(async {
+        // A fresh ledger: only the built-in sandbox, without a price.
+        let w = Window::open(|_| async {}).await;
+        w.click("[data-screen=providers]").await;
+        w.click("[data-testid=provider-edit-sandbox]").await;
+        let price = [
+            ("price_currency", "USD"),
+            ("price_per_request", "0.0125"),
+            ("price_per_1k_input_tokens", "0.15"),
+            ("price_per_1k_output_tokens", "0.60"),
+            // An answer priced per output token is bounded by the context window where a job
+            // gives no max_tokens: without it, its worst case could not be counted.
+            ("context_window", "8192"),
+        ];
+        for (field, typed) in price {
+            w.fill(&format!("[data-testid=provider-{field}]"), typed)
+                .await;
+        }
+        w.screenshot("provider-price").await;
+        w.click("[data-testid=provider-save]").await;
+        w.wait_text("[data-provider=sandbox]", |t| {
+            t.contains(
+                "0.0125 USD a request, 0.15 USD per 1k input tokens, 0.60 USD per 1k output tokens",
+            )
+        })
+        .await;
+
+        // The engine holds that price exactly, as decimals, and the context window with it.
+        let sandbox = w.engine.provider("sandbox").await.unwrap().config;
+        let held = sandbox.price.expect("the sandbox has a price");
+        assert_eq!(
+            serde_json::to_value(&held).unwrap(),
+            json!({"currency": "USD", "per_request": "0.0125",
+                "per_1k_input_tokens": "0.15", "per_1k_output_tokens": "0.60"})
+        );
+        let nanos = [
+            held.per_request,
+            held.per_1k_input_tokens,
+            held.per_1k_output_tokens,
+        ]
+        .map(|amount| amount.and_then(|a| a.nanos()));
+        assert_eq!(
+            nanos,
+            [Some(12_500_000), Some(150_000_000), Some(600_000_000)]
+        );
+        assert_eq!(sandbox.context_window, Some(8192));
+
+        // Opened again, the form shows it as it was set.
+        w.click("[data-testid=provider-edit-sandbox]").await;
+        for (field, typed) in price {
+            let shown = value_of(&w, &format!("[data-testid=provider-{field}]")).await;
+            assert_eq!(shown, typed, "{field}");
+        }
+        w.close().await;
+    });
+}
+
+/// Sent and answered, or kept back by budget `name` until its next period: `Some(true)` for
+/// sent, `Some(false)` for kept back, `None` while neither.
+fn sent_or_kept_back(detail: &onejob_engine::JobDetail, name: &str) -> Option<bool> {
+    let kept = detail
+        .events
+        .iter()
+        .any(|e| e.kind == "budget_reached" && e.detail["budget"] == json!(name));
+    match detail.job.status {
+        JobStatus::Succeeded => Some(true),
+        JobStatus::Queued if kept && detail.job.not_before.is_some() => Some(false),
+        _ => None,
+    }
+}
+
+#[test]
+fn a_budget_set_in_the_window_holds_and_shows_its_use() {
+    run(async {
+        let w = Window::open(|e| async move {
+            priced_sandbox(&e, json!({"latency_ms": 20, "jitter_ms": 0})).await;
+        })
+        .await;
+        w.click("[data-screen=spend]").await;
+        w.wait_for("[data-testid=budgets-none]").await;
+        // Two requests' worth a day at the sandbox, at 0.05 USD a request.
+        w.click("[data-testid=budget-add]").await;
+        w.fill("[data-testid=budget-name]", "sandbox-a-day").await;
+        w.fill("[data-testid=budget-limit]", "0.10").await;
+        w.fill("[data-testid=budget-currency]", "USD").await;
+        w.pick("[data-testid=budget-period]", "day").await;
+        w.pick("[data-testid=budget-provider]", "sandbox").await;
+        w.screenshot("budget-form").await;
+        w.click("[data-testid=budget-save]").await;
+        w.wait_text(
+            "[data-budget=sandbox-a-day] [data-testid=budget-use]",
+            |t| t == "0.00 / 0.10 USD",
+        )
+        .await;
+        let budgets = w.engine.budgets(None).await.unwrap();
+        assert_eq!(budgets.len(), 1, "{budgets:?}");
+        let set = &budgets[0];
+        assert_eq!(
+            (
+                set.name.as_str(),
+                set.limit.as_str(),
+                set.currency.as_str(),
+                set.provider.as_deref(),
+                set.owner.as_deref(),
+                set.period
+            ),
+            (
+                "sandbox-a-day",
+                "0.10",
+                "USD",
+                Some("sandbox"),
+                None,
+                BudgetPeriod::Day
+            )
+        );
+
+        // Three jobs: two are sent, and the third is kept back until the next day.
+        let mut jobs = Vec::new();
+        for n in 1..=3 {
+            let intent = json!({"route": ["sandbox"], "input": {"invoice": n}});
+            jobs.push(submit(&w.engine, &format!("invoice-{n}"), intent).await.id);
+        }
+        let outcomes = eventually(|| {
+            let (engine, jobs) = (&w.engine, &jobs);
+            async move {
+                let mut outcomes = Vec::new();
+                for id in jobs {
+                    let detail = engine.job("local", id).await.unwrap();
+                    match sent_or_kept_back(&detail, "sandbox-a-day") {
+                        Some(sent) => outcomes.push(sent),
+                        None => {
+                            return Err(format!(
+                                "job {id} is neither sent nor kept back: {detail:?}"
+                            ))
+                        }
+                    }
+                }
+                Ok(outcomes)
+            }
+        })
+        .await;
+        assert_eq!(
+            outcomes.iter().filter(|sent| **sent).count(),
+            2,
+            "{outcomes:?}"
+        );
+
+        // The Spend screen shows the budget used up, and the engine holds it so.
+        let used = w
+            .wait_text(
+                "[data-budget=sandbox-a-day] [data-testid=budget-use]",
+                |t| t == "0.10 / 0.10 USD",
+            )
+            .await;
+        assert_eq!(used, "0.10 / 0.10 USD");
+        let state = w
+            .text("[data-budget=sandbox-a-day] [data-testid=budget-state]")
+            .await;
+        assert!(state.starts_with("reached"), "{state}");
+        let scope = w
+            .text("[data-budget=sandbox-a-day] [data-testid=budget-scope]")
+            .await;
+        assert_eq!(scope, "every owner's jobs at sandbox");
+        w.wait_text("[data-testid=spend-total]", |t| t == "Spent: 0.10 USD")
+            .await;
+        let held = w.engine.budgets(None).await.unwrap();
+        assert_eq!(held[0].used, "0.10", "{held:?}");
+        w.screenshot("budgets").await;
         w.close().await;
     });
 }

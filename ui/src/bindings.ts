@@ -78,6 +78,22 @@ export const commands = {
 	 */
 	spend: (by: SpendBy, since: string | null, currency: string | null) => typedError<Spend, Error>(__TAURI_INVOKE("spend", { by, since, currency })),
 	/**
+	 *  Every budget (SPEC §17), by name, each with what it holds in its period now. The window is
+	 *  the local person, as the command line is: every owner's budgets, not only the app's.
+	 */
+	budgets: () => typedError<Budget[], Error>(__TAURI_INVOKE("budgets")),
+	/**
+	 *  Sets budget `name` from its JSON (`{"limit", "currency", "period", "provider"?, "owner"?}`),
+	 *  replacing one of the same name, and returns it as listed. Bad input is `invalid_input`
+	 *  naming the field, and changes nothing.
+	 */
+	setBudget: (name: string, configJson: string) => typedError<Budget, Error>(__TAURI_INVOKE("set_budget", { name, configJson })),
+	/**
+	 *  Removes budget `name`; `not_found` when there is none. A job it kept back still waits for
+	 *  the time it was given (its `not_before`).
+	 */
+	removeBudget: (name: string) => typedError<null, Error>(__TAURI_INVOKE("remove_budget", { name })),
+	/**
 	 *  Every configured provider, by name: its configuration (never a key) and, for the
 	 *  sandbox, its fault dials.
 	 */
@@ -247,6 +263,29 @@ export type BlockedDetails = {
 	attempt_id: string,
 	state: string,
 };
+
+/**  A budget as listed, with what it holds in its period now. */
+export type Budget = {
+	name: string,
+	/**  Only this owner's jobs; null: every owner's. */
+	owner: string | null,
+	/**  Only attempts at this provider; null: every provider. */
+	provider: string | null,
+	currency: string,
+	/**  What attempts may spend in a period, a decimal string. */
+	limit: string,
+	period: BudgetPeriod,
+	/**
+	 *  What it holds in its period now, a decimal string: attempts in flight or `unknown` at
+	 *  their worst case, and what ended ones spent.
+	 */
+	used: string,
+	created_at: string,
+	updated_at: string,
+};
+
+/**  A budget's period: the UTC day or month it counts in. */
+export type BudgetPeriod = "day" | "month";
 
 /**  The person's action a bulk operation applies to each of its jobs. */
 export type BulkAction = 

@@ -36,3 +36,26 @@ export function currenciesNamed(error: { code: string; message: string } | null)
   const named = /charged in ([A-Z]{3}(?:, [A-Z]{3})+)/.exec(error.message);
   return named === null ? [] : (named[1] ?? "").split(", ");
 }
+
+/** The digits of an amount ("0.15") as its whole part without leading zeros and its decimals. */
+function digits(amount: string): [string, string] {
+  const [whole = "", decimals = ""] = amount.split(".");
+  return [whole.replace(/^0+/, ""), decimals.replace(/0+$/, "")];
+}
+
+/** Whether amount `a` is at least `b`, read exactly from their digits, never as numbers. */
+export function atLeast(a: string, b: string): boolean {
+  const [aWhole, aDecimals] = digits(a);
+  const [bWhole, bDecimals] = digits(b);
+  if (aWhole.length !== bWhole.length) return aWhole.length > bWhole.length;
+  if (aWhole !== bWhole) return aWhole > bWhole;
+  const width = Math.max(aDecimals.length, bDecimals.length);
+  return aDecimals.padEnd(width, "0") >= bDecimals.padEnd(width, "0");
+}
+
+/** How much of `limit` `used` is, from 0 to 1, for a bar to show: never shown as an amount. */
+export function filled(used: string, limit: string): number {
+  const whole = plotted(limit);
+  if (whole <= 0) return atLeast(used, limit) ? 1 : 0;
+  return Math.min(1, Math.max(0, plotted(used) / whole));
+}

@@ -16,7 +16,7 @@ import {
 } from "../forms/contractForm";
 import { hasErrors, placeError, type FieldErrors } from "../forms/fields";
 import { EditorForm } from "./EditorForm";
-import { FieldError } from "./ProviderForm";
+import { FieldError } from "./FormRow";
 
 const FORM_FIELDS = ["name", "schema", "template", "samples"] as const;
 

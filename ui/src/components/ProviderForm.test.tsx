@@ -165,4 +165,17 @@ describe("the provider form", () => {
     const saved = JSON.parse(saveProvider.mock.calls[1]?.[0] ?? "{}") as Record<string, unknown>;
     expect(saved).not.toHaveProperty("price");
   });
+
+  it("gives the sandbox the context window a price per output token needs, and saves both", async () => {
+    saveProvider.mockImplementation((json) => Promise.resolve({ status: "ok", data: view({ config: JSON.parse(json) }) }));
+    const sandbox = view({ name: "sandbox", kind: "sandbox", base_url: null, model: null, key: { source: "not_set", required: false } });
+    render(<ProviderForm provider={sandbox} onDone={() => undefined} />);
+    expect(document.getElementById("provider-context_window-hint")?.textContent).toMatch(/price per 1k output tokens/);
+    type("provider-price_currency", "USD");
+    type("provider-price_per_1k_output_tokens", "0.60");
+    type("provider-context_window", "8192");
+    await act(async () => fireEvent.click(screen.getByTestId("provider-save")));
+    const saved = JSON.parse(saveProvider.mock.calls[0]?.[0] ?? "{}") as Record<string, unknown>;
+    expect(saved).toMatchObject({ kind: "sandbox", context_window: 8192, price: { currency: "USD", per_1k_output_tokens: "0.60" } });
+  });
 });

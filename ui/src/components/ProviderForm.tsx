@@ -7,6 +7,7 @@ import { call, useLedger } from "../api";
 import { commands, type ProviderKind, type ProviderView } from "../bindings";
 import { hasErrors, placeError, type FieldErrors } from "../forms/fields";
 import { EditorForm } from "./EditorForm";
+import { FormRow, inputProps } from "./FormRow";
 import {
   checkProvider,
   configOf,
@@ -94,36 +95,33 @@ export function ProviderForm({ provider, onDone }: Props) {
           <Field key={field} field={field} draft={draft} error={errors[field]} set={set} editing={editing} />
         ))}
         {takesKey(draft.kind) && (
-          <div className="form-row">
-            <label className="form-label" htmlFor="provider-key">
-              API key
-            </label>
-            <div className="form-input">
-              <input
-                id="provider-key"
-                type="password"
-                autoComplete="off"
-                value={key}
-                placeholder={editing ? "type a new key to replace it" : "optional"}
-                onChange={(e) => {
-                  setKey(e.currentTarget.value);
-                  setErrors((x) => ({ ...x, key: undefined }));
-                }}
-                data-testid="provider-key"
-                aria-invalid={errors["key"] !== undefined}
-              />
-              <span className="key-status" data-testid="provider-key-status">
-                {editing ? keyText(provider.key) : "not set"}
-              </span>
-              {editing && provider.key.source === "keyring" && (
-                <button type="button" className="button" onClick={() => void clearKey()} data-testid="provider-clear-key">
-                  Clear key
-                </button>
-              )}
-              <FieldError field="key" error={errors["key"]} />
-              <span className="hint">Saved to the OS keyring on Save, then never shown again; it is never stored in the database.</span>
-            </div>
-          </div>
+          <FormRow
+            prefix="provider"
+            field="key"
+            label="API key"
+            error={errors["key"]}
+            hint="Saved to the OS keyring on Save, then never shown again; it is never stored in the database."
+          >
+            <input
+              {...inputProps("provider", "key", errors["key"])}
+              type="password"
+              autoComplete="off"
+              value={key}
+              placeholder={editing ? "type a new key to replace it" : "optional"}
+              onChange={(e) => {
+                setKey(e.currentTarget.value);
+                setErrors((x) => ({ ...x, key: undefined }));
+              }}
+            />
+            <span className="key-status" data-testid="provider-key-status">
+              {editing ? keyText(provider.key) : "not set"}
+            </span>
+            {editing && provider.key.source === "keyring" && (
+              <button type="button" className="button" onClick={() => void clearKey()} data-testid="provider-clear-key">
+                Clear key
+              </button>
+            )}
+          </FormRow>
         )}
       </div>
     </EditorForm>
@@ -143,8 +141,7 @@ function Field({
   set: <F extends keyof ProviderDraft>(field: F, value: ProviderDraft[F]) => void;
   editing: boolean;
 }) {
-  const id = `provider-${field}`;
-  const common = { id, "data-testid": id, "aria-invalid": error !== undefined, "aria-describedby": `${id}-hint` };
+  const common = inputProps("provider", field, error);
   let input;
   switch (field) {
     case "kind":
@@ -203,27 +200,8 @@ function Field({
     }
   }
   return (
-    <div className="form-row">
-      <label className="form-label" htmlFor={id}>
-        {LABEL[field]}
-      </label>
-      <div className="form-input">
-        {input}
-        <FieldError field={field} error={error} />
-        <span className="hint" id={`${id}-hint`}>
-          {explain(field, draft)}
-        </span>
-      </div>
-    </div>
-  );
-}
-
-/** An error in words beside its field. */
-export function FieldError({ field, error, prefix = "provider" }: { field: string; error: string | undefined; prefix?: string }) {
-  if (error === undefined) return null;
-  return (
-    <span className="field-error" role="alert" data-testid={`${prefix}-error-${field}`}>
-      {error}
-    </span>
+    <FormRow prefix="provider" field={field} label={LABEL[field]} error={error} hint={explain(field, draft)}>
+      {input}
+    </FormRow>
   );
 }

@@ -1,5 +1,5 @@
-// Asks before a provider or a contract is removed, showing how many open jobs name it and what
-// happens to them.
+// Asks before a provider, a contract or a budget is removed, saying what removing it does: for a
+// provider or a contract, how many open jobs name it and what happens to them.
 import { useEffect, useState } from "react";
 
 import { call } from "../api";
@@ -9,16 +9,18 @@ import { ErrorBanner } from "./ErrorBanner";
 import type { Result } from "../api";
 
 interface Props {
-  what: "provider" | "contract";
+  what: "provider" | "contract" | "budget";
   name: string;
-  /** How many open jobs name it. */
-  inUse: () => Promise<Result<OpenJobs, unknown>>;
+  /** How many open jobs name it; left out where no job names it (a budget). */
+  inUse?: () => Promise<Result<OpenJobs, unknown>>;
+  /** What removing it does, said where no job is counted. */
+  effect?: string;
   remove: () => Promise<Result<null, unknown>>;
   onDone: (removed: boolean) => void;
 }
 
 /** What happens to the open jobs that name what is removed, in words. */
-export function consequences(what: "provider" | "contract", open: OpenJobs): string {
+export function consequences(what: Props["what"], open: OpenJobs): string {
   const total = open.queued + open.running + open.unknown;
   if (total === 0) return `No open job names this ${what}. Finished jobs keep its name in their history.`;
   const waiting = open.queued + open.running;
@@ -34,12 +36,13 @@ export function consequences(what: "provider" | "contract", open: OpenJobs): str
   return `${parts.join("; ")}. History keeps the ${what}'s name.`;
 }
 
-export function RemoveConfirm({ what, name, inUse, remove, onDone }: Props) {
+export function RemoveConfirm({ what, name, inUse, effect, remove, onDone }: Props) {
   const [open, setOpen] = useState<OpenJobs | null>(null);
   const [error, setError] = useState<Shown | null>(null);
   const [busy, setBusy] = useState(false);
 
   useEffect(() => {
+    if (inUse === undefined) return;
     let current = true;
     void call(inUse).then((r) => {
       if (!current) return;
@@ -66,7 +69,8 @@ export function RemoveConfirm({ what, name, inUse, remove, onDone }: Props) {
       <p>
         Remove the {what} <code>{name}</code>?
       </p>
-      {open === null && error === null && <p className="muted">Counting the open jobs that name it…</p>}
+      {effect !== undefined && <p data-testid={`remove-${what}-effect`}>{effect}</p>}
+      {inUse !== undefined && open === null && error === null && <p className="muted">Counting the open jobs that name it…</p>}
       {open !== null && (
         <p data-testid={`remove-${what}-counts`}>
           Open jobs naming it: {open.queued} queued, {open.running} running, {open.unknown} unknown.{" "}
@@ -75,7 +79,7 @@ export function RemoveConfirm({ what, name, inUse, remove, onDone }: Props) {
       )}
       {error !== null && <ErrorBanner error={error} />}
       <div className="actions">
-        <button type="button" className="button danger" disabled={busy || open === null} onClick={confirm} data-testid={`remove-${what}-yes`}>
+        <button type="button" className="button danger" disabled={busy || (inUse !== undefined && open === null)} onClick={confirm} data-testid={`remove-${what}-yes`}>
           Remove {name}
         </button>
         <button type="button" className="button" onClick={() => onDone(false)} data-testid={`remove-${what}-no`}>

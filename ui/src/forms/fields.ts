@@ -1,8 +1,15 @@
-// What the forms share: the name rule, and which field an engine error names.
+// What the forms share: the rules for a name, an amount and a currency, and which field an engine
+// error names.
 import type { Shown } from "../errors";
 
 /** Provider and contract names (the engine's rule): 1–64 characters of A-Z a-z 0-9 . _ - */
 export const NAME = /^[A-Za-z0-9._-]{1,64}$/;
+
+/** An amount as the engine reads one: digits, at most one point, at most nine decimal places. */
+export const AMOUNT = /^(\d+(\.\d{0,9})?|\.\d{1,9})$/;
+
+/** A currency's code: three capital letters (ISO 4217). */
+export const CURRENCY = /^[A-Z]{3}$/;
 
 /** Says what is wrong with a name, or null when it is one. */
 export function nameProblem(name: string): string | null {

@@ -1,7 +1,7 @@
 // The provider form's rules: which fields each kind has (the engine's closed set), what each
 // means, the checks made before anything is sent, and the configuration it saves.
 import type { KeyStatus, ProviderKind, ProviderView, Value } from "../bindings";
-import { nameProblem, type FieldErrors } from "./fields";
+import { AMOUNT, CURRENCY, nameProblem, type FieldErrors } from "./fields";
 
 /** Every field the form can show, as the configuration names it. */
 export type ProviderField =
@@ -66,7 +66,7 @@ export const FIELDS: Record<ProviderKind, readonly ProviderField[]> = {
   openai: ["name", "kind", "base_url", "model", "api_key_env", "soft_timeout_ms", "hard_timeout_ms", "honours_idempotency_key", "key_retention_s", "status_url", "context_window", "supports_json_schema", "tokenizer", ...PRICED_BY_TOKENS],
   anthropic: ["name", "kind", "base_url", "model", "api_key_env", "soft_timeout_ms", "hard_timeout_ms", "honours_idempotency_key", "key_retention_s", "status_url", "context_window", "tokenizer", "anthropic_version", ...PRICED_BY_TOKENS],
   http: ["name", "kind", "base_url", "api_key_env", "soft_timeout_ms", "hard_timeout_ms", "honours_idempotency_key", "key_retention_s", "status_url", "price_currency", "price_per_request"],
-  sandbox: ["name", "kind", "base_url", "soft_timeout_ms", "hard_timeout_ms", "honours_idempotency_key", "key_retention_s", "status_url", ...PRICED_BY_TOKENS],
+  sandbox: ["name", "kind", "base_url", "soft_timeout_ms", "hard_timeout_ms", "honours_idempotency_key", "key_retention_s", "status_url", "context_window", ...PRICED_BY_TOKENS],
 };
 
 /** Whether a kind takes an API key (typed into the app, or from `api_key_env`). */
@@ -132,7 +132,7 @@ export function explain(field: ProviderField, d: ProviderDraft): string {
     case "status_url":
       return "Where an unknown attempt's outcome is looked up; {base_url}, {idempotency_key}, {job_id}, {request_id} are filled in. Empty: a person resolves unknown attempts.";
     case "context_window":
-      return "Tokens the model accepts; the contract check counts each prompt against it. Empty: not checked.";
+      return "Tokens the model accepts; the contract check counts each prompt against it, and with a price per 1k output tokens it bounds an answer's worst case where a job gives no max_tokens (then it is required). Empty: not checked.";
     case "supports_json_schema":
       return "On (or unset): the contract's schema goes in response_format, strict. Off: JSON mode, with the schema in the system message.";
     case "tokenizer":
@@ -221,8 +221,6 @@ export function objectOf(value: Value): { [key: string]: Value } {
 }
 
 const WHOLE = /^\d+$/;
-/** An amount as the engine reads one: digits, at most one point, at most nine decimal places. */
-const AMOUNT = /^(\d+(\.\d{0,9})?|\.\d{1,9})$/;
 /** The longest key retention the engine accepts: a year. */
 export const MAX_KEY_RETENTION_S = 365 * 24 * 3600;
 const SECRET_PARAM = /^(key|api_key|apikey|api-key|token|access_token|secret|password|sig|signature|auth|authorization)$/i;
@@ -295,7 +293,7 @@ export function checkProvider(d: ProviderDraft): FieldErrors {
   }
   const priced = amounts.some(([field]) => d[field].trim() !== "");
   const currency = d.price_currency.trim();
-  if (currency !== "" && !/^[A-Z]{3}$/.test(currency)) {
+  if (currency !== "" && !CURRENCY.test(currency)) {
     errors["price_currency"] = "Three capital letters, such as USD or EUR.";
   } else if (priced && currency === "") {
     errors["price_currency"] = "Required with a price: the currency the amounts are in, such as USD.";

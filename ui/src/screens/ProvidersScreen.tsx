@@ -10,7 +10,8 @@ import { ErrorBanner } from "../components/ErrorBanner";
 import { ProviderForm } from "../components/ProviderForm";
 import { RemoveConfirm } from "../components/RemoveConfirm";
 import type { Shown } from "../errors";
-import { keyText, objectOf, takesKey } from "../forms/providerForm";
+import { keyText, objectOf, PRICE_PARTS, takesKey } from "../forms/providerForm";
+import { money } from "../money";
 
 /** Which provider the form is open for: a new one, a configured one, or none. */
 type Editing = { name: string | null } | null;
@@ -56,6 +57,7 @@ function ProviderCard({ provider, onEdit }: { provider: ProviderView; onEdit: ()
     ["Honours Idempotency-Key", provider.honours_idempotency_key ? "yes" : "no"],
     ["Key retention", retentionText(objectOf(provider.config)["key_retention_s"])],
     ["Status lookup", provider.status_url ?? "none: a person resolves unknown attempts"],
+    ["Price", priceText(objectOf(provider.config)["price"])],
   ];
   return (
     <article className="card" data-provider={provider.name}>
@@ -99,6 +101,21 @@ function retentionText(seconds: Value | undefined): string {
   const hours = seconds / 3600;
   return Number.isInteger(hours) ? `${seconds} s (${hours} h): unknown attempts are replayed under their key` : `${seconds} s: unknown attempts are replayed under their key`;
 }
+
+/** A provider's price in words (SPEC §17), each amount as the ledger holds it. */
+function priceText(price: Value | undefined): string {
+  const parts = objectOf(price ?? null);
+  const currency = parts["currency"];
+  if (typeof currency !== "string") return "none: what its attempts cost is not counted";
+  const said = PRICE_PARTS.flatMap(([, part]) => {
+    const amount = parts[part];
+    return part === "currency" || typeof amount !== "string" ? [] : [`${money(amount, currency)} ${PRICED_PER[part]}`];
+  });
+  return said.join(", ");
+}
+
+/** What each amount of a price is charged for. */
+const PRICED_PER = { per_request: "a request", per_1k_input_tokens: "per 1k input tokens", per_1k_output_tokens: "per 1k output tokens" } as const;
 
 function FactRow({ label, value }: { label: string; value: string }) {
   return (

@@ -1,12 +1,13 @@
 // The Spend screen (SPEC §17): what the owner's attempts cost, per day and per provider as a
 // chart, since a chosen day; the money at risk now, with the unknown jobs it stands for one
-// click away. Every amount is the ledger's exact decimal string: a bar's height is the only
-// place one becomes a number.
+// click away; and the budgets, each with its use in its period. Every amount is the ledger's
+// exact decimal string: a bar's height is the only place one becomes a number.
 import { useEffect, useState } from "react";
 import { Bar, BarChart, CartesianGrid, Legend, Tooltip, XAxis, YAxis } from "recharts";
 
 import { useRead } from "../api";
 import { commands, type Spend, type SpendLine } from "../bindings";
+import { Budgets } from "../components/Budgets";
 import { ErrorBanner } from "../components/ErrorBanner";
 import { currenciesNamed, isZero, money, plotted } from "../money";
 
@@ -113,9 +114,9 @@ export function SpendScreen({ showUnknown }: Props) {
             <SpendChart title="Per day" spend={byDay.data} testId="spend-by-day" />
             <SpendChart title="Per provider" spend={byProvider.data} testId="spend-by-provider" />
           </div>
-          {/* Budgets (SPEC §17: each budget's use in its period) go here once the ledger has budgets. */}
         </>
       )}
+      <Budgets />
     </section>
   );
 }

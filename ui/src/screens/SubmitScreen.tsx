@@ -7,7 +7,7 @@ import { useState } from "react";
 import { useLedger, useRead } from "../api";
 import { commands, type ContractView } from "../bindings";
 import { CopyId } from "../components/CopyId";
-import { FieldError } from "../components/ProviderForm";
+import { FieldError } from "../components/FormRow";
 import { StatusBadge } from "../components/StatusBadge";
 import { shownOutcomes, type Outcome } from "../draft";
 import { editForm, editIntent, newDraft, showJson as setShowJson, submitDraft, useDraft } from "../draftStore";

@@ -18,9 +18,12 @@ export function jobsScreen() {
   return { commands: { listJobs: vi.fn(), countJobs: vi.fn(), providers: vi.fn(), firstPaint: painted() } };
 }
 
-/** The Spend screen's commands. */
+/** What a list resolves to until a test says otherwise: nothing. */
+const none = () => vi.fn(() => Promise.resolve({ status: "ok", data: [] }));
+
+/** The Spend screen's commands, its budgets' among them. */
 export function spendScreen() {
-  return { commands: { spend: vi.fn() } };
+  return { commands: { spend: vi.fn(), budgets: none(), setBudget: vi.fn(), removeBudget: vi.fn(), providers: none() } };
 }
 
 /** The Settings screen's commands. */
