@@ -248,6 +248,15 @@ impl Engine {
         &self.location
     }
 
+    /// On a PostgreSQL ledger, the host written to now and, after a failover, since when
+    /// (SPEC §14); `None` on a file.
+    pub fn primary(&self) -> Option<store::postgres::Primary> {
+        match &self.db {
+            Db::Postgres(db) => Some(db.primary()),
+            Db::Sqlite(_) => None,
+        }
+    }
+
     /// Whether the ledger is a shared PostgreSQL database rather than a local file.
     pub(crate) fn is_shared(&self) -> bool {
         matches!(self.db, Db::Postgres(_))

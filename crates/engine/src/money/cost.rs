@@ -140,7 +140,8 @@ pub(crate) fn charged(
 
 /// What an attempt holds against a budget that covers it (ADR 0063): in flight, its worst case,
 /// reserved; otherwise what it spent and what it has at risk. The ledger keeps the sum of it
-/// per day (migration 0014).
+/// per day (migration 0014); this is the rule its SQL is held to.
+#[cfg(any(test, feature = "testing"))]
 pub(crate) fn held(
     state: crate::attempt::AttemptState,
     error_kind: Option<&str>,

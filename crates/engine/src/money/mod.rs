@@ -16,7 +16,9 @@ mod budget;
 mod cost;
 
 pub use budget::{Budget, BudgetConfig, BudgetPeriod};
-pub(crate) use cost::{charged, free_failures_json, held, totals, Charge};
+#[cfg(any(test, feature = "testing"))]
+pub(crate) use cost::held;
+pub(crate) use cost::{charged, free_failures_json, totals, Charge};
 pub use cost::{Cost, Spend, SpendBy, SpendLine};
 
 /// Decimal places an amount may have: billionths of the currency's unit.

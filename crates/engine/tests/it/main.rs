@@ -11,6 +11,7 @@ mod busy;
 mod contracts;
 mod cost;
 mod executor;
+mod failover;
 mod feed;
 mod find;
 mod fracture_points;

@@ -25,7 +25,7 @@ impl PgDb {
     /// made, with backoff; a change is counted once it listens again, since notifications sent
     /// meanwhile are lost.
     pub async fn changes(&self) -> Result<watch::Receiver<u64>> {
-        let listener = listen(&self.live.options).await?;
+        let listener = listen(&self.live.hosts.options()).await?;
         let (tx, rx) = watch::channel(0u64);
         let closed = self.pool.close_event();
         tokio::spawn(follow(listener, self.live.clone(), tx, closed));
@@ -76,7 +76,10 @@ async fn follow(
                 () = &mut closed => break,
                 () = tokio::time::sleep(wait) => {}
             }
-            match listen(&live.options).await {
+            if live.hosts.suspected() {
+                let _ = live.hosts.find().await;
+            }
+            match listen(&live.hosts.options()).await {
                 Ok(again) => {
                     listener = Some(again);
                     failures = 0;

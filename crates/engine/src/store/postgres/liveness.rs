@@ -8,7 +8,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use sqlx::pool::PoolConnection;
-use sqlx::postgres::PgConnectOptions;
 use sqlx::{Connection, PgConnection, Postgres};
 
 use crate::error::StorageKind;
@@ -21,7 +20,8 @@ const PROBE_FRESH: Duration = Duration::from_secs(1);
 /// Whether the ledger's server answers, asked on a new connection of its own: one question at a
 /// time for the whole process, its answer shared for [`PROBE_FRESH`].
 pub(super) struct Liveness {
-    pub(super) options: PgConnectOptions,
+    /// The ledger's hosts, and the one written to now.
+    pub(super) hosts: Arc<super::Hosts>,
     pub(super) location: String,
     pub(super) last: tokio::sync::Mutex<Option<(Instant, bool)>>,
 }
@@ -37,7 +37,7 @@ impl Liveness {
             }
         }
         let asked = async {
-            let mut conn = PgConnection::connect_with(&self.options).await?;
+            let mut conn = PgConnection::connect_with(&self.hosts.options()).await?;
             sqlx::query("SELECT 1").execute(&mut conn).await?;
             conn.close().await
         };
@@ -122,9 +122,14 @@ impl Watch {
             self.failed.store(true, Ordering::Relaxed);
         }
         done.map_err(|e| {
+            // A host that went read-only was demoted: another may be the primary now.
+            if read_only(&e) {
+                self.live.hosts.suspect();
+            }
             let named = crate::error::located(&self.live.location, true, CONNECT_TIMEOUT, e);
             if crate::error::is_unreachable(&named) {
                 self.broken.store(true, Ordering::Relaxed);
+                self.live.hosts.suspect();
             }
             named
         })
@@ -144,6 +149,16 @@ impl Watch {
     pub(super) fn is_broken(&self) -> bool {
         self.broken.load(Ordering::Relaxed)
     }
+
+    /// Whether a commit on this connection waits for a synchronous standby.
+    pub(super) fn waits_for_standby(&self) -> bool {
+        self.live.hosts.synchronous()
+    }
+}
+
+/// Whether `e` is the server refusing a write because it is read-only (a standby).
+fn read_only(e: &sqlx::Error) -> bool {
+    matches!(e, sqlx::Error::Database(db) if db.code().as_deref() == Some("25006"))
 }
 
 /// A connection from the ledger's pool with its [`Watch`]: closed instead of given back when a
@@ -175,9 +190,26 @@ impl Drop for PgConn {
 
 impl PgDb {
     /// A connection from the pool, watched while statements run on it.
+    /// Where the URL names several hosts and the one written to may have gone, they are asked
+    /// again first; a connection that cannot be had makes them asked again, and is tried once
+    /// more on the host found.
     pub async fn acquire(&self) -> sqlx::Result<PgConn> {
+        let hosts = &self.live.hosts;
+        if hosts.suspected() {
+            let _ = hosts.find().await;
+        }
+        let conn = match self.pool.acquire().await {
+            Ok(conn) => conn,
+            Err(_) if hosts.several() && matches!(hosts.find().await, Ok(true)) => {
+                self.pool.acquire().await?
+            }
+            Err(e) => {
+                hosts.suspect();
+                return Err(e);
+            }
+        };
         Ok(PgConn {
-            conn: self.pool.acquire().await?,
+            conn,
             watch: Watch {
                 live: self.live.clone(),
                 broken: AtomicBool::new(false),

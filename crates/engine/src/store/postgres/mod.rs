@@ -26,11 +26,13 @@
 //! - `listen.rs`: the change feed, `LISTEN` on a connection of its own.
 //! - `url.rs`: telling a PostgreSQL URL, and keeping its password out of what is shown.
 
+mod hosts;
 mod listen;
 mod liveness;
 mod tx;
 mod url;
 
+pub use hosts::Primary;
 pub(crate) use liveness::{PgConn, Watch};
 pub(crate) use tx::PgTx;
 pub use url::{is_url, redact};
@@ -44,6 +46,7 @@ use sqlx::{Connection, PgConnection};
 
 use crate::error::{Error, Result, StorageKind};
 
+use hosts::Hosts;
 use liveness::Liveness;
 use url::{options_password, scrub};
 
@@ -67,7 +70,12 @@ pub(crate) const PROBE_TIMEOUT: Duration = Duration::from_secs(2);
 /// an idle client's TCP connection after 5 s, every 2 s, three times: a host that vanished
 /// holds nothing for long. (sqlx sets no client-side keepalive; a host's own deadlines are
 /// `CONNECT_TIMEOUT` and the statement timeout.)
-const SESSION: [(&str, &str); 5] = [
+/// A commit waits until it is durable on the primary and, where the primary names synchronous
+/// standbys, flushed on one of them (`synchronous_commit=on`), whatever the server's default:
+/// an attempt's move to `in_flight` is never acknowledged before a standby that may take over
+/// holds it (SPEC §14, docs/adr/0066).
+const SESSION: [(&str, &str); 6] = [
+    ("synchronous_commit", "on"),
     ("idle_in_transaction_session_timeout", "10s"),
     ("statement_timeout", "30s"),
     ("tcp_keepalives_idle", "5"),
@@ -89,7 +97,7 @@ impl PgDb {
     /// Connects to the database at `url` and brings its schema up to date.
     pub async fn open(url: &str) -> Result<PgDb> {
         let location = redact(url);
-        let options = PgConnectOptions::from_str(url).map_err(|e| {
+        let bad = |e: String| {
             Error::invalid_input(
                 "db",
                 scrub(
@@ -97,10 +105,31 @@ impl PgDb {
                     url,
                 ),
             )
-        })?;
-        let options = options.application_name("onejob").options(SESSION);
+        };
+        let each = hosts::split(url)
+            .map_err(bad)?
+            .iter()
+            .map(|one| {
+                PgConnectOptions::from_str(one)
+                    .map(|o| o.application_name("onejob").options(SESSION))
+                    .map_err(|e| bad(e.to_string()))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let hosts = Arc::new(Hosts::new(each));
+        // Several hosts: the one that accepts writes, whichever order they are listed in. One:
+        // whether its primary names synchronous standbys (a failure here is the probe's to say).
+        let found = hosts.find().await;
+        if let (true, Err(none)) = (hosts.several(), &found) {
+            let cause = scrub(none, url);
+            return Err(Error::storage(
+                StorageKind::Unreachable,
+                Some(&location),
+                Some(&cause),
+            ));
+        }
+        let options = hosts.options();
         let live = Arc::new(Liveness {
-            options: options.clone(),
+            hosts: hosts.clone(),
             location: location.clone(),
             last: tokio::sync::Mutex::new(None),
         });
@@ -114,8 +143,34 @@ impl PgDb {
             .map_err(|_| fail(sqlx::Error::PoolTimedOut))?
             .map_err(fail)?;
         probe.close().await.map_err(fail)?;
+        let several = hosts.several();
         let pool = PgPoolOptions::new()
             .max_connections(8)
+            // Where the URL names several hosts, a connection to one that no longer accepts
+            // writes (a primary demoted, or the pool pointed at it before a failover was
+            // found) is refused, and the hosts are asked again before the next.
+            .after_connect({
+                let hosts = hosts.clone();
+                move |conn, _| {
+                    let hosts = hosts.clone();
+                    Box::pin(async move {
+                        if !several {
+                            return Ok(());
+                        }
+                        let standby: bool = sqlx::query_scalar("SELECT pg_is_in_recovery()")
+                            .fetch_one(conn)
+                            .await?;
+                        if standby {
+                            hosts.suspect();
+                            return Err(sqlx::Error::Protocol(
+                                "the host connected to is a standby: it accepts no writes"
+                                    .to_owned(),
+                            ));
+                        }
+                        Ok(())
+                    })
+                }
+            })
             // A connection the server dropped while it sat in the pool (a restart, a
             // terminated backend) is found by a ping and closed, never handed out again.
             .test_before_acquire(true)
@@ -123,6 +178,7 @@ impl PgDb {
             .connect_with(options)
             .await
             .map_err(fail)?;
+        hosts.keep_pointed(&pool);
         // Watched as a statement is: a server that stops answering mid-way (suspended, cut
         // off) fails the open in seconds; one busy or waiting on a lock is waited for.
         let migrated = live
@@ -151,6 +207,13 @@ impl PgDb {
             location,
             live,
         })
+    }
+}
+
+impl PgDb {
+    /// The host written to now, and since when.
+    pub fn primary(&self) -> Primary {
+        self.live.hosts.primary()
     }
 }
 
