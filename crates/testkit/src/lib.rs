@@ -6,8 +6,9 @@
 //! OpenAI-compatible server on loopback. [`Notifications`] is a desktop notification server
 //! (dunst) that a test clicks like a person. [`RawServer`] is a bare HTTP server on loopback
 //! whose every reply byte a test decides. [`Postgres`] is a throwaway PostgreSQL cluster on
-//! loopback, and [`Relay`] a relay in front of one that can lose the answer to a commit the
-//! server made. [`seed_jobs`] fills a SQLite ledger with many finished jobs at once.
+//! loopback, [`Replicated`] a primary with a standby streaming from it, and [`Relay`] a relay
+//! in front of one that can lose the answer to a commit the server made. [`seed_jobs`] fills a
+//! SQLite ledger with many finished jobs at once.
 //!
 //! [`isolate_keyring`] is the one place that decides which keyring a test reaches: a private
 //! [`SecretService`] it hands to a child, or none; never the keyring of the desktop the tests
@@ -34,7 +35,7 @@ pub use backend::{
 pub use keyring::{isolate_keyring, DesktopSession, NO_SESSION_BUS};
 pub use mock_llm::MockLlm;
 pub use notifications::Notifications;
-pub use postgres::{Postgres, Session};
+pub use postgres::{Postgres, Replicated, Session, Standby, STANDBY_NAME};
 pub use raw_http::RawServer;
 pub use relay::Relay;
 pub use seed::seed_jobs;

@@ -8,6 +8,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+mod standby;
+
+pub use standby::{Replicated, Standby, STANDBY_NAME};
+
 /// The role the tests connect as: the cluster's superuser, trusted on loopback only.
 const ROLE: &str = "onejob";
 /// How long the server gets to accept connections.
@@ -48,40 +52,27 @@ impl Postgres {
     /// Creates and starts a cluster with the server settings `settings` (`name=value` each).
     pub fn start_with(settings: &[&str]) -> std::io::Result<Postgres> {
         let bin = bin_dir()?;
-        let dir = tempfile::tempdir()?;
+        let (dir, owner) = owned_dir()?;
         let data = dir.path().join("data");
-        // As root, the cluster and its socket folder belong to `postgres`.
-        let owner = is_root().then(|| "postgres".to_owned());
-        if let Some(user) = &owner {
-            let status = Command::new("chown")
-                .args(["-R", user])
-                .arg(dir.path())
-                .status()?;
-            if !status.success() {
-                return Err(Error::other(format!(
-                    "cannot give the cluster's folder to {user}"
-                )));
-            }
-        }
-        let initdb = as_owner(&owner, &bin.join("initdb"))
-            .arg("-D")
-            .arg(&data)
-            .args(["-U", ROLE, "-A", "trust", "-E", "UTF8", "--no-instructions"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .output()?;
-        if !initdb.status.success() {
-            return Err(Error::other(format!(
-                "initdb failed: {}",
-                String::from_utf8_lossy(&initdb.stderr).trim()
-            )));
-        }
+        let init = ["-U", ROLE, "-A", "trust", "-E", "UTF8", "--no-instructions"];
+        run_on_data(&owner, &bin.join("initdb"), &data, &init)?;
+        Postgres::launch(bin, owner, dir, settings)
+    }
+
+    /// Starts a server on the cluster in `dir`'s `data` folder, on a free port of 127.0.0.1
+    /// with its socket in `dir`, and returns once it accepts connections.
+    fn launch(
+        bin: PathBuf,
+        owner: Option<String>,
+        dir: tempfile::TempDir,
+        settings: &[&str],
+    ) -> std::io::Result<Postgres> {
         let port = std::net::TcpListener::bind("127.0.0.1:0")?
             .local_addr()?
             .port();
         let server = as_owner(&owner, &bin.join("postgres"))
             .arg("-D")
-            .arg(&data)
+            .arg(dir.path().join("data"))
             .args(["-h", "127.0.0.1", "-p", &port.to_string(), "-k"])
             .arg(dir.path())
             .args(settings.iter().flat_map(|setting| ["-c", setting]))
@@ -121,19 +112,38 @@ impl Postgres {
         crate::isolate_keyring();
         crate::backend::psql(&self.url(), &format!("CREATE DATABASE \"{name}\""))
             .map_err(|e| Error::other(format!("cannot create database {name}: {e}")))?;
-        Ok(format!("{}/{name}", self.server_url()))
+        Ok(self.database_url(name))
+    }
+
+    /// The URL of database `name` on this server as the superuser; it is not created.
+    pub fn database_url(&self, name: &str) -> String {
+        format!("{}/{name}", self.server_url())
     }
 
     /// Runs `sql` on database `database` as the superuser with `psql`; its rows, one a line,
     /// columns separated by `|`.
     pub fn sql(&self, database: &str, sql: &str) -> std::io::Result<String> {
-        crate::backend::psql(&format!("{}/{database}", self.server_url()), sql)
+        crate::backend::psql(&self.database_url(database), sql)
+    }
+
+    /// Runs `sql` on database `database` with `psql` in the background, for a test that watches
+    /// a statement wait (for a lock, for a standby): the running `psql`, whose exit status says
+    /// how the statement ended.
+    pub fn spawn_sql(&self, database: &str, sql: &str) -> std::io::Result<Child> {
+        Command::new(self.bin.join("psql"))
+            .args(["-X", "-q", "-v", "ON_ERROR_STOP=1", "-d"])
+            .arg(self.database_url(database))
+            .args(["-c", sql])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
     }
 
     /// A `psql` session on database `database` that stays open, for a test that holds a
     /// transaction (and its locks) across other work.
     pub fn session(&self, database: &str) -> std::io::Result<Session> {
-        let url = format!("{}/{database}", self.server_url());
+        let url = self.database_url(database);
         let psql = Command::new(self.bin.join("psql"))
             .args(["-X", "-q", "-v", "ON_ERROR_STOP=1", "-d", &url])
             .stdin(Stdio::piped())
@@ -201,6 +211,21 @@ impl Postgres {
         Ok(())
     }
 
+    /// Ends every process of the server with SIGKILL, as a crash of its host would: nothing is
+    /// written or shut down, every connection is cut, and nothing answers on its port until
+    /// the cluster is dropped (its folder is removed then).
+    pub fn crash(&mut self) -> std::io::Result<()> {
+        // A frozen process would take the kill only once continued.
+        self.thaw()?;
+        let postmaster = self.postmaster()?;
+        let mut all = vec![postmaster];
+        all.extend(children_of(postmaster)?);
+        signal(&all, "KILL")?;
+        // Reaped now (as root through `runuser`, which ends with its child).
+        let _ = self.server.wait();
+        Ok(())
+    }
+
     /// Lets the processes stopped by [`Postgres::freeze`] run on, its children first.
     pub fn thaw(&mut self) -> std::io::Result<()> {
         let frozen = std::mem::take(&mut self.frozen);
@@ -221,21 +246,8 @@ impl Postgres {
     /// Runs `pg_ctl` on the cluster's data folder as the cluster's owner; its error output
     /// becomes the error.
     fn pg_ctl(&self, args: &[&str]) -> std::io::Result<()> {
-        let ran = as_owner(&self.owner, &self.bin.join("pg_ctl"))
-            .arg("-D")
-            .arg(self.dir.path().join("data"))
-            .args(args)
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .output()?;
-        if ran.status.success() {
-            return Ok(());
-        }
-        Err(Error::other(format!(
-            "pg_ctl {} failed: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&ran.stderr).trim()
-        )))
+        let data = self.dir.path().join("data");
+        run_on_data(&self.owner, &self.bin.join("pg_ctl"), &data, args)
     }
 
     fn wait_ready(&self) -> std::io::Result<()> {
@@ -328,6 +340,50 @@ pub(crate) fn bin_dir() -> std::io::Result<PathBuf> {
             "no PostgreSQL under /usr/lib/postgresql",
         )
     })
+}
+
+/// A new temporary folder for a cluster and the user its server runs as: as root, the
+/// `postgres` user, who is given the folder (`initdb` and `postgres` refuse to run as root).
+fn owned_dir() -> std::io::Result<(tempfile::TempDir, Option<String>)> {
+    let dir = tempfile::tempdir()?;
+    let owner = is_root().then(|| "postgres".to_owned());
+    if let Some(user) = &owner {
+        let status = Command::new("chown")
+            .args(["-R", user])
+            .arg(dir.path())
+            .status()?;
+        if !status.success() {
+            return Err(Error::other(format!(
+                "cannot give the cluster's folder to {user}"
+            )));
+        }
+    }
+    Ok((dir, owner))
+}
+
+/// Runs `program -D data args…` as `owner` to its end; its error output becomes the error.
+fn run_on_data(
+    owner: &Option<String>,
+    program: &Path,
+    data: &Path,
+    args: &[&str],
+) -> std::io::Result<()> {
+    let ran = as_owner(owner, program)
+        .arg("-D")
+        .arg(data)
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .output()?;
+    if ran.status.success() {
+        return Ok(());
+    }
+    let name = program.file_name().unwrap_or_default().to_string_lossy();
+    Err(Error::other(format!(
+        "{name} {} failed: {}",
+        args.join(" "),
+        String::from_utf8_lossy(&ran.stderr).trim()
+    )))
 }
 
 /// The processes whose parent is `parent`, read from /proc.
