@@ -70,8 +70,8 @@ pub(super) struct Hosts {
     finding: tokio::sync::Mutex<()>,
     /// The ledger's pool, pointed at the host found.
     pool: OnceLock<PgPool>,
-    /// The primary names synchronous standbys: a commit waits for one of them.
-    synchronous: AtomicBool,
+    /// A primary was found once: finding another later is a move.
+    found: AtomicBool,
 }
 
 impl Hosts {
@@ -84,18 +84,13 @@ impl Hosts {
             lost: AtomicBool::new(false),
             finding: tokio::sync::Mutex::new(()),
             pool: OnceLock::new(),
-            synchronous: AtomicBool::new(false),
+            found: AtomicBool::new(false),
         }
     }
 
     /// The pool that [`Hosts::find`] points at the host it finds.
     pub fn keep_pointed(&self, pool: &PgPool) {
         let _ = self.pool.set(pool.clone());
-    }
-
-    /// Whether the primary, when last asked, named synchronous standbys.
-    pub fn synchronous(&self) -> bool {
-        self.synchronous.load(Ordering::Relaxed)
     }
 
     /// Whether the URL names more than one host.
@@ -133,7 +128,6 @@ impl Hosts {
     /// Asks each host in turn, the one written to now first, whether it accepts writes, and
     /// writes to the first that does from now on, pointing the pool at it. `Ok(true)` when the
     /// host changed; an error names every host and what each said when none accepts writes.
-    /// With one host, only whether its primary names synchronous standbys is asked.
     pub async fn find(&self) -> Result<bool, String> {
         let _one = self.finding.lock().await;
         let (now, _) = *self.current.lock().unwrap_or_else(|e| e.into_inner());
@@ -141,20 +135,20 @@ impl Hosts {
         let mut said = Vec::new();
         for index in order {
             match accepts_writes(&self.each[index]).await {
-                Ok((true, synchronous)) => {
-                    self.synchronous.store(synchronous, Ordering::Relaxed);
+                Ok(true) => {
                     self.lost.store(false, Ordering::Relaxed);
+                    let moved = self.found.swap(true, Ordering::Relaxed);
                     if index == now {
                         return Ok(false);
                     }
-                    *self.current.lock().unwrap_or_else(|e| e.into_inner()) =
-                        (index, Some(SystemTime::now()));
+                    let since = moved.then(SystemTime::now);
+                    *self.current.lock().unwrap_or_else(|e| e.into_inner()) = (index, since);
                     if let Some(pool) = self.pool.get() {
                         pool.set_connect_options(self.each[index].clone());
                     }
                     return Ok(true);
                 }
-                Ok((false, _)) => said.push(format!("{} is a standby", shown(&self.each[index]))),
+                Ok(false) => said.push(format!("{} is a standby", shown(&self.each[index]))),
                 Err(e) => said.push(format!("{}: {e}", shown(&self.each[index]))),
             }
         }
@@ -165,18 +159,16 @@ impl Hosts {
     }
 }
 
-/// Whether the server at `options` accepts writes (it answers, within [`CONNECT_TIMEOUT`],
-/// that it is not in recovery), and whether it names synchronous standbys.
-async fn accepts_writes(options: &PgConnectOptions) -> Result<(bool, bool), String> {
+/// Whether the server at `options` accepts writes: it answers, within [`CONNECT_TIMEOUT`],
+/// that it is not in recovery.
+async fn accepts_writes(options: &PgConnectOptions) -> Result<bool, String> {
     let asked = async {
         let mut conn = PgConnection::connect_with(options).await?;
-        let (standby, names): (bool, String) = sqlx::query_as(
-            "SELECT pg_is_in_recovery(), current_setting('synchronous_standby_names')",
-        )
-        .fetch_one(&mut conn)
-        .await?;
+        let standby: bool = sqlx::query_scalar("SELECT pg_is_in_recovery()")
+            .fetch_one(&mut conn)
+            .await?;
         conn.close().await?;
-        Ok::<_, sqlx::Error>((!standby, !names.trim().is_empty()))
+        Ok::<_, sqlx::Error>(!standby)
     };
     match tokio::time::timeout(CONNECT_TIMEOUT, asked).await {
         Ok(Ok(primary)) => Ok(primary),

@@ -149,11 +149,6 @@ impl Watch {
     pub(super) fn is_broken(&self) -> bool {
         self.broken.load(Ordering::Relaxed)
     }
-
-    /// Whether a commit on this connection waits for a synchronous standby.
-    pub(super) fn waits_for_standby(&self) -> bool {
-        self.live.hosts.synchronous()
-    }
 }
 
 /// Whether `e` is the server refusing a write because it is read-only (a standby).

@@ -116,16 +116,16 @@ impl PgDb {
             })
             .collect::<Result<Vec<_>>>()?;
         let hosts = Arc::new(Hosts::new(each));
-        // Several hosts: the one that accepts writes, whichever order they are listed in. One:
-        // whether its primary names synchronous standbys (a failure here is the probe's to say).
-        let found = hosts.find().await;
-        if let (true, Err(none)) = (hosts.several(), &found) {
-            let cause = scrub(none, url);
-            return Err(Error::storage(
-                StorageKind::Unreachable,
-                Some(&location),
-                Some(&cause),
-            ));
+        // Several hosts: the one that accepts writes, whichever order they are listed in.
+        if hosts.several() {
+            if let Err(none) = hosts.find().await {
+                let cause = scrub(&none, url);
+                return Err(Error::storage(
+                    StorageKind::Unreachable,
+                    Some(&location),
+                    Some(&cause),
+                ));
+            }
         }
         let options = hosts.options();
         let live = Arc::new(Liveness {

@@ -1,7 +1,7 @@
 //! A write transaction on a watched connection, which never reports a commit the server
 //! rolled back.
 
-use sqlx::{Executor, PgConnection, TransactionManager};
+use sqlx::{PgConnection, TransactionManager};
 
 use super::{PgConn, Watch};
 
@@ -37,16 +37,6 @@ impl PgTx {
                 "a statement of this transaction failed, so the server rolled it back;                  nothing of it was written"
                     .to_owned(),
             ));
-        }
-        if watch.waits_for_standby() {
-            // A commit that waits for the synchronous standby is never cut short by the
-            // statement timeout: the server would then report it committed, held by the
-            // primary alone, and an attempt would go out that a failover could give back as
-            // pending (SPEC §14). It waits while the server answers; one that stops answering
-            // fails it as any statement.
-            watch
-                .guard(raw.execute("SET LOCAL statement_timeout = 0"))
-                .await?;
         }
         watch.guard(Manager::commit(raw)).await?;
         self.open = false;
