@@ -124,6 +124,16 @@ internal_calls! {
     fn claim_attempt(&self, job_id: &str, provider: &str) -> Result<JobAttempt>;
     /// Moves a `pending` attempt to `in_flight` under a lease held by `executor_id`.
     fn mark_sent(&self, attempt_id: &str, executor_id: &str, lease: Duration) -> Result<Attempt>;
+    /// [`InternalCalls::mark_sent`] as the executor sends a request of `body`: at a provider
+    /// with a price, charged its worst case and reserved against every budget that covers it,
+    /// or kept back (`budget_reached`, the attempt returned `failed`) where it would pass one.
+    fn mark_sent_priced(
+        &self,
+        attempt_id: &str,
+        executor_id: &str,
+        lease: Duration,
+        body: &str,
+    ) -> Result<Attempt>;
     /// Records the provider's answer for an attempt.
     fn complete(&self, attempt_id: &str, answer: &Value, cause: Cause) -> Result<Completion>;
     /// [`InternalCalls::complete`], with the note of how the answer was had.

@@ -97,6 +97,28 @@ impl Engine {
             .await
     }
 
+    /// [`Engine::mark_sent`] as the executor sends a request of `body`: at a provider with a
+    /// price (as it is configured now), the attempt is charged its worst case and reserved
+    /// against every budget that covers it, or kept back as `budget_reached` where it would
+    /// pass one (SPEC §17). Only tests call it (through `testing`).
+    #[cfg_attr(not(feature = "testing"), allow(dead_code))]
+    pub(crate) async fn mark_sent_priced(
+        &self,
+        attempt_id: &str,
+        executor_id: &str,
+        lease: Duration,
+        body: &str,
+    ) -> Result<Attempt> {
+        let attempt = self.attempt_by_id(attempt_id).await?;
+        let config = self.provider(&attempt.provider).await?.config;
+        let charge = config
+            .price
+            .as_ref()
+            .map(|price| price.charge(body, config.context_window));
+        self.mark_sent_of(None, attempt_id, executor_id, lease, charge)
+            .await
+    }
+
     /// [`Engine::mark_sent`] for an attempt of `job_id`, known to the caller: on PostgreSQL
     /// the group commit may then move it in one statement with other jobs' attempts (see
     /// `group/runs.rs`). At a provider with a price, `charge` is recorded by the same write

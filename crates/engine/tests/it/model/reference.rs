@@ -4,6 +4,7 @@ use onejob_engine::testing::{Cause, FailureKind, Outcome};
 use onejob_engine::{AttemptState, JobStatus, Verdict};
 use serde_json::Value;
 
+use super::budgets::{BudgetAsk, BUDGET_SLOTS};
 use super::schedule::{Act, JobRef, Op};
 use super::world::{
     answer, classify, person_result, Again, BulkAsk, BulkDo, Exec, Prov, ReplayGot, Reply, Says,
@@ -25,6 +26,8 @@ pub(super) struct MJob {
     pub(super) decisions: usize,
     /// A backoff beyond the next `TimePasses`.
     pub(super) waiting: bool,
+    /// A budget kept its send back: it waits for the budgets' next period (`PeriodEnds`).
+    pub(super) budget_wait: bool,
     /// The reference keyed provider's memory of the job's key (its id): the hour it first saw
     /// it, and the attempt whose request did the work under it. A first send or retry under
     /// the key is assumed to reach it within the retention; only a replay may come later.
@@ -76,6 +79,10 @@ pub(super) struct MAttempt {
     sent_hour: Option<u32>,
     /// Replays that reached its provider (each a `replayed` event).
     pub(super) replays: usize,
+    /// Its worst case in billionths, charged as it was sent at a provider with a price.
+    pub(super) worst: Option<i64>,
+    /// The budgets' period it was sent in.
+    pub(super) period: u32,
 }
 
 impl MAttempt {
@@ -96,6 +103,7 @@ impl MAttempt {
                     | "invalid_answer"
                     | "server_error"
                     | "contract_violation"
+                    | "budget_reached"
             ),
             _ => false,
         }
@@ -143,6 +151,12 @@ pub(super) enum Expect {
     },
     /// `idempotency_conflict` naming the operation the slot's key started.
     BulkConflict(usize),
+    /// A budget set; whether it replaced one of its name.
+    BudgetSet {
+        replaced: bool,
+    },
+    /// Not sent: the attempt's worst case would pass the budget of this slot.
+    KeptBack(usize),
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -169,9 +183,10 @@ pub(super) enum Dial {
     Providers,
     Replays,
     Bulk,
+    Budgets,
 }
 
-const DIALS: usize = 13;
+const DIALS: usize = 14;
 
 /// A bulk operation in the model: what was asked, and its fixed set of jobs, each with its
 /// outcome once decided (`changed`, or the code it was skipped with).
@@ -197,6 +212,10 @@ pub(super) struct Model {
     hour: u32,
     /// The bulk operations started, by slot.
     pub(super) bulks: [Option<MBulk>; BULK_SLOTS],
+    /// The budgets set, by slot (SPEC §17).
+    pub(super) budgets: [Option<BudgetAsk>; BUDGET_SLOTS],
+    /// The budgets' period: only `PeriodEnds` moves it.
+    pub(super) period: u32,
     /// The answer a replay's 2xx carried, for the system under test to complete with.
     pub(super) replay_answer: Value,
     pub(super) expect: Expect,
@@ -205,7 +224,7 @@ pub(super) struct Model {
 }
 
 /// A step either commits what it did, or is refused and leaves the ledger as it was.
-type Step = Result<Expect, Expect>;
+pub(super) type Step = Result<Expect, Expect>;
 
 const INVALID: Expect = Expect::Refused("invalid_transition");
 
@@ -221,6 +240,8 @@ impl Model {
             lives: [0; 3],
             hour: 0,
             bulks: Default::default(),
+            budgets: [None; BUDGET_SLOTS],
+            period: 0,
             replay_answer: Value::Null,
             expect: Expect::Nothing,
             note: "",
@@ -255,6 +276,7 @@ impl Model {
     fn set_status(&mut self, j: usize, to: JobStatus) {
         self.jobs[j].status = to;
         self.jobs[j].waiting = false;
+        self.jobs[j].budget_wait = false;
     }
 
     /// After an open attempt ended without a result, a job waiting on it is queued again.
@@ -317,6 +339,8 @@ impl Model {
             ever_unknown: false,
             sent_hour: None,
             replays: 0,
+            worst: None,
+            period: 0,
         });
         self.jobs[j].attempts.push(a);
         if status == JobStatus::Queued {
@@ -329,7 +353,13 @@ impl Model {
     fn policy(&self, j: usize) -> Result<Prov, String> {
         let job = &self.jobs[j];
         let key = &KEYS[job.key];
-        let tries: Vec<&MAttempt> = job.attempts.iter().map(|&a| &self.attempts[a]).collect();
+        // An attempt a budget kept back never ran: it counts for nothing (SPEC §17).
+        let tries: Vec<&MAttempt> = job
+            .attempts
+            .iter()
+            .map(|&a| &self.attempts[a])
+            .filter(|t| t.error != Some("budget_reached"))
+            .collect();
         if tries.len() >= key.budget() {
             return Err("attempts_exhausted".into());
         }
@@ -377,7 +407,7 @@ impl Model {
         Ok(Expect::Ok)
     }
 
-    fn fail_attempt(&mut self, a: usize, kind: &'static str, long: bool) -> Step {
+    pub(super) fn fail_attempt(&mut self, a: usize, kind: &'static str, long: bool) -> Step {
         if !matches!(
             self.attempts[a].state,
             AttemptState::Pending | AttemptState::InFlight | AttemptState::Unknown
@@ -831,6 +861,8 @@ impl Model {
             // would have marked it `unknown` first.
             Op::Age { .. } => !self.attempts.iter().any(|a| a.channel == Channel::Open),
             Op::Bulk { slot, .. } => slot < BULK_SLOTS,
+            Op::SetBudget { slot, .. } | Op::RemoveBudget(slot) => slot < BUDGET_SLOTS,
+            Op::PeriodEnds => true,
             Op::Recover
             | Op::TimePasses
             | Op::Crash { .. }
@@ -938,6 +970,7 @@ impl Model {
                             attempts: Vec::new(),
                             decisions: 0,
                             waiting: false,
+                            budget_wait: false,
                             key_seen: None,
                             key_done: None,
                             keyed_work: 0,
@@ -950,7 +983,8 @@ impl Model {
                 }
             }
             Op::Claim { job, .. } => {
-                if self.jobs[job].status != JobStatus::Queued || self.jobs[job].waiting {
+                let job_waits = self.jobs[job].waiting || self.jobs[job].budget_wait;
+                if self.jobs[job].status != JobStatus::Queued || job_waits {
                     return Ok(Expect::Claimed(Claimed::Skipped));
                 }
                 let code = match self.policy(job) {
@@ -996,12 +1030,21 @@ impl Model {
                 {
                     return Err(INVALID);
                 }
+                let worst = self.worst_case(attempt);
+                if let Some(slot) = worst.and_then(|worst| self.passed_by(attempt, worst)) {
+                    return self.keep_back(attempt, slot);
+                }
+                if worst.is_some() && self.covered(attempt) {
+                    self.note = "a send under a budget";
+                }
                 let holder = Holder {
                     exec: by,
                     life: self.lives[by.index()],
                 };
-                let hour = self.hour;
+                let (hour, period) = (self.hour, self.period);
                 let sent = &mut self.attempts[attempt];
+                sent.worst = worst;
+                sent.period = period;
                 sent.state = AttemptState::InFlight;
                 sent.sends += 1;
                 sent.holder = Some(holder);
@@ -1172,6 +1215,7 @@ impl Model {
             }
             Op::Replay { attempt, again, .. } => self.replay(attempt, again),
             Op::Age { .. } => Ok(Expect::Nothing),
+            Op::SetBudget { .. } | Op::RemoveBudget(_) | Op::PeriodEnds => self.budget_step(op),
             Op::Bulk { slot, ask, run } => self.bulk(slot, ask, run),
         }
     }

@@ -1,9 +1,11 @@
 //! The rules checked after every step: the ledger agrees with the model, and keeps every rule
 //! on its own.
 
+use onejob_engine::money::Amount;
 use onejob_engine::{Attempt, AttemptState, JobDetail, JobStatus};
 use serde_json::json;
 
+use super::budgets::{nanos, slot_of, BUDGET_SLOTS};
 use super::reference::{MJob, Model};
 use super::world::{BulkDo, Ledger, Prov, KEYS};
 use super::OWNER;
@@ -57,6 +59,7 @@ impl Ledger {
             details.push(d);
         }
         self.bulk_rules(m, &details, &ctx).await;
+        self.budget_rules(m, &ctx).await;
         effects(m, false, &ctx);
     }
 
@@ -86,6 +89,11 @@ impl Ledger {
         );
         for (&a, got) in mj.attempts.iter().zip(&d.attempts) {
             let ma = &m.attempts[a];
+            assert_eq!(
+                got.cost,
+                ma.cost(),
+                "{ctx}: attempt {a}: its cost (left: the ledger, right: the model)"
+            );
             let want = (
                 self.attempts[a].as_str(),
                 ma.number,
@@ -121,6 +129,62 @@ impl Ledger {
                 replays, ma.replays,
                 "{ctx}: attempt {a}: its replayed events (left) and the replays that reached its provider (right)"
             );
+        }
+    }
+
+    /// Rule 12 (SPEC §17): no budget is ever passed. What each budget holds in its period (its
+    /// attempts in flight or `unknown` at their worst case, and what the ended ones spent) is
+    /// what the model says, and never more than its limit. Only a budget set below what it
+    /// already held may be over it, and then it holds no more after a step than before: every
+    /// send under it is kept back until it is below.
+    async fn budget_rules(&self, m: &Model, ctx: &str) {
+        let listed = self
+            .person()
+            .budgets(None)
+            .await
+            .unwrap_or_else(|e| panic!("{ctx}: budgets: {e:?}"));
+        let got: Vec<[Option<String>; 6]> = listed
+            .iter()
+            .map(|b| {
+                let period = serde_json::to_value(b.period).expect("a period");
+                [
+                    Some(b.name.clone()),
+                    b.owner.clone(),
+                    b.provider.clone(),
+                    Some(b.currency.clone()),
+                    Some(b.limit.clone()),
+                    period.as_str().map(str::to_owned),
+                ]
+            })
+            .collect();
+        let want: Vec<[Option<String>; 6]> = (0..BUDGET_SLOTS)
+            .filter_map(|slot| m.budgets[slot].map(|b| b.listed(slot)))
+            .collect();
+        assert_eq!(
+            got, want,
+            "{ctx}: rule 12: the budgets (left: the ledger, right: the model)"
+        );
+        let mut held = self.held.borrow_mut();
+        for budget in &listed {
+            let slot = slot_of(&budget.name);
+            let (used, limit) = (nanos(&budget.used), nanos(&budget.limit));
+            let before = held[slot];
+            assert!(
+                used <= limit || before.is_some_and(|before| used <= before),
+                "{ctx}: rule 12: budget {} holds {} of its limit {} (before the step: {})",
+                budget.name,
+                budget.used,
+                budget.limit,
+                before.map_or("not set".to_owned(), |n| Amount::from_nanos(n).to_string())
+            );
+            assert_eq!(
+                used,
+                m.budget_used(slot),
+                "{ctx}: rule 12: what budget {} holds in its period (left: the ledger, right: the model), limit {}",
+                budget.name,
+                budget.limit
+            );
+            held[slot] = Some(used);
         }
     }
 
@@ -274,8 +338,9 @@ fn ledger_rules(d: &JobDetail, ctx: &str) {
                     Some(Pending | InFlight | Unknown | Abandoned) => Some(Lost),
                     _ => None,
                 },
-                // A replay that settles it writes its outcome's event beside this one.
-                "backoff_set" | "replayed" | "looked_up" => None,
+                // A replay that settles it writes its outcome's event beside this one; a budget
+                // that keeps it back, `attempt_failed`.
+                "backoff_set" | "replayed" | "looked_up" | "budget_reached" => None,
                 other => panic!("{ctx}: attempt {}: unexpected event {other}", a.id),
             };
             if let Some(next) = next {
@@ -311,7 +376,9 @@ fn ledger_rules(d: &JobDetail, ctx: &str) {
         );
     }
     // Rule 9 (SPEC §7): once an attempt may have done the work at its provider, the job never
-    // reaches another provider by itself; only a person's explicit attempt may move it.
+    // reaches another provider by itself; only a person's explicit attempt may move it. An
+    // attempt a budget kept back reached no provider (SPEC §17): the next one is held to the
+    // provider before it.
     let mut pinned: Option<&str> = None;
     let mut previous: Option<&str> = None;
     for a in &d.attempts {
@@ -337,7 +404,10 @@ fn ledger_rules(d: &JobDetail, ctx: &str) {
         if forbids {
             pinned = Some(a.provider.as_str());
         }
-        previous = Some(a.provider.as_str());
+        let kept_back = a.error.as_ref().is_some_and(|e| e.kind == "budget_reached");
+        if !kept_back {
+            previous = Some(a.provider.as_str());
+        }
     }
     // Rule 6 for the job, and its version counting the writes that decided its outcome.
     let count = |kind: &str| d.events.iter().filter(|e| e.kind == kind).count();

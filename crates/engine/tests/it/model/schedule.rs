@@ -6,6 +6,7 @@ use proptest::prelude::*;
 use proptest::strategy::Union;
 use proptest_state_machine::ReferenceStateMachine;
 
+use super::budgets::BudgetAsk;
 use super::reference::{Channel, Dial, MAttempt, MJob, Model};
 use super::world::{Again, BulkAsk, BulkDo, Exec, Prov, Reply, Says, BULK_SLOTS, KEYS};
 
@@ -81,7 +82,8 @@ pub(super) enum Op<J = JobRef, A = AttemptRef> {
     },
     /// `recover_expired_leases`.
     Recover,
-    /// The clock passes every lease nobody renews and every backoff.
+    /// The clock passes every lease nobody renews and every backoff, but not a budget's
+    /// period (`PeriodEnds`).
     TimePasses,
     /// The executor's process dies: the requests it waited on are never answered to it;
     /// `reopen` starts it again on the file (which runs recovery).
@@ -124,7 +126,8 @@ pub(super) enum Op<J = JobRef, A = AttemptRef> {
     },
     /// Hours pass for every request sent: past their hard deadlines (the requests still out
     /// are dropped, `did_work` says what they did) and, if long enough, past the keyed
-    /// provider's retention of a key. Only the ledger's `sent_at` moves.
+    /// provider's retention of a key. Only the ledger's `sent_at` moves, and only of attempts
+    /// at providers without a price: a budget's period moves by `PeriodEnds` alone.
     Age {
         hours: u32,
         did_work: bool,
@@ -137,6 +140,17 @@ pub(super) enum Op<J = JobRef, A = AttemptRef> {
         ask: BulkAsk,
         run: bool,
     },
+    /// The person sets budget `budget-<slot>` (SPEC §17), replacing one of that name.
+    SetBudget {
+        slot: usize,
+        ask: BudgetAsk,
+    },
+    /// The person removes budget `budget-<slot>`.
+    RemoveBudget(usize),
+    /// The budgets' period ends: what was sent counts in the one before, and the jobs a
+    /// budget kept back may be claimed again. Only the priced attempts' `sent_at` and those
+    /// jobs' `not_before` move (see `budgets.rs`).
+    PeriodEnds,
 }
 
 impl<J: Copy, A: Copy> Op<J, A> {
@@ -241,6 +255,9 @@ impl<J: Copy, A: Copy> Op<J, A> {
             },
             Op::Age { hours, did_work } => Op::Age { hours, did_work },
             Op::Bulk { slot, ask, run } => Op::Bulk { slot, ask, run },
+            Op::SetBudget { slot, ask } => Op::SetBudget { slot, ask },
+            Op::RemoveBudget(slot) => Op::RemoveBudget(slot),
+            Op::PeriodEnds => Op::PeriodEnds,
         })
     }
 }
@@ -325,6 +342,9 @@ impl Model {
             };
             return Some(Op::Lookup { attempt: a, says });
         }
+        if self.jobs.iter().any(|j| j.budget_wait) {
+            return Some(Op::PeriodEnds);
+        }
         if let Some(a) = self.attempts.iter().position(|a| a.state == Pending) {
             return Some(Op::Send {
                 by: Exec::E1,
@@ -369,7 +389,7 @@ impl ReferenceStateMachine for LedgerModel {
         // Each case starts with some providers validated for the contract.
         let validated = proptest::array::uniform4(proptest::bool::weighted(0.6));
         (
-            proptest::array::uniform13(dial),
+            proptest::array::uniform14(dial),
             0..Reply::ALL.len(),
             validated,
         )
@@ -739,6 +759,7 @@ impl LedgerModel {
                     .boxed(),
             ));
         }
+        arms.extend(m.budget_acts(dial(Dial::Budgets)));
         arms.retain(|(weight, _)| *weight > 0);
         Union::new_weighted(arms).boxed()
     }

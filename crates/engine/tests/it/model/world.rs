@@ -15,6 +15,7 @@ use onejob_engine::{
 };
 use serde_json::{json, Value};
 
+use super::budgets::BUDGET_SLOTS;
 use super::reference::{Claimed, Expect, Model};
 use super::schedule::{JobRef, Op};
 use super::{LONG_LEASE, LONG_WAIT, OWNER, PAST, STRANGER};
@@ -66,6 +67,9 @@ impl Prov {
             // only `Age` does.
             config["key_retention_s"] = json!(KEY_RETENTION_H * 3600);
             config["hard_timeout_ms"] = json!(600_000);
+        }
+        if let Some(price) = super::budgets::price(self) {
+            config["price"] = price;
         }
         if self == Prov::Ai {
             config["kind"] = json!("openai");
@@ -434,6 +438,8 @@ pub(super) struct Ledger {
     pub(super) op: String,
     /// The case's schedule is over; the drain's steps follow.
     pub(super) draining: bool,
+    /// What each budget held after the last step, or as it was set, by slot (rule 12).
+    pub(super) held: RefCell<[Option<i64>; BUDGET_SLOTS]>,
 }
 
 const PERSON: usize = 3;
@@ -465,6 +471,7 @@ impl Ledger {
             step: 0,
             op: String::new(),
             draining: false,
+            held: RefCell::new([None; BUDGET_SLOTS]),
         }
     }
 
@@ -498,7 +505,7 @@ impl Ledger {
     }
 
     /// A refusal as the model states it; `storage`, `internal` and `provider` fail the test.
-    fn refusal(&self, e: Error) -> Expect {
+    pub(super) fn refusal(&self, e: Error) -> Expect {
         match e {
             Error::AttemptBlocked { details, .. } => {
                 Expect::Blocked(self.attempt_index(&details.attempt_id))
@@ -513,7 +520,7 @@ impl Ledger {
         }
     }
 
-    fn done<T>(&self, r: Result<T, Error>) -> Expect {
+    pub(super) fn done<T>(&self, r: Result<T, Error>) -> Expect {
         match r {
             Ok(_) => Expect::Ok,
             Err(e) => self.refusal(e),
@@ -579,7 +586,12 @@ impl Ledger {
                 }
                 let lease = if lapsing { Duration::ZERO } else { LONG_LEASE };
                 let executor = by.id(m.lives[by.index()]);
-                match engine.mark_sent(id, &executor, lease).await {
+                let body = super::budgets::body(m.jobs[m.attempts[attempt].job].key);
+                match engine.mark_sent_priced(id, &executor, lease, &body).await {
+                    // Kept back by a budget (SPEC §17): nothing was sent.
+                    Ok(kept) if kept.state == AttemptState::Failed => {
+                        self.kept_back(attempt, &kept.job_id).await
+                    }
                     Ok(sent) => {
                         // Rule 2: only one executor's `mark_sent` ever succeeds for an attempt.
                         let times = {
@@ -687,15 +699,8 @@ impl Ledger {
                     .execute(lapse, &[PAST, &live[0], &live[1], &live[2]])
                     .await
                     .expect("leases lapse");
-                let end_backoffs = Sql {
-                    sqlite: "UPDATE jobs SET not_before = $1 WHERE not_before IS NOT NULL",
-                    postgres: "UPDATE jobs SET not_before = CAST($1 AS timestamptz)
-                               WHERE not_before IS NOT NULL",
-                };
-                self.raw
-                    .execute(end_backoffs, &[PAST])
-                    .await
-                    .expect("backoffs end");
+                // Not a budget's wait: that lasts until its next period (`PeriodEnds`).
+                self.end_waits(false).await;
                 Expect::Nothing
             }
             Op::Crash { exec, reopen, .. } => {
@@ -794,18 +799,12 @@ impl Ledger {
                     .await
             }
             Op::Age { hours, .. } => {
-                let age = Sql {
-                    sqlite: "UPDATE attempts
-                             SET sent_at = strftime('%Y-%m-%dT%H:%M:%fZ', sent_at, '-' || $1 || ' hours')
-                             WHERE sent_at IS NOT NULL",
-                    postgres: "UPDATE attempts SET sent_at = sent_at - CAST($1 || ' hours' AS interval)
-                               WHERE sent_at IS NOT NULL",
-                };
-                self.raw
-                    .execute(age, &[&hours.to_string()])
-                    .await
-                    .expect("hours pass");
+                // Not the priced attempts': their budgets' period moves by `PeriodEnds` alone.
+                self.move_sent(hours, false).await;
                 Expect::Nothing
+            }
+            Op::SetBudget { .. } | Op::RemoveBudget(_) | Op::PeriodEnds => {
+                self.budget_step(&act).await
             }
             Op::Bulk { slot, ask, run } => {
                 let key = format!("bulk-{slot}");
