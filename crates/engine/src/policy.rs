@@ -27,6 +27,12 @@ pub enum Next {
 /// work may have happened where it ran, and the job never leaves that provider by itself
 /// until the budget is spent, whatever a later attempt there answered.
 pub fn next_step(intent: &Intent, attempts: &[Attempt], validated: impl Fn(&str) -> bool) -> Next {
+    // The attempt a money budget kept from being sent last is sent now, where it was to go,
+    // whoever chose that provider (the route, or a person's retry elsewhere).
+    let resumed = attempts
+        .last()
+        .filter(|a| kept_back_by_a_budget(a))
+        .map(|a| a.provider.clone());
     // An attempt a money budget kept from being sent never ran: it counts for nothing here.
     let ran: Vec<Attempt>;
     let attempts = if attempts.iter().any(kept_back_by_a_budget) {
@@ -45,6 +51,9 @@ pub fn next_step(intent: &Intent, attempts: &[Attempt], validated: impl Fn(&str)
             code: "attempts_exhausted".to_owned(),
             message: format!("all {budget} attempts were used"),
         });
+    }
+    if let Some(provider) = resumed {
+        return Next::Attempt(provider);
     }
     let (Some(last), Some(primary)) = (attempts.last(), intent.route.first()) else {
         return match intent.route.first() {
@@ -202,6 +211,20 @@ mod tests {
             provider(next_step(&route, &then_one, |_| true)),
             "fail:attempts_exhausted"
         );
+    }
+
+    /// A person abandoned an attempt sent to `a` and retried the job at `b`, and a budget kept
+    /// that attempt back: once the period ends it goes to `b`, where the person sent it, never
+    /// back to `a` by itself, where the work may have happened already.
+    #[test]
+    fn a_kept_back_attempt_is_sent_where_it_was_to_go_not_where_a_person_left() {
+        let route = intent(&["a"], 5);
+        let mut left = failed("a", "");
+        (left.state, left.error, left.sent_at) = (AttemptState::Abandoned, None, Some("t".into()));
+        let kept = [left.clone(), failed("b", "budget_reached")];
+        assert_eq!(provider(next_step(&route, &kept, |_| true)), "b");
+        // Without the budget, the route's own choice after that abandoned attempt stands.
+        assert_eq!(provider(next_step(&route, &[left], |_| true)), "a");
     }
 
     #[test]

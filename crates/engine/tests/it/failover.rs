@@ -78,14 +78,27 @@ async fn the_url_may_list_the_standby_first_and_onejob_writes_to_the_primary() {
     assert_eq!(primary.host, format!("127.0.0.1:{}", pair.primary().port()));
     assert!(primary.since.is_none(), "{primary:?}");
     let job = engine
-        .submit(OWNER, "standby-first", r#"{"route": ["sandbox"], "input": {}}"#)
+        .submit(
+            OWNER,
+            "standby-first",
+            r#"{"route": ["sandbox"], "input": {}}"#,
+        )
         .await
         .expect("a submit, written to the primary");
     // Acknowledged, so on the synchronous standby already (flushed; replayed a moment later).
     let on_standby = format!("SELECT count(*) FROM jobs WHERE id = '{}'", job.job.id);
     let deadline = Instant::now() + Duration::from_secs(10);
-    while pair.standby().sql("ledger", &on_standby).expect("the standby").trim() != "1" {
-        assert!(Instant::now() < deadline, "the standby never showed the job");
+    while pair
+        .standby()
+        .sql("ledger", &on_standby)
+        .expect("the standby")
+        .trim()
+        != "1"
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the standby never showed the job"
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     engine.close().await;
@@ -102,7 +115,10 @@ async fn an_in_flight_move_is_never_acknowledged_before_the_standby_has_it() {
     let url = pair.database("ledger").expect("a database");
     // The database's own default waits for no standby: onejob's connections must ask for it.
     pair.primary()
-        .sql("ledger", "ALTER DATABASE ledger SET synchronous_commit = local")
+        .sql(
+            "ledger",
+            "ALTER DATABASE ledger SET synchronous_commit = local",
+        )
         .expect("a default that waits for no standby");
     let engine = Engine::open(&url).await.expect("open");
     let job = engine

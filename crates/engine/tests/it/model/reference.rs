@@ -363,6 +363,12 @@ impl Model {
         if tries.len() >= key.budget() {
             return Err("attempts_exhausted".into());
         }
+        // The last attempt kept back goes where it was to go, whoever chose that provider.
+        if let Some(&a) = job.attempts.last() {
+            if self.attempts[a].error == Some("budget_reached") {
+                return Ok(self.attempts[a].provider);
+            }
+        }
         let Some(last) = tries.last() else {
             return Ok(key.route[0]);
         };
