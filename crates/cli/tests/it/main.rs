@@ -10,6 +10,7 @@ mod contracts;
 mod errors;
 mod events;
 mod executor;
+mod failover;
 mod faults;
 mod full_disk;
 mod help;

@@ -7,6 +7,9 @@
 //! - `executor`: one executor end to end over 2,000 queued jobs at an instant sandbox, as a
 //!   share of the raw INSERT rate;
 //! - `budget`: the same with a budget on every job, against without (SPEC §17);
+//! - `standby`: sequential submits and the executor end to end on a primary with a synchronous
+//!   standby, beside the same on this run's cluster without one: the cost of a commit a
+//!   standby must hold before anything goes out (SPEC §14);
 //! - `processes`: jobs/s with 1, 2 and 4 worker processes on one ledger (this binary run again
 //!   as a worker, each with its own Engine), at an instant sandbox and at one taking 50 ms,
 //!   counted from the ledger once every job is settled, which is checked for each job sent once;
@@ -15,7 +18,7 @@
 //!
 //! The cluster is a throwaway one on 127.0.0.1 with `fsync` on, as a real server would run.
 //! Run: `cargo bench -p onejob-engine --bench postgres`. `ONEJOB_BENCH_PARTS` picks parts
-//! (`submit storms executor budget processes frozen`, all by default), `ONEJOB_BENCH_N` changes the
+//! (`submit storms executor budget standby processes frozen`, all by default), `ONEJOB_BENCH_N` changes the
 //! 5,000 sequential submits, `ONEJOB_BENCH_JOBS` the 2,000 jobs of each worker-process run at the
 //! instant sandbox (half as many at 50 ms), `ONEJOB_BENCH_CONCURRENCY` and
 //! `ONEJOB_BENCH_SLOW_CONCURRENCY` the 32 and 4 attempts each worker process sends at once there,
@@ -59,7 +62,7 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
     let in_flight = common::env_number("ONEJOB_BENCH_CONCURRENCY", DEFAULT_MAX_IN_FLIGHT);
     let slow_in_flight = common::env_number("ONEJOB_BENCH_SLOW_CONCURRENCY", 4);
     let parts = std::env::var("ONEJOB_BENCH_PARTS")
-        .unwrap_or_else(|_| "submit storms executor budget processes frozen".to_owned());
+        .unwrap_or_else(|_| "submit storms executor budget standby processes frozen".to_owned());
     let part = |name: &str| parts.split([' ', ',']).any(|p| p == name);
     // Statement statistics for a profile of the processes runs (ONEJOB_BENCH_STATS).
     let cluster = if std::env::var("ONEJOB_BENCH_STATS").is_ok() {
@@ -98,6 +101,9 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
         let engine = Engine::open(cluster.database("budget")?).await?;
         common::executor::budgets(&engine, jobs).await?;
         engine.close().await;
+    }
+    if part("standby") {
+        standby(&cluster, n.min(2_000)).await?;
     }
     let logs = tempfile::tempdir()?;
     if part("processes") {
@@ -263,4 +269,52 @@ async fn ledger_without(
         .await?;
     }
     Ok(conn)
+}
+
+/// Sequential submits (`n`) and the executor end to end over 2,000 jobs at an instant sandbox,
+/// on `cluster` (no standby) and on a primary whose synchronous standby must hold every commit,
+/// alternating, twice each; the medians and their ratios.
+async fn standby(cluster: &Postgres, n: usize) -> Result<(), Box<dyn std::error::Error>> {
+    const JOBS: usize = 2_000;
+    let pair = onejob_testkit::Replicated::start(onejob_testkit::Standby::Synchronous)?;
+    let mut submits: [Vec<std::time::Duration>; 2] = [Vec::new(), Vec::new()];
+    let mut runs: [Vec<std::time::Duration>; 2] = [Vec::new(), Vec::new()];
+    for round in 0..2 {
+        for (i, url) in [
+            cluster.database(&format!("alone{round}"))?,
+            pair.database(&format!("standby{round}"))?,
+        ]
+        .iter()
+        .enumerate()
+        {
+            let engine = engine_with_provider(std::path::Path::new(url)).await?;
+            submits[i].extend(sequential_submits(&engine, 0..n).await?);
+            let run = run_queued(&engine, "instant", JOBS, 0, DEFAULT_MAX_IN_FLIGHT).await?;
+            runs[i].push(run.took);
+            engine.close().await;
+        }
+    }
+    for (label, times) in [
+        ("pg submit, no standby", &submits[0]),
+        ("pg submit, sync standby", &submits[1]),
+    ] {
+        print_latencies(label, times);
+    }
+    let median = |times: &mut Vec<std::time::Duration>| {
+        times.sort();
+        times.get(times.len() / 2).copied().unwrap_or_default()
+    };
+    let (alone, held) = (median(&mut runs[0]), median(&mut runs[1]));
+    println!(
+        "pg executor end to end, {JOBS} jobs: {:.0} ms without a standby, {:.0} ms with a synchronous one",
+        ms(alone),
+        ms(held)
+    );
+    println!(
+        "  the standby's cost: submit p50 {:.2}x, p99 {:.2}x; executor {:.2}x the time",
+        ratio(pct(&submits[1], 50.0), pct(&submits[0], 50.0)),
+        ratio(pct(&submits[1], 99.0), pct(&submits[0], 99.0)),
+        ratio(held, alone)
+    );
+    Ok(())
 }

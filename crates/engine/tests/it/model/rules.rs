@@ -377,17 +377,27 @@ fn ledger_rules(d: &JobDetail, ctx: &str) {
     }
     // Rule 9 (SPEC §7): once an attempt may have done the work at its provider, the job never
     // reaches another provider by itself; only a person's explicit attempt may move it. An
-    // attempt a budget kept back reached no provider (SPEC §17): the next one is held to the
-    // provider before it.
+    // attempt a budget kept back reached no provider (SPEC §17): the one after it resumes it,
+    // at its provider, by the same choice (the route's, or a person's).
     let mut pinned: Option<&str> = None;
     let mut previous: Option<&str> = None;
+    let mut resumes: Option<(&str, bool)> = None;
     for a in &d.attempts {
-        let explicit = d.events.iter().any(|e| {
-            e.kind == "attempt_created"
-                && e.attempt_id.as_deref() == Some(a.id.as_str())
-                && e.detail["explicit"] == json!(true)
-        });
-        if let (Some(at), false) = (pinned, explicit) {
+        let explicit = resumes.is_some_and(|(_, chosen)| chosen)
+            || d.events.iter().any(|e| {
+                e.kind == "attempt_created"
+                    && e.attempt_id.as_deref() == Some(a.id.as_str())
+                    && e.detail["explicit"] == json!(true)
+            });
+        if let Some((at, _)) = resumes {
+            assert_eq!(
+                a.provider.as_str(),
+                at,
+                "{ctx}: rule 9: attempt {} went to {} instead of resuming the one kept back at {at}",
+                a.number,
+                a.provider
+            );
+        } else if let (Some(at), false) = (pinned, explicit) {
             assert_eq!(
                 Some(a.provider.as_str()),
                 previous,
@@ -405,7 +415,10 @@ fn ledger_rules(d: &JobDetail, ctx: &str) {
             pinned = Some(a.provider.as_str());
         }
         let kept_back = a.error.as_ref().is_some_and(|e| e.kind == "budget_reached");
-        if !kept_back {
+        if kept_back {
+            resumes = Some((a.provider.as_str(), explicit));
+        } else {
+            resumes = None;
             previous = Some(a.provider.as_str());
         }
     }
