@@ -377,19 +377,20 @@ fn ledger_rules(d: &JobDetail, ctx: &str) {
     }
     // Rule 9 (SPEC §7): once an attempt may have done the work at its provider, the job never
     // reaches another provider by itself; only a person's explicit attempt may move it. An
-    // attempt a budget kept back reached no provider (SPEC §17): the one after it resumes it,
-    // at its provider, by the same choice (the route's, or a person's).
+    // attempt a budget kept back reached no provider (SPEC §17): the one after it, unless a
+    // person chose it, resumes it, at its provider, by the same choice (the route's, or a
+    // person's).
     let mut pinned: Option<&str> = None;
     let mut previous: Option<&str> = None;
     let mut resumes: Option<(&str, bool)> = None;
     for a in &d.attempts {
-        let explicit = resumes.is_some_and(|(_, chosen)| chosen)
-            || d.events.iter().any(|e| {
-                e.kind == "attempt_created"
-                    && e.attempt_id.as_deref() == Some(a.id.as_str())
-                    && e.detail["explicit"] == json!(true)
-            });
-        if let Some((at, _)) = resumes {
+        let chosen = d.events.iter().any(|e| {
+            e.kind == "attempt_created"
+                && e.attempt_id.as_deref() == Some(a.id.as_str())
+                && e.detail["explicit"] == json!(true)
+        });
+        let explicit = chosen || resumes.is_some_and(|(_, chosen)| chosen);
+        if let (Some((at, _)), false) = (resumes, chosen) {
             assert_eq!(
                 a.provider.as_str(),
                 at,
