@@ -280,15 +280,21 @@ async fn standby(cluster: &Postgres, n: usize) -> Result<(), Box<dyn std::error:
     let mut submits: [Vec<std::time::Duration>; 2] = [Vec::new(), Vec::new()];
     let mut runs: [Vec<std::time::Duration>; 2] = [Vec::new(), Vec::new()];
     for round in 0..2 {
-        for (i, url) in [
-            cluster.database(&format!("alone{round}"))?,
-            pair.database(&format!("standby{round}"))?,
-        ]
-        .iter()
-        .enumerate()
-        {
-            let engine = engine_with_provider(std::path::Path::new(url)).await?;
+        let ledgers = [
+            [
+                cluster.database(&format!("alone_submits{round}"))?,
+                cluster.database(&format!("alone_executor{round}"))?,
+            ],
+            [
+                pair.database(&format!("standby_submits{round}"))?,
+                pair.database(&format!("standby_executor{round}"))?,
+            ],
+        ];
+        for (i, [submitting, executing]) in ledgers.iter().enumerate() {
+            let engine = engine_with_provider(std::path::Path::new(submitting)).await?;
             submits[i].extend(sequential_submits(&engine, 0..n).await?);
+            engine.close().await;
+            let engine = Engine::open(executing).await?;
             let run = run_queued(&engine, "instant", JOBS, 0, DEFAULT_MAX_IN_FLIGHT).await?;
             runs[i].push(run.took);
             engine.close().await;
