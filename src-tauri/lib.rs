@@ -51,6 +51,8 @@ pub struct AppState {
     pub(crate) retrying: AtomicBool,
     /// Whether the open ledger stopped answering, and since when.
     pub(crate) outage: status::Outage,
+    /// The primary the window was last told of: another one found later is announced.
+    pub(crate) told_primary: Mutex<Option<status::Primary>>,
 }
 
 /// The ledger of the running app.
@@ -91,6 +93,7 @@ impl AppState {
             opening: tokio::sync::Mutex::new(()),
             retrying: AtomicBool::new(false),
             outage: status::Outage::default(),
+            told_primary: Mutex::new(None),
         }
     }
 

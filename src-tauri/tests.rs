@@ -1187,6 +1187,71 @@ fn a_shared_ledger_that_stops_answering_is_said_unreachable_and_every_action_say
     );
 }
 
+#[test]
+fn the_ledger_status_names_the_primary_and_the_watcher_tells_the_window_when_it_moved() {
+    let mut pair = onejob_testkit::Replicated::start(onejob_testkit::Standby::Synchronous)
+        .expect("a primary and a standby");
+    let url = pair.database("team").unwrap();
+    let engine = tauri::async_runtime::block_on(Engine::open(&url)).unwrap();
+    // Built without `start`: no watcher runs while the primary goes, so the move is found by
+    // the engine's own reads (as the executor's would), never by an outage the watcher saw.
+    let app = with_commands(mock_builder(), AppState::new(engine.clone()))
+        .build(mock_context(noop_assets()))
+        .unwrap();
+    specta_builder::<tauri::test::MockRuntime>().mount_events(app.handle());
+    let window = WebviewWindowBuilder::new(&app, "main", Default::default())
+        .build()
+        .unwrap();
+    let (first, second) = (
+        format!("127.0.0.1:{}", pair.primary().port()),
+        format!("127.0.0.1:{}", pair.standby().port()),
+    );
+    let shown = window.ok("ledger_status", json!({}));
+    assert_eq!(shown["primary"], json!({"host": first, "since": null}));
+
+    pair.crash_primary().unwrap();
+    pair.promote_standby().unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while tauri::async_runtime::block_on(engine.needs_attention(OWNER)).is_err() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the engine never found the promoted standby"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+
+    let (told, heard) = std::sync::mpsc::channel();
+    status::LedgerStatus::listen_any(app.handle(), move |event| {
+        let _ = told.send(event.payload);
+    });
+    tauri::async_runtime::spawn(status::watch_outages(app.handle().clone()));
+    let status = heard
+        .recv_timeout(std::time::Duration::from_secs(10))
+        .expect("the window is told of the new primary");
+    assert_eq!(status.state, status::LedgerState::Open, "{status:?}");
+    let primary = status.primary.expect("a PostgreSQL ledger's primary");
+    assert_eq!(primary.host, second);
+    let since = primary.since.expect("since when, after a failover");
+    assert!(
+        chrono::DateTime::parse_from_rfc3339(&since).is_ok(),
+        "{since}"
+    );
+    let shown = window.ok("ledger_status", json!({}));
+    assert_eq!(shown["primary"], json!({"host": second, "since": since}));
+    // Told once: the watcher says nothing more while the primary stays.
+    assert!(heard
+        .recv_timeout(std::time::Duration::from_secs(4))
+        .is_err());
+}
+
+#[test]
+fn a_ledger_file_has_no_primary() {
+    let app = headless_app();
+    let shown = app.ok("ledger_status", json!({}));
+    assert_eq!(shown["primary"], json!(null));
+    assert_eq!(shown["state"], json!({"is": "open"}));
+}
+
 /// A job of the local owner that succeeded with `result`, its answer recorded as the executor
 /// would; its intent carries `intent_input`.
 fn succeeded_with(engine: &Engine, key: &str, intent_input: Value, result: &Value) -> String {

@@ -3,8 +3,8 @@
 //! submitted through its form, a contract tried on the built-in sandbox from the first-run
 //! guide of a fresh ledger, a provider in use removed, one job found among 100,000, the
 //! window on a PostgreSQL ledger showing another host's job as it is submitted, a ledger that
-//! cannot be opened explained in the window, and a shared ledger whose server goes away and
-//! comes back; an unknown job's "What is known" panel beside its resolve actions; two hundred
+//! cannot be opened explained in the window, a shared ledger whose server goes away and
+//! comes back, and one whose primary fails over to its standby; an unknown job's "What is known" panel beside its resolve actions; two hundred
 //! unknown jobs settled after an outage in one decision; the Spend screen's chart and money at
 //! risk over a priced provider; a price set in the provider form; a budget set in the window,
 //! holding back what would pass it and showing its use.
@@ -22,7 +22,7 @@ use fantoccini::Locator;
 use onejob_engine::sandbox::{Dials, Sandbox};
 use onejob_engine::testing::{FailureKind, InternalCalls as _, CHAT_PATH};
 use onejob_engine::{BudgetPeriod, Engine, JobStatus, Resolution, Verdict};
-use onejob_testkit::{MockLlm, Notifications, Postgres, SecretService};
+use onejob_testkit::{MockLlm, Notifications, Postgres, Replicated, SecretService, Standby};
 use serde_json::{json, Value};
 use window::{checksum, run, sandbox, seed_jobs, Options, Window};
 
@@ -1059,6 +1059,75 @@ fn the_window_says_the_shared_ledger_is_unreachable_and_recovers() {
         wait_status(&other, &page.jobs[0].id, JobStatus::Succeeded).await;
         w.click("[data-screen=jobs]").await;
         wait_for_row(&w, &page.jobs[0].id).await;
+        other.close().await;
+        w.close().await;
+    });
+}
+
+#[test]
+fn the_settings_screen_and_the_ledger_banner_through_a_failover() {
+    run(async {
+        let mut pair = Replicated::start(Standby::Synchronous).unwrap();
+        let url = pair.database("team").unwrap();
+        let first = format!("127.0.0.1:{}", pair.primary().port());
+        let second = format!("127.0.0.1:{}", pair.standby().port());
+        let w = open_on(&url).await;
+        w.wait_for("[data-testid=first-run]").await;
+        w.click("[data-screen=settings]").await;
+        w.wait_text("[data-testid=ledger-primary]", |t| t == first)
+            .await;
+        let note = w.text("[data-testid=ledger-primary-note]").await;
+        assert!(note.contains("its primary"), "{note}");
+        assert!(!w.shows("[data-testid=ledger-primary-moved]").await);
+
+        // The primary's host dies; the standby is not promoted yet, so nothing accepts writes.
+        pair.crash_primary().unwrap();
+        w.wait_text("[data-testid=ledger-unreachable]", |t| {
+            t.contains("unreachable since")
+        })
+        .await;
+        pair.promote_standby().unwrap();
+        let moved = format!("The ledger's primary is now {second}, since ");
+        let banner = w
+            .wait_text("[data-testid=ledger-primary-moved]", |t| t.contains(&moved))
+            .await;
+        assert!(banner.contains("a standby took over"), "{banner}");
+        eventually(|| async {
+            match w.shows("[data-testid=ledger-unreachable]").await {
+                false => Ok(()),
+                true => Err("the unreachable banner stayed after the failover".to_owned()),
+            }
+        })
+        .await;
+        w.wait_text("[data-testid=ledger-primary]", |t| t == second)
+            .await;
+        let note = w.text("[data-testid=ledger-primary-note]").await;
+        assert!(note.contains(&moved), "Settings says it too: {note}");
+        w.screenshot("failover").await;
+
+        // A job submitted in the window now is written to the new primary and runs there.
+        w.click("[data-screen=submit]").await;
+        w.click("[data-testid=submit]").await;
+        w.wait_text("[data-testid=outcomes]", |t| {
+            t.contains("Submitted: new job")
+        })
+        .await;
+        let id = submitted_job(&w).await;
+        let on_new_primary = format!("SELECT count(*) FROM jobs WHERE id = '{id}'");
+        assert_eq!(
+            pair.standby().sql("team", &on_new_primary).unwrap().trim(),
+            "1"
+        );
+        let other = Engine::open(&url).await.unwrap();
+        assert_eq!(other.primary().unwrap().host, second);
+        wait_status(&other, &id, JobStatus::Succeeded).await;
+
+        // Dismissed, the banner goes; Settings still says where the ledger is written.
+        w.click("[data-testid=ledger-primary-moved-dismiss]").await;
+        assert!(!w.shows("[data-testid=ledger-primary-moved]").await);
+        w.click("[data-screen=settings]").await;
+        let note = w.text("[data-testid=ledger-primary-note]").await;
+        assert!(note.contains(&moved), "{note}");
         other.close().await;
         w.close().await;
     });

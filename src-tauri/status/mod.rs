@@ -1,6 +1,7 @@
 //! Whether the app's ledger is open and answering, and what the window says when it is not:
 //! a ledger that could not be opened at start (why, and what can be done), and a ledger that
-//! stopped answering while the app ran (since when; retried until it answers again).
+//! stopped answering while the app ran (since when; retried until it answers again). On a
+//! PostgreSQL ledger it also names the host written to, and since when after a failover.
 //!
 //! A ledger that cannot be opened never stops the app: the window opens and says which
 //! ledger, what failed and what to check. A PostgreSQL server that does not answer is tried
@@ -42,7 +43,20 @@ pub struct LedgerStatus {
     pub location: String,
     /// Whether it is a PostgreSQL ledger shared with other hosts.
     pub shared: bool,
+    /// On an open PostgreSQL ledger, the host written to now; null on a file, or when no
+    /// ledger is open.
+    pub primary: Option<Primary>,
     pub state: LedgerState,
+}
+
+/// The host a PostgreSQL ledger is written to (its primary), and since when, once it moved.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, specta::Type)]
+pub struct Primary {
+    /// `host:port`.
+    pub host: String,
+    /// When onejob found this host the primary after another one was (RFC 3339): set after a
+    /// failover to a standby, null while it is the host found when the ledger opened.
+    pub since: Option<String>,
 }
 
 /// Open and answering, open but not answering, or not open.
@@ -170,7 +184,26 @@ pub fn is_not_a_database(path: &Path) -> bool {
 }
 
 impl AppState {
-    /// The status the window shows.
+    /// The open ledger's primary, when it is a PostgreSQL ledger.
+    fn primary(&self) -> Option<Primary> {
+        let primary = self.engine().ok()?.primary()?;
+        Some(Primary {
+            host: primary.host,
+            since: primary
+                .since
+                .map(|at| chrono::DateTime::<chrono::Local>::from(at).to_rfc3339()),
+        })
+    }
+
+    /// Whether the ledger's primary is another than the one the window was last told of (a
+    /// failover since).
+    pub(crate) fn primary_moved(&self) -> bool {
+        let told = self.told_primary.lock().unwrap_or_else(|p| p.into_inner());
+        self.primary() != *told
+    }
+
+    /// The status the window shows; every status computed goes to the window, so its primary
+    /// is the one the window was last told of.
     pub fn status(&self) -> LedgerStatus {
         let location = self.location();
         let shared = onejob_engine::store::postgres::is_url(&location);
@@ -189,9 +222,15 @@ impl AppState {
                 None => LedgerState::Open,
             },
         };
+        let primary = self.primary();
+        self.told_primary
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone_from(&primary);
         LedgerStatus {
             location,
             shared,
+            primary,
             state,
         }
     }

@@ -105,7 +105,8 @@ impl AppState {
 
 /// Watches for outages for as long as the app runs. While the ledger answers, it asks for a
 /// small read every [`HEARTBEAT`]: the change feed does not say when its server went away,
-/// and an idle window reads nothing. Once an outage begins (found so, or by a command) it
+/// and an idle window reads nothing; and it tells the window when the ledger's primary is
+/// another than the one it was last told of (a failover to a standby). Once an outage begins (found so, or by a command) it
 /// says so to the window, tries a read again, a little later each time (at most
 /// [`LONGEST_WAIT`] apart), and when one answers says so and asks the window to read
 /// everything again.
@@ -123,6 +124,11 @@ pub async fn watch_outages<R: Runtime>(app: AppHandle<R>) {
             }
         }
         if state.outage.current().is_none() {
+            // A failover the engine followed without a read failing here moves the primary
+            // all the same: the window is told.
+            if state.primary_moved() {
+                announce(&app);
+            }
             continue;
         }
         announce(&app);

@@ -3,8 +3,8 @@ import { lazy, Suspense, useCallback, useEffect, useRef, useState } from "react"
 
 import { LedgerContext, useBackendEvent, useLedger, useLedgerEvents, useNow, useRead } from "./api";
 import { commands, events, type JobStatus, type LedgerStatus, type MovedAside } from "./bindings";
-import { LedgerNotOpen, LedgerUnreachable, MovedNotice, type NotOpenStatus } from "./components/LedgerNotOpen";
-import { useLedgerStatus } from "./ledgerStatus";
+import { LedgerNotOpen, LedgerUnreachable, MovedNotice, PrimaryMoved, type NotOpenStatus } from "./components/LedgerNotOpen";
+import { primaryMoved, useLedgerStatus } from "./ledgerStatus";
 import { JobsScreen } from "./screens/JobsScreen";
 
 // The first screen is in the bundle the window starts with; the others load on their first
@@ -49,6 +49,9 @@ function Window() {
 
   const status = useLedgerStatus();
   const [moved, setMoved] = useState<MovedAside | null>(null);
+  // After a failover, until the person dismisses it (a later failover is said again).
+  const primary = primaryMoved(status?.primary ?? null);
+  const [dismissed, setDismissed] = useState<string | null>(null);
   const notOpen = isNotOpen(status) ? status : null;
   // Whatever the window shows is read again once the ledger opens or answers again.
   const { changed } = useLedger();
@@ -83,6 +86,7 @@ function Window() {
       {status?.state.is === "unreachable" && (
         <LedgerUnreachable location={status.location} since={status.state.since} message={status.state.message} />
       )}
+      {primary !== null && primary !== dismissed && <PrimaryMoved text={primary} onClose={() => setDismissed(primary)} />}
       {moved !== null && <MovedNotice moved={moved} onClose={() => setMoved(null)} />}
       <main className="content">
         {notOpen !== null && screen.name !== "settings" ? (
@@ -93,7 +97,7 @@ function Window() {
             {screen.name === "submit" && <SubmitScreen open={open} />}
             {screen.name === "providers" && <ProvidersScreen />}
             {screen.name === "spend" && <SpendScreen showUnknown={() => setScreen({ name: "jobs", status: "unknown" })} />}
-            {screen.name === "settings" && <SettingsScreen />}
+            {screen.name === "settings" && <SettingsScreen ledger={status} />}
             {screen.name === "job" && <JobScreen id={screen.id} now={now} back={() => go("jobs")} />}
           </Suspense>
         )}

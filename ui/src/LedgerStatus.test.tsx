@@ -1,12 +1,14 @@
 // The window's ledger states: a ledger that could not be opened is explained with what can be
 // done, in place of the screens; an open ledger that stops answering gets a banner that goes
-// once it answers again; and the window continues by itself when the ledger opens.
+// once it answers again; the window continues by itself when the ledger opens; and a shared
+// ledger whose primary moved after a failover says where to, until the person dismisses it.
 import { act, cleanup, fireEvent, render, screen } from "@testing-library/react";
 import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 
 import { App } from "./App";
 import { commands, type LedgerStatus, type MovedAside } from "./bindings";
 import { LedgerNotOpen, LedgerUnreachable, type NotOpenStatus } from "./components/LedgerNotOpen";
+import { clock } from "./ledgerStatus";
 import { stubResizeObserver } from "./test/dom";
 
 /** The handlers the window registered for each backend event, by event. */
@@ -25,6 +27,8 @@ vi.mock("./bindings", () => {
       tryLedgerAgain: vi.fn(),
       moveLedgerAside: vi.fn(),
       chooseLedger: vi.fn(),
+      settings: vi.fn(),
+      setConcurrency: vi.fn(),
       countJobs: vi.fn(),
       listJobs: vi.fn(),
       providers: vi.fn(),
@@ -41,11 +45,22 @@ function notOpen(problem: NotOpenStatus["state"]["problem"], location = "/home/a
   return {
     location,
     shared: location.startsWith("postgres://"),
+    primary: null,
     state: { is: "not_open", problem, since: SINCE, message: "database: file is not a database", retrying: problem === "unreachable" },
   };
 }
 
-const open: LedgerStatus = { location: "postgres://ada@db.example/team", shared: true, state: { is: "open" } };
+const open: LedgerStatus = {
+  location: "postgres://ada@db.example/team",
+  shared: true,
+  primary: { host: "db1.example:5432", since: null },
+  state: { is: "open" },
+};
+
+/** `open` after a failover to `host` at `since`. */
+function failedOver(host: string, since: string): LedgerStatus {
+  return { ...open, primary: { host, since } };
+}
 
 beforeAll(() => {
   stubResizeObserver();
@@ -53,6 +68,10 @@ beforeAll(() => {
   vi.mocked(commands.needsAttention).mockResolvedValue({ status: "ok", data: 0 });
   vi.mocked(commands.countJobs).mockResolvedValue({ status: "ok", data: 0 });
   vi.mocked(commands.listJobs).mockResolvedValue({ status: "ok", data: { jobs: [], next: null } });
+  vi.mocked(commands.settings).mockResolvedValue({
+    status: "ok",
+    data: { db_path: open.location, open: true, shared: true, source: "environment", next_start: null, owner: "local", concurrency: 32 },
+  });
 });
 
 afterEach(() => {
@@ -83,7 +102,7 @@ describe("a ledger that could not be opened", () => {
     const moved: MovedAside = {
       kept: "/home/ada/team.db.unreadable-20260301-150211",
       location: "/home/ada/team.db",
-      status: { location: "/home/ada/team.db", shared: false, state: { is: "open" } },
+      status: { location: "/home/ada/team.db", shared: false, primary: null, state: { is: "open" } },
     };
     vi.mocked(commands.moveLedgerAside).mockResolvedValue({ status: "ok", data: moved });
     await act(async () => {
@@ -180,5 +199,50 @@ describe("the window", () => {
     expect(screen.queryByTestId("ledger-unreachable")).toBeNull();
     // Answering again, the window reads what it shows again.
     expect(vi.mocked(commands.needsAttention).mock.calls.length).toBeGreaterThan(reads);
+  });
+
+  it("says where the primary moved after a failover, until dismissed, and again after another", async () => {
+    await start(open);
+    expect(await screen.findByTestId("first-run")).toBeTruthy();
+    expect(screen.queryByTestId("ledger-primary-moved")).toBeNull();
+
+    await announce(failedOver("db2.example:5432", SINCE));
+    const banner = screen.getByTestId("ledger-primary-moved").textContent ?? "";
+    expect(banner).toContain(`The ledger's primary is now db2.example:5432, since ${clock(SINCE)}`);
+    expect(banner).toContain("a standby took over");
+    // Settings says the same, with the host it is connected to.
+    await act(async () => {
+      fireEvent.click(screen.getByRole("button", { name: "Settings" }));
+    });
+    expect((await screen.findByTestId("ledger-primary")).textContent).toBe("db2.example:5432");
+    expect(screen.getByTestId("ledger-primary-note").textContent).toContain(
+      `The ledger's primary is now db2.example:5432, since ${clock(SINCE)}`,
+    );
+
+    await act(async () => {
+      fireEvent.click(screen.getByRole("button", { name: "Dismiss" }));
+    });
+    expect(screen.queryByTestId("ledger-primary-moved")).toBeNull();
+    // The same move told again stays dismissed; Settings still says it.
+    await announce(failedOver("db2.example:5432", SINCE));
+    expect(screen.queryByTestId("ledger-primary-moved")).toBeNull();
+    expect(screen.getByTestId("ledger-primary-note").textContent).toContain("primary is now db2.example:5432");
+
+    const later = "2026-03-01T16:40:05+01:00";
+    await announce(failedOver("db1.example:5432", later));
+    expect(screen.getByTestId("ledger-primary-moved").textContent).toContain(
+      `The ledger's primary is now db1.example:5432, since ${clock(later)}`,
+    );
+  });
+
+  it("says nothing of a primary on a ledger file", async () => {
+    await start({ location: "/home/ada/team.db", shared: false, primary: null, state: { is: "open" } });
+    expect(await screen.findByTestId("first-run")).toBeTruthy();
+    expect(screen.queryByTestId("ledger-primary-moved")).toBeNull();
+    await act(async () => {
+      fireEvent.click(screen.getByRole("button", { name: "Settings" }));
+    });
+    expect(await screen.findByTestId("db-path")).toBeTruthy();
+    expect(screen.queryByTestId("ledger-primary")).toBeNull();
   });
 });

@@ -777,6 +777,11 @@ export type LedgerStatus = {
 	location: string,
 	/**  Whether it is a PostgreSQL ledger shared with other hosts. */
 	shared: boolean,
+	/**
+	 *  On an open PostgreSQL ledger, the host written to now; null on a file, or when no
+	 *  ledger is open.
+	 */
+	primary: Primary | null,
 	state: LedgerState,
 };
 
@@ -809,6 +814,17 @@ export type OpenJobs = {
 	queued: number,
 	running: number,
 	unknown: number,
+};
+
+/**  The host a PostgreSQL ledger is written to (its primary), and since when, once it moved. */
+export type Primary = {
+	/**  `host:port`. */
+	host: string,
+	/**
+	 *  When onejob found this host the primary after another one was (RFC 3339): set after a
+	 *  failover to a standby, null while it is the host found when the ledger opened.
+	 */
+	since: string | null,
 };
 
 /**  Why a ledger is not open, for what the window offers. */

@@ -3,7 +3,7 @@
 import { useEffect, useState } from "react";
 
 import { call, useBackendEvent } from "./api";
-import { commands, events, type LedgerStatus } from "./bindings";
+import { commands, events, type LedgerStatus, type Primary } from "./bindings";
 import { forgetOpening } from "./opening";
 
 /** The status, null until the first answer. */
@@ -31,4 +31,13 @@ export function useLedgerStatus(): LedgerStatus | null {
 export function clock(iso: string): string {
   const at = Date.parse(iso);
   return Number.isNaN(at) ? iso : new Date(at).toLocaleTimeString();
+}
+
+/**
+ * "The ledger's primary is now 127.0.0.1:5433, since 10:02:11": where a PostgreSQL ledger is
+ * written to once it moved after a failover; null before it moved, and on a file.
+ */
+export function primaryMoved(primary: Primary | null): string | null {
+  if (primary === null || primary.since === null) return null;
+  return `The ledger's primary is now ${primary.host}, since ${clock(primary.since)}`;
 }

@@ -1,6 +1,7 @@
-// What the window shows when its ledger is not open or stopped answering: which ledger, what
-// failed, what to check, and what can be done (try again, use another ledger, and for a file
-// that is not a database, move it aside and start a new ledger).
+// What the window shows when its ledger is not open, stopped answering or moved: which ledger,
+// what failed, what to check, and what can be done (try again, use another ledger, and for a
+// file that is not a database, move it aside and start a new ledger); and after a failover,
+// which host it is written to now.
 import { useState } from "react";
 
 import { call } from "../api";
@@ -158,6 +159,22 @@ export function LedgerUnreachable({ location, since, message }: { location: stri
     <div className="ledger-unreachable" role="alert" data-testid="ledger-unreachable" title={message}>
       The ledger at <code>{location}</code> is unreachable since {clock(since)}, retrying. What you do meanwhile is not
       saved, and says so; the window catches up by itself once it answers.
+    </div>
+  );
+}
+
+/**
+ * The banner once a PostgreSQL ledger's primary moved after a failover (`text`, from
+ * `primaryMoved`): it stays until dismissed.
+ */
+export function PrimaryMoved({ text, onClose }: { text: string; onClose: () => void }) {
+  return (
+    <div className="ledger-primary-moved" role="status" data-testid="ledger-primary-moved">
+      <span data-testid="ledger-primary-moved-text">{text}</span>. The server it was written to before stopped
+      answering and a standby took over: onejob found the new primary by itself, and writes there.{" "}
+      <button type="button" className="button" onClick={onClose} data-testid="ledger-primary-moved-dismiss">
+        Dismiss
+      </button>
     </div>
   );
 }

@@ -1,9 +1,11 @@
 // The Settings screen's ledger: with none open it says so and a ledger chosen is in use at
-// once, and a path typed with ~ is shown as the full path the app saved.
+// once, a path typed with ~ is shown as the full path the app saved, and a shared ledger says
+// which host it is connected to and, after a failover, that its primary moved.
 import { act, cleanup, fireEvent, render, screen } from "@testing-library/react";
 import { afterEach, describe, expect, it, vi } from "vitest";
 
-import { commands, type Settings } from "../bindings";
+import { commands, type LedgerStatus, type Settings } from "../bindings";
+import { clock } from "../ledgerStatus";
 import { settings } from "../test/fixtures";
 import { SettingsScreen } from "./SettingsScreen";
 
@@ -16,11 +18,17 @@ afterEach(() => {
   vi.mocked(commands.chooseLedger).mockReset();
 });
 
-async function open(shown: Settings) {
+async function open(shown: Settings, ledger: LedgerStatus | null = null) {
   vi.mocked(commands.settings).mockResolvedValue({ status: "ok", data: shown });
   await act(async () => {
-    render(<SettingsScreen />);
+    render(<SettingsScreen ledger={ledger} />);
   });
+}
+
+const team = "postgres://ada@10.0.0.1:5432,10.0.0.2:5432/team";
+const shared = settings({ db_path: team, shared: true, source: "environment" });
+function teamStatus(primary: LedgerStatus["primary"]): LedgerStatus {
+  return { location: team, shared: true, primary, state: { is: "open" } };
 }
 
 describe("the ledger in Settings", () => {
@@ -64,5 +72,24 @@ describe("the ledger in Settings", () => {
     });
     expect(commands.chooseLedger).toHaveBeenCalledWith("~/team.db");
     expect(screen.getByTestId("ledger-next").textContent).toBe(full);
+  });
+
+  it("names the host a shared ledger is connected to, and says when its primary moved", async () => {
+    await open(shared, teamStatus({ host: "10.0.0.1:5432", since: null }));
+    expect(screen.getByTestId("ledger-primary").textContent).toBe("10.0.0.1:5432");
+    expect(screen.getByTestId("ledger-primary-note").textContent).toBe("its primary, where onejob writes");
+    cleanup();
+
+    const since = "2026-03-01T10:02:41+01:00";
+    await open(shared, teamStatus({ host: "10.0.0.2:5432", since }));
+    expect(screen.getByTestId("ledger-primary").textContent).toBe("10.0.0.2:5432");
+    expect(screen.getByTestId("ledger-primary-note").textContent).toBe(
+      `The ledger's primary is now 10.0.0.2:5432, since ${clock(since)}, after a failover`,
+    );
+  });
+
+  it("names no host for a ledger file", async () => {
+    await open(base, { location: base.db_path, shared: false, primary: null, state: { is: "open" } });
+    expect(screen.queryByTestId("ledger-primary")).toBeNull();
   });
 });

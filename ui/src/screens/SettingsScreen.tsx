@@ -1,11 +1,13 @@
 // The Settings screen: which ledger the app uses (a file, or a PostgreSQL database shared by a
-// team), whom it acts for, and how many attempts it sends at once.
+// team, and which of its hosts is written to), whom it acts for, and how many attempts it
+// sends at once.
 import { useState } from "react";
 import { call, useRead } from "../api";
-import { commands, type Settings, type Source } from "../bindings";
+import { commands, type LedgerStatus, type Primary, type Settings, type Source } from "../bindings";
 import { CopyId } from "../components/CopyId";
 import { ErrorBanner } from "../components/ErrorBanner";
 import type { Shown } from "../errors";
+import { primaryMoved } from "../ledgerStatus";
 
 const SOURCE: Record<Source, string> = {
   environment: "named by ONEJOB_DB",
@@ -13,7 +15,8 @@ const SOURCE: Record<Source, string> = {
   default: "the default file",
 };
 
-export function SettingsScreen() {
+/** `ledger`: the ledger's status as the window keeps it, for the host written to now. */
+export function SettingsScreen({ ledger = null }: { ledger?: LedgerStatus | null }) {
   const read = useRead(() => commands.settings(), []);
   const [saved, setSaved] = useState<Settings | null>(null);
   const settings = saved ?? read.data;
@@ -36,6 +39,7 @@ export function SettingsScreen() {
               {settings.shared ? "PostgreSQL, shared" : "SQLite file"} · {SOURCE[settings.source]}
             </span>
           </dd>
+          {ledger !== null && ledger.primary !== null && <PrimaryRow primary={ledger.primary} />}
           {settings.next_start !== null && (
             <>
               <dt>From the next start</dt>
@@ -59,6 +63,22 @@ export function SettingsScreen() {
       )}
       <LedgerForm onSaved={setSaved} />
     </section>
+  );
+}
+
+/** The host a PostgreSQL ledger is written to, and, after a failover, that it moved and when. */
+function PrimaryRow({ primary }: { primary: Primary }) {
+  const moved = primaryMoved(primary);
+  return (
+    <>
+      <dt>Connected to</dt>
+      <dd>
+        <code data-testid="ledger-primary">{primary.host}</code>{" "}
+        <span className="muted" data-testid="ledger-primary-note">
+          {moved === null ? "its primary, where onejob writes" : `${moved}, after a failover`}
+        </span>
+      </dd>
+    </>
   );
 }
 
