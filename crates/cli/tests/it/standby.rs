@@ -17,12 +17,12 @@ use serde_json::{json, Value};
 /// The risk of a server with standbys none of which is synchronous.
 const NO_SYNCHRONOUS_STANDBY: &str = "no_synchronous_standby";
 
-/// A primary and a standby in `mode`, and a ledger on database `ledger` of the primary, named by
-/// the primary's URL alone.
+/// A primary and a standby in `mode`, and a ledger on their database `ledger`, by a URL that
+/// names both, the standby first: onejob writes to the primary.
 fn replicated_ledger(mode: Standby) -> (Replicated, Ledger) {
     let pair = Replicated::start(mode).expect("a primary and a standby");
     pair.database("ledger").expect("a database on both");
-    let ledger = Ledger::at(&pair.primary().database_url("ledger"));
+    let ledger = Ledger::at(&pair.url_standby_first("ledger"));
     (pair, ledger)
 }
 
@@ -48,6 +48,9 @@ fn onejob_doctor_names_an_asynchronous_standby_a_risk() {
     let doc = doctor(&ledger, &[]);
     let server = &doc["ledger"]["postgres"];
     assert_eq!(doc["ledger"]["backend"], "postgres", "{doc}");
+    assert_eq!(doc["ledger"]["location"], ledger.db.as_str(), "{doc}");
+    let primary = format!("127.0.0.1:{}", pair.primary().port());
+    assert_eq!(server["connected_to"], primary, "{doc}");
     assert_eq!(server["primary"], true, "{doc}");
     assert_eq!(
         server["standbys"],
