@@ -18,7 +18,7 @@ use onejob_engine::{default_db_path, BulkFilter, JobStatus, Verdict, APP_IDENTIF
 with exit code 2 invalid_input, 3 idempotency_conflict, 4 attempt_blocked or invalid_transition, \
 5 not_found, 6 fallback_not_validated, 1 storage, provider or internal. \
 `submit --wait` prints the job in every case and exits 0 when it succeeded, 10 when it failed or was cancelled, \
-11 when its outcome is unknown, 12 when --timeout-s ran out first."
+11 when its outcome is unknown, 12 when --timeout-s ran out first. `doctor` exits 14 when it names a risk."
 )]
 pub struct Cli {
     #[command(flatten)]
@@ -132,11 +132,24 @@ attempt is failed and the job may continue. \"still_unknown\": the provider cann
     Sandbox(SandboxArgs),
     /// Serve the HTTP API (jobs, events, OpenAPI) on this ledger, with the executor unless --no-worker
     Serve(ServeArgs),
+    /// Describe the ledger in use (backend, location, version; on PostgreSQL its replication and clock skew) and name what weakens the promise on it
+    #[command(
+        after_help = "Prints {\"ledger\": {\"backend\", \"location\", \"server_version\", \"sqlite\": {\"journal_mode\", \"synchronous\"} | \
+\"postgres\": {\"connected_to\", \"primary\", \"standbys\": [{\"application_name\", \"client_addr\", \"state\", \"sync_state\"}], \
+\"synchronous_commit\", \"synchronous_standby_names\", \"clock_skew_ms\"}}, \"risks\": [{\"code\", \"what\", \"why\", \"what_to_do\"}]}; \
+the location never carries a password. Named risks: standbys none of which is synchronous (a failover can lose acknowledged \
+jobs and send attempts twice), synchronous_commit below on, synchronous standbys named but none connected, standbys whose \
+state the role cannot see, a server that is a standby, a clock more than 1 s off the server's, and a SQLite file not in WAL \
+mode or not synchronous full. Exit 0 when no risk is found, 14 when any is (the document is printed either way)."
+    )]
+    Doctor,
 }
 
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Prints {\"listening\": \"http://ADDR\"} once it accepts connections. Every request carries \
+    after_help = "Prints {\"listening\": \"http://ADDR\"} once it accepts connections, with \"risks\": [{\"code\", \"what\", \
+\"why\", \"what_to_do\"}] when the ledger has any (as `onejob doctor` names them: a server with standbys none of which is \
+synchronous can lose acknowledged jobs and send attempts twice in a failover). Every request carries \
 Authorization: Bearer TOKEN (see `onejob token create`). SIGINT or SIGTERM stops accepting, answers the requests in \
 hand, lets the executor's attempts in flight end, and exits 0 printing {\"served\": {\"stopped\": true, …}}; a \
 second signal stops at once."

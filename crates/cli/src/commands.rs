@@ -42,6 +42,7 @@ pub async fn run(cli: Cli) -> Result<Reply> {
             let (doc, code) = with_engine(&db, run).await?;
             Ok(Reply { doc, code })
         }
+        Command::Doctor => with_engine(&db, doctor).await,
         command => run_once(&db, &owner, command).await.map(Reply::from),
     }
 }
@@ -234,10 +235,27 @@ async fn run_once(db: &Path, owner: &str, command: Command) -> Result<Value> {
         | Command::Worker(_)
         | Command::Sandbox(_)
         | Command::Contract(_)
+        | Command::Doctor
         | Command::Serve(_) => Err(Error::internal(
             "a subcommand with its own dispatcher reached the one-call dispatcher",
         )),
     }
+}
+
+/// `doctor`'s exit code when it names a risk; the document is printed either way.
+pub const RISKS_FOUND: u8 = 14;
+
+/// The ledger in use and the risks on it; exit 0 when there are none, else [`RISKS_FOUND`].
+async fn doctor(engine: &Engine) -> Result<Reply> {
+    let diagnosis = engine.doctor().await?;
+    let code = match diagnosis.risks.is_empty() {
+        true => 0,
+        false => RISKS_FOUND,
+    };
+    Ok(Reply {
+        doc: to_json(diagnosis)?,
+        code,
+    })
 }
 
 /// Looks up the owner's `unknown` attempt at its provider's status URL; the job and attempt

@@ -59,6 +59,8 @@ pub async fn run(engine: &Engine, args: ServeArgs) -> Result<Value> {
     let api = Api::new(engine.clone(), stopping)
         .await?
         .with_limits(&limits);
+    // What weakens the promise on this ledger, said where the server starts (SPEC §14).
+    let risks = engine.doctor().await?.risks;
     let listener = TcpListener::bind(args.listen).await.map_err(|e| {
         Error::invalid_input("listen", format!("cannot listen on {}: {e}", args.listen))
     })?;
@@ -91,7 +93,12 @@ pub async fn run(engine: &Engine, args: ServeArgs) -> Result<Value> {
     });
 
     let mut out = std::io::stdout().lock();
-    writeln!(out, "{}", json!({ "listening": url }))
+    let mut start = json!({ "listening": url });
+    if !risks.is_empty() {
+        start["risks"] = serde_json::to_value(&risks)
+            .map_err(|e| Error::internal(format!("cannot serialise the risks: {e}")))?;
+    }
+    writeln!(out, "{start}")
         .and_then(|()| out.flush())
         .map_err(|e| Error::internal(format!("cannot write to stdout: {e}")))?;
     drop(out);

@@ -9,6 +9,7 @@
 mod attempt;
 pub mod bulk;
 pub mod contracts;
+mod doctor;
 pub mod error;
 mod events;
 pub mod executor;
@@ -40,6 +41,9 @@ pub use attempt::AttemptState;
 pub use bulk::{
     BulkAction, BulkFilter, BulkOperation, BulkProgress, BulkRequest, BulkSkip, BulkStarted,
     BULK_PROVIDERS_NAMED,
+};
+pub use doctor::{
+    Diagnosis, LedgerBackend, LedgerInUse, PostgresServer, Risk, RiskCode, SqliteFile, StandbyInfo,
 };
 pub use error::{Error, Result};
 pub use intent::Intent;

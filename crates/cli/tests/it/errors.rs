@@ -151,7 +151,7 @@ fn retry_on_an_unknown_provider_names_it() {
 #[test]
 fn help_exits_0_for_every_command() {
     let ledger = Ledger::empty();
-    let commands: [&[&str]; 14] = [
+    let commands: [&[&str]; 15] = [
         &[],
         &["submit"],
         &["job"],
@@ -166,6 +166,7 @@ fn help_exits_0_for_every_command() {
         &["reconcile"],
         &["worker"],
         &["sandbox"],
+        &["doctor"],
     ];
     for command in commands {
         for flag in ["--help", "-h"] {
@@ -181,7 +182,12 @@ fn help_exits_0_for_every_command() {
     assert_eq!(run.code, 0, "{run:?}");
     assert!(run.stdout.contains("--retry-on"), "{run:?}");
     let run = ledger.run(&["--help"]);
-    for code in ["10 when it failed", "11 when", "12 when --timeout-s"] {
+    for code in [
+        "10 when it failed",
+        "11 when",
+        "12 when --timeout-s",
+        "`doctor` exits 14",
+    ] {
         assert!(run.stdout.contains(code), "{code}: {run:?}");
     }
     let run = ledger.run(&["--version"]);

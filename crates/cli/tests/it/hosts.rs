@@ -10,8 +10,8 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use common::processes::{
-    add_http_provider, detail, details, event_kinds, poll, submit_many, worker_line, Running,
-    SandboxProcess,
+    add_http_provider, detail, details, event_kinds, faketime, libfaketime, poll, submit_many,
+    worker_line, Running, SandboxProcess,
 };
 use common::{id, Ledger};
 use onejob_testkit::raw_http::json_response;
@@ -312,34 +312,6 @@ fn a_worker_killed_mid_flight_on_postgres_leaves_unknown_attempts_that_no_other_
 
 /// How far `faketime` moves a host's clock in the skew test.
 const SKEW_S: i64 = 60;
-
-/// libfaketime's multi-threaded library, as Debian's `faketime` package installs it (through
-/// its `libfaketime` dependency) for this machine's architecture.
-fn libfaketime() -> String {
-    let installed = std::fs::read_dir("/usr/lib").ok().and_then(|dirs| {
-        dirs.flatten()
-            .map(|dir| dir.path().join("faketime").join("libfaketimeMT.so.1"))
-            .find(|lib| lib.is_file())
-    });
-    let lib = installed.unwrap_or_else(|| {
-        panic!("libfaketime is not installed: scripts/setup installs Debian's faketime package")
-    });
-    lib.to_str().expect("a UTF-8 path").to_owned()
-}
-
-/// A wrapper that runs a program with its wall clock moved by `offset` (`+60s`): what
-/// `faketime -m -f +60s` does, without the process `faketime` keeps between its caller and
-/// the program (which would take signals meant for the program). `env` replaces itself
-/// with the program. Monotonic clocks are left alone, so tokio's timers and `Instant`s run
-/// true.
-fn faketime(lib: &str, offset: &str) -> Vec<String> {
-    vec![
-        "env".to_owned(),
-        format!("LD_PRELOAD={lib}"),
-        format!("FAKETIME={offset}"),
-        "FAKETIME_DONT_FAKE_MONOTONIC=1".to_owned(),
-    ]
-}
 
 /// Checks that a program run by `wrapper` sees the clock `skew_s` seconds off the real one,
 /// within a few seconds.

@@ -7,6 +7,7 @@ mod common;
 
 mod budgets;
 mod contracts;
+mod doctor;
 mod errors;
 mod events;
 mod executor;
@@ -24,5 +25,6 @@ mod providers;
 mod sandbox;
 mod serve;
 mod spend;
+mod standby;
 mod submit;
 mod tokens;

@@ -21,6 +21,7 @@ pub(crate) mod budgets;
 pub(crate) mod bulk;
 pub(crate) mod checks;
 pub(crate) mod contracts;
+pub(crate) mod doctor;
 pub(crate) mod events;
 pub(crate) mod evidence;
 mod ids;

@@ -16,7 +16,9 @@ const SQLITE_ONLY: [&str; 4] = [
     // A job and its attempts in one call; PostgreSQL reads them in two.
     "jobs/with_attempts.sql",
 ];
-const POSTGRES_ONLY: [&str; 9] = [
+const POSTGRES_ONLY: [&str; 10] = [
+    // The standbys streaming from the server: an embedded file has none.
+    "doctor/standbys.sql",
     // A group's writes, several jobs in one statement each.
     "attempts/insert_first_many.sql",
     "attempts/send_many.sql",

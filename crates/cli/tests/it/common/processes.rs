@@ -287,3 +287,31 @@ pub fn worker_line(run: &Run) -> Value {
     );
     line
 }
+
+/// libfaketime's multi-threaded library, as Debian's `faketime` package installs it (through
+/// its `libfaketime` dependency) for this machine's architecture.
+pub fn libfaketime() -> String {
+    let installed = std::fs::read_dir("/usr/lib").ok().and_then(|dirs| {
+        dirs.flatten()
+            .map(|dir| dir.path().join("faketime").join("libfaketimeMT.so.1"))
+            .find(|lib| lib.is_file())
+    });
+    let lib = installed.unwrap_or_else(|| {
+        panic!("libfaketime is not installed: scripts/setup installs Debian's faketime package")
+    });
+    lib.to_str().expect("a UTF-8 path").to_owned()
+}
+
+/// A wrapper that runs a program with its wall clock moved by `offset` (`+60s`): what
+/// `faketime -m -f +60s` does, without the process `faketime` keeps between its caller and
+/// the program (which would take signals meant for the program). `env` replaces itself
+/// with the program. Monotonic clocks are left alone, so tokio's timers and `Instant`s run
+/// true.
+pub fn faketime(lib: &str, offset: &str) -> Vec<String> {
+    vec![
+        "env".to_owned(),
+        format!("LD_PRELOAD={lib}"),
+        format!("FAKETIME={offset}"),
+        "FAKETIME_DONT_FAKE_MONOTONIC=1".to_owned(),
+    ]
+}

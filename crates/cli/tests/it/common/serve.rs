@@ -15,6 +15,8 @@ use super::{parse, Ledger, Run};
 /// A running `onejob serve` and the URL it printed.
 pub struct Server {
     pub url: String,
+    /// The line it printed once it accepted connections: `{"listening", "risks"?}`.
+    pub start: Value,
     pub process: Running,
     stdout: BufReader<ChildStdout>,
 }
@@ -32,12 +34,14 @@ impl Server {
         let mut line = String::new();
         stdout.read_line(&mut line).expect("the first line");
         assert!(!line.is_empty(), "{} printed nothing", process.what);
-        let url = parse(&line)["listening"]
+        let start = parse(&line);
+        let url = start["listening"]
             .as_str()
             .unwrap_or_else(|| panic!("no listening url in {line:?}"))
             .to_owned();
         Server {
             url,
+            start,
             process,
             stdout,
         }
