@@ -4,7 +4,7 @@
 use onejob_engine::contracts::check::Check;
 use onejob_engine::{
     default_db_path, Budget, BulkFilter, BulkOperation, BulkRequest, BulkStarted, Error, Job,
-    JobAttempt, JobPart, JobSummaryPage, JobsQuery, OpenJobs, Resolution, Spend, SpendBy,
+    JobAttempt, JobPart, JobSummaryPage, JobsQuery, OpenJobs, Resolution, Risk, Spend, SpendBy,
     Submitted, Verdict,
 };
 use serde_json::Value;
@@ -231,6 +231,16 @@ pub async fn spend(
         .spend(Some(&state.owner), by, since, currency.as_deref())
         .await;
     state.checked(answer).await
+}
+
+/// What weakens the promise on the ledger in use (SPEC §14), as `onejob doctor` names it: on
+/// PostgreSQL, standbys none of which is synchronous (a failover could lose acknowledged jobs
+/// and send attempts twice), a clock far from the server's, and the like; none when it holds.
+#[tauri::command]
+#[specta::specta]
+pub async fn ledger_risks(state: State<'_, AppState>) -> Result<Vec<Risk>, Error> {
+    let answer = state.engine()?.doctor().await;
+    state.checked(answer).await.map(|diagnosis| diagnosis.risks)
 }
 
 /// Every budget (SPEC §17), by name, each with what it holds in its period now. The window is

@@ -166,6 +166,7 @@ pub fn specta_builder<R: Runtime>() -> tauri_specta::Builder<R> {
             commands::bulk_run::<tauri::Wry>,
             commands::bulk_discard,
             commands::spend,
+            commands::ledger_risks,
             commands::budgets,
             commands::set_budget,
             commands::remove_budget,

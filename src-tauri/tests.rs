@@ -1415,3 +1415,44 @@ fn save_to_a_file_writes_the_whole_value_to_a_new_file_in_the_downloads_folder()
     assert_eq!(refused["code"], json!("not_found"));
     assert_eq!(std::fs::read_dir(downloads.path()).unwrap().count(), 2);
 }
+
+/// Settings names a ledger whose server has standbys, none synchronous, a risk (SPEC §14): a
+/// failover there can lose acknowledged jobs and send attempts twice. With a synchronous
+/// standby, and on a file, it names none.
+#[test]
+fn settings_names_an_asynchronous_standby_a_risk() {
+    for (mode, named) in [
+        (onejob_testkit::Standby::Asynchronous, true),
+        (onejob_testkit::Standby::Synchronous, false),
+    ] {
+        let pair = onejob_testkit::Replicated::start(mode).expect("a primary and a standby");
+        let url = pair.url_standby_first("postgres");
+        let engine = tauri::async_runtime::block_on(Engine::open(&url)).unwrap();
+        let app = with_commands(mock_builder(), AppState::new(engine))
+            .build(mock_context(noop_assets()))
+            .unwrap();
+        let window = WebviewWindowBuilder::new(&app, "main", Default::default())
+            .build()
+            .unwrap();
+        let risks = window.ok("ledger_risks", json!({}));
+        let codes: Vec<&str> = risks
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|r| r["code"].as_str())
+            .collect();
+        assert_eq!(
+            codes.contains(&"no_synchronous_standby"),
+            named,
+            "{mode:?}: {risks}"
+        );
+        if named {
+            let risk = &risks[0];
+            for part in ["what", "why", "what_to_do"] {
+                assert!(risk[part].as_str().is_some_and(|t| !t.is_empty()), "{risk}");
+            }
+        }
+    }
+    let app = headless_app();
+    assert_eq!(app.ok("ledger_risks", json!({})), json!([]));
+}

@@ -78,6 +78,12 @@ export const commands = {
 	 */
 	spend: (by: SpendBy, since: string | null, currency: string | null) => typedError<Spend, Error>(__TAURI_INVOKE("spend", { by, since, currency })),
 	/**
+	 *  What weakens the promise on the ledger in use (SPEC §14), as `onejob doctor` names it: on
+	 *  PostgreSQL, standbys none of which is synchronous (a failover could lose acknowledged jobs
+	 *  and send attempts twice), a clock far from the server's, and the like; none when it holds.
+	 */
+	ledgerRisks: () => typedError<Risk[], Error>(__TAURI_INVOKE("ledger_risks")),
+	/**
 	 *  Every budget (SPEC §17), by name, each with what it holds in its period now. The window is
 	 *  the local person, as the command line is: every owner's budgets, not only the app's.
 	 */
@@ -886,6 +892,33 @@ export type Resolution = {
 	/**  With `failed` or `abandoned`: start the next attempt on this provider at once. */
 	retry_on: string | null,
 };
+
+/**  Something that weakens the promise on this ledger, in a person's words. */
+export type Risk = {
+	code: RiskCode,
+	what: string,
+	why: string,
+	what_to_do: string,
+};
+
+/**  What a risk is about; each is explained in its [`Risk`]. */
+export type RiskCode = 
+/**  Standbys stream from the server and none is synchronous. */
+"no_synchronous_standby" | 
+/**  `synchronous_commit` acknowledges commits before they are durable where they must be. */
+"synchronous_commit_below_on" | 
+/**  `synchronous_standby_names` names standbys and none of them is connected. */
+"synchronous_standby_missing" | 
+/**  The ledger's role cannot see whether the standbys are synchronous. */
+"replication_hidden" | 
+/**  The server is a standby: it takes no writes. */
+"not_primary" | 
+/**  This host's clock and the server's differ by more than a second. */
+"clock_skew" | 
+/**  The SQLite file is not in WAL mode. */
+"journal_not_wal" | 
+/**  The SQLite file is not written with `synchronous = full`. */
+"synchronous_below_full";
 
 /**  One sample's outcome in a check. */
 export type SampleResult = {

@@ -92,4 +92,23 @@ describe("the ledger in Settings", () => {
     await open(base, { location: base.db_path, shared: false, primary: null, state: { is: "open" } });
     expect(screen.queryByTestId("ledger-primary")).toBeNull();
   });
+
+  it("names a risk on the ledger with why and what to do, and nothing when there is none", async () => {
+    const risk = {
+      code: "no_synchronous_standby" as const,
+      what: "The server has standbys, and none of them is synchronous.",
+      why: "A failover can lose acknowledged jobs and send attempts twice.",
+      what_to_do: "Name a standby in synchronous_standby_names.",
+    };
+    vi.mocked(commands.ledgerRisks).mockResolvedValue({ status: "ok", data: [risk] });
+    await open(shared, teamStatus({ host: "10.0.0.1:5432", since: null }));
+    const shown = screen.getByTestId("ledger-risk");
+    expect(shown.getAttribute("data-code")).toBe("no_synchronous_standby");
+    for (const said of [risk.what, risk.why, risk.what_to_do]) expect(shown.textContent).toContain(said);
+    cleanup();
+
+    vi.mocked(commands.ledgerRisks).mockResolvedValue({ status: "ok", data: [] });
+    await open(shared, teamStatus({ host: "10.0.0.1:5432", since: null }));
+    expect(screen.queryByTestId("ledger-risks")).toBeNull();
+  });
 });

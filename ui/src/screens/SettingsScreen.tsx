@@ -1,9 +1,9 @@
 // The Settings screen: which ledger the app uses (a file, or a PostgreSQL database shared by a
-// team, and which of its hosts is written to), whom it acts for, and how many attempts it
-// sends at once.
+// team, and which of its hosts is written to), what weakens the promise on it (as `onejob
+// doctor` names it), whom it acts for, and how many attempts it sends at once.
 import { useState } from "react";
 import { call, useRead } from "../api";
-import { commands, type LedgerStatus, type Primary, type Settings, type Source } from "../bindings";
+import { commands, type LedgerStatus, type Primary, type Risk, type Settings, type Source } from "../bindings";
 import { CopyId } from "../components/CopyId";
 import { ErrorBanner } from "../components/ErrorBanner";
 import type { Shown } from "../errors";
@@ -54,6 +54,7 @@ export function SettingsScreen({ ledger = null }: { ledger?: LedgerStatus | null
           </dd>
         </dl>
       )}
+      {settings?.open === true && <LedgerRisks />}
       <p className="muted">
         The <code>onejob</code> command line uses the same file by default, so jobs it submits
         appear here as they happen.
@@ -63,6 +64,29 @@ export function SettingsScreen({ ledger = null }: { ledger?: LedgerStatus | null
       )}
       <LedgerForm onSaved={setSaved} />
     </section>
+  );
+}
+
+/**
+ * What weakens the promise on the ledger in use, each with why and what to do: a server whose
+ * standbys are none synchronous (a failover could lose acknowledged jobs and send attempts
+ * twice), a clock far from the server's, and the like. Nothing when none is named.
+ */
+function LedgerRisks() {
+  const risks = useRead(() => commands.ledgerRisks(), []);
+  if (risks.error !== null) return <ErrorBanner error={risks.error} />;
+  if (risks.data === null || risks.data.length === 0) return null;
+  return (
+    <div className="ledger-risks" role="alert" data-testid="ledger-risks">
+      <h3>A risk on this ledger</h3>
+      <ul>
+        {risks.data.map((risk: Risk) => (
+          <li key={risk.code} data-testid="ledger-risk" data-code={risk.code}>
+            <strong>{risk.what}</strong> {risk.why} <em>What to do:</em> {risk.what_to_do}
+          </li>
+        ))}
+      </ul>
+    </div>
   );
 }
 

@@ -28,5 +28,5 @@ export function spendScreen() {
 
 /** The Settings screen's commands. */
 export function settingsScreen() {
-  return { commands: { settings: vi.fn(), setConcurrency: vi.fn(), chooseLedger: vi.fn() } };
+  return { commands: { settings: vi.fn(), setConcurrency: vi.fn(), chooseLedger: vi.fn(), ledgerRisks: none() } };
 }
