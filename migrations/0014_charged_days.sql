@@ -73,3 +73,17 @@ BEGIN
     ON CONFLICT (currency, provider, day, owner_id)
     DO UPDATE SET held_nanos = held_nanos + excluded.held_nanos;
 END;
+
+-- What each budget holds in its period now (UTC day or month), in billionths: the days of the
+-- attempts it covers, sent since the period began. Read by a send under the budget while the
+-- writer holds the file, and by the list of budgets.
+CREATE VIEW budget_held AS
+SELECT b.name AS name, coalesce(sum(c.held_nanos), 0) AS used
+FROM budgets b
+LEFT JOIN charged_days c
+       ON c.currency = b.currency
+      AND (b.provider IS NULL OR c.provider = b.provider)
+      AND (b.owner_id IS NULL OR c.owner_id = b.owner_id)
+      AND c.day >= CASE b.period WHEN 'day' THEN strftime('%Y-%m-%d', 'now')
+                                 ELSE strftime('%Y-%m-01', 'now') END
+GROUP BY b.name;

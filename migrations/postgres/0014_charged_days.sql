@@ -96,3 +96,51 @@ EXECUTE FUNCTION onejob_attempt_held();
 CREATE TRIGGER attempts_held_removed AFTER DELETE ON attempts
 FOR EACH ROW WHEN (OLD.currency IS NOT NULL)
 EXECUTE FUNCTION onejob_attempt_held();
+
+-- What budget `budget` holds in its period now (UTC day or month), in billionths: the days of
+-- the attempts it covers, sent since the period began, as the calling statement sees them.
+CREATE FUNCTION onejob_budget_used(budget text) RETURNS bigint LANGUAGE sql STABLE AS $$
+    SELECT coalesce(sum(c.held_nanos), 0)::bigint
+    FROM budgets b
+    JOIN charged_days c ON c.currency = b.currency
+                       AND (b.provider IS NULL OR c.provider = b.provider)
+                       AND (b.owner_id IS NULL OR c.owner_id = b.owner_id)
+    WHERE b.name = budget
+      AND c.day >= CASE b.period
+                       WHEN 'day' THEN (now() AT TIME ZONE 'UTC')::date
+                       ELSE date_trunc('month', now() AT TIME ZONE 'UTC')::date
+                   END
+$$;
+
+-- The budgets that cover attempt `attempt`, charged in `cur`, by name, each with its limit, the
+-- milliseconds until its next period and what it holds: each budget's row is taken first, in
+-- name order (another host sending under it waits here for this transaction's end), and what
+-- it holds is read after, by a statement of its own, which sees every send committed under it
+-- meanwhile. One round trip for the send.
+CREATE FUNCTION onejob_covering(attempt uuid, cur text)
+RETURNS TABLE (name text, limit_nanos bigint, next_in_ms bigint, used bigint)
+LANGUAGE plpgsql VOLATILE AS $$
+BEGIN
+    PERFORM 1
+    FROM attempts a JOIN jobs j ON j.id = a.job_id
+    JOIN budgets b ON b.currency = cur
+                  AND (b.provider IS NULL OR b.provider = a.provider)
+                  AND (b.owner_id IS NULL OR b.owner_id = j.owner_id)
+    WHERE a.id = attempt
+    ORDER BY b.name
+    FOR UPDATE OF b;
+    RETURN QUERY
+    SELECT b.name, b.limit_nanos,
+           (extract(epoch FROM (CASE b.period
+                                    WHEN 'day' THEN date_trunc('day', now() AT TIME ZONE 'UTC') + interval '1 day'
+                                    ELSE date_trunc('month', now() AT TIME ZONE 'UTC') + interval '1 month'
+                                END) - (now() AT TIME ZONE 'UTC')) * 1000)::bigint + 1,
+           onejob_budget_used(b.name)
+    FROM attempts a JOIN jobs j ON j.id = a.job_id
+    JOIN budgets b ON b.currency = cur
+                  AND (b.provider IS NULL OR b.provider = a.provider)
+                  AND (b.owner_id IS NULL OR b.owner_id = j.owner_id)
+    WHERE a.id = attempt
+    ORDER BY b.name;
+END
+$$;

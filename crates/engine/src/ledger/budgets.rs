@@ -37,17 +37,17 @@ impl Reached {
 
 /// Reserves `charge` for attempt `attempt_id` against every budget that covers it, in the
 /// transaction that moves it to `in_flight`: each budget's row is taken first (PostgreSQL:
-/// `FOR UPDATE`; SQLite: the writer holds the file), then what it holds is summed, so a send
-/// on another host under the same budget has either committed (and is counted) or waits. The
-/// first budget the worst case would pass, if any; the reservation itself is the attempt's own
-/// charge, written by the move.
+/// `FOR UPDATE`; SQLite: the writer holds the file), then what it holds is read, in one round
+/// trip, so a send on another host under the same budget has either committed (and is counted)
+/// or waits. The first budget the worst case would pass, if any; the reservation itself is the
+/// attempt's own charge, written by the move.
 pub(crate) async fn reserve(
     tx: &mut impl Handle,
     attempt_id: &str,
     charge: &Charge,
 ) -> Result<Option<Reached>> {
     for budget in budget_rows::covering(tx, attempt_id, &charge.currency).await? {
-        let used = budget_rows::used(tx, &budget.name).await?;
+        let used = budget.used;
         if used.saturating_add(charge.worst_nanos) > budget.limit_nanos {
             let wait = Duration::from_millis(u64::try_from(budget.next_in_ms).unwrap_or(0));
             return Ok(Some(Reached {

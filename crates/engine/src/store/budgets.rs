@@ -17,13 +17,14 @@ pub struct BudgetRow {
     pub updated_at: String,
 }
 
-/// A budget that covers an attempt about to be sent: its name, its limit, and how long until
-/// its next period.
+/// A budget that covers an attempt about to be sent: its name, its limit, how long until its
+/// next period, and what it holds now (read after its row is taken).
 #[derive(FromRow)]
 pub struct Covering {
     pub name: String,
     pub limit_nanos: i64,
     pub next_in_ms: i64,
+    pub used: i64,
 }
 
 /// What a budget is set to.
@@ -78,8 +79,9 @@ pub async fn delete(h: &mut impl Handle, name: &str, owner: Option<&str>) -> sql
     })
 }
 
-/// The budgets that cover attempt `attempt_id` charged in `currency`, by name; on PostgreSQL
-/// each one's row is taken until the transaction ends.
+/// The budgets that cover attempt `attempt_id` charged in `currency`, by name, each with what
+/// it holds now; on PostgreSQL each one's row is taken until the transaction ends, before what
+/// it holds is read.
 pub async fn covering(
     h: &mut impl Handle,
     attempt_id: &str,
