@@ -99,17 +99,23 @@ EXECUTE FUNCTION onejob_attempt_held();
 
 -- What budget `budget` holds in its period now (UTC day or month), in billionths: the days of
 -- the attempts it covers, sent since the period began, as the calling statement sees them.
-CREATE FUNCTION onejob_budget_used(budget text) RETURNS bigint LANGUAGE sql STABLE AS $$
-    SELECT coalesce(sum(c.held_nanos), 0)::bigint
-    FROM budgets b
-    JOIN charged_days c ON c.currency = b.currency
-                       AND (b.provider IS NULL OR c.provider = b.provider)
-                       AND (b.owner_id IS NULL OR c.owner_id = b.owner_id)
-    WHERE b.name = budget
-      AND c.day >= CASE b.period
-                       WHEN 'day' THEN (now() AT TIME ZONE 'UTC')::date
-                       ELSE date_trunc('month', now() AT TIME ZONE 'UTC')::date
-                   END
+-- PL/pgSQL, whose statement's plan is kept for the session, where a SQL function's would be
+-- made again at each call.
+CREATE FUNCTION onejob_budget_used(budget text) RETURNS bigint LANGUAGE plpgsql STABLE AS $$
+BEGIN
+    RETURN (
+        SELECT coalesce(sum(c.held_nanos), 0)::bigint
+        FROM budgets b
+        JOIN charged_days c ON c.currency = b.currency
+                           AND (b.provider IS NULL OR c.provider = b.provider)
+                           AND (b.owner_id IS NULL OR c.owner_id = b.owner_id)
+        WHERE b.name = budget
+          AND c.day >= CASE b.period
+                           WHEN 'day' THEN (now() AT TIME ZONE 'UTC')::date
+                           ELSE date_trunc('month', now() AT TIME ZONE 'UTC')::date
+                       END
+    );
+END
 $$;
 
 -- The budgets that cover attempt `attempt`, charged in `cur`, by name, each with its limit, the
