@@ -34,7 +34,7 @@
 //! - bulk operations (SPEC §16 "Many at once"): the person starts one under a key (its set of
 //!   jobs fixed), and runs it, or repeats the key to finish what is left, between the
 //!   executors' steps;
-//! - money (SPEC §17): `plain`, `spare` and `ai` have prices (`budgets.rs`), so each send
+//! - money (SPEC §17): `plain`, `spare` and `ai` have prices (`priced.rs`), so each send
 //!   there is charged its worst case, which the model knows exactly. The person sets budgets
 //!   (a few requests' worth, for one provider or all, one owner or all, a day or a month) and
 //!   removes them. A send whose worst case would pass a budget is kept back: the attempt fails
@@ -54,10 +54,10 @@
 //! The parts: `schedule.rs`, the steps a case is made of and how they are drawn;
 //! `reference.rs`, the reference model, what each step must do to the ledger and return;
 //! `world.rs`, the providers, executors and person, and how they drive the engine on a real
-//! ledger; `budgets.rs`, prices and budgets in the model and the world; `rules.rs`, what is
+//! ledger; `priced.rs`, prices and budgets in the model and the world; `rules.rs`, what is
 //! checked after every step; here, how a case runs.
 
-mod budgets;
+mod priced;
 mod reference;
 mod rules;
 mod schedule;

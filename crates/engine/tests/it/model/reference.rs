@@ -4,7 +4,7 @@ use onejob_engine::testing::{Cause, FailureKind, Outcome};
 use onejob_engine::{AttemptState, JobStatus, Verdict};
 use serde_json::Value;
 
-use super::budgets::{BudgetAsk, BUDGET_SLOTS};
+use super::priced::{BudgetAsk, BUDGET_SLOTS};
 use super::schedule::{Act, JobRef, Op};
 use super::world::{
     answer, classify, person_result, Again, BulkAsk, BulkDo, Exec, Prov, ReplayGot, Reply, Says,

@@ -5,7 +5,7 @@ use onejob_engine::money::Amount;
 use onejob_engine::{Attempt, AttemptState, JobDetail, JobStatus};
 use serde_json::json;
 
-use super::budgets::{nanos, slot_of, BUDGET_SLOTS};
+use super::priced::{nanos, slot_of, BUDGET_SLOTS};
 use super::reference::{MJob, Model};
 use super::world::{BulkDo, Ledger, Prov, KEYS};
 use super::OWNER;

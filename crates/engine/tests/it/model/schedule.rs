@@ -6,7 +6,7 @@ use proptest::prelude::*;
 use proptest::strategy::Union;
 use proptest_state_machine::ReferenceStateMachine;
 
-use super::budgets::BudgetAsk;
+use super::priced::BudgetAsk;
 use super::reference::{Channel, Dial, MAttempt, MJob, Model};
 use super::world::{Again, BulkAsk, BulkDo, Exec, Prov, Reply, Says, BULK_SLOTS, KEYS};
 
@@ -149,7 +149,7 @@ pub(super) enum Op<J = JobRef, A = AttemptRef> {
     RemoveBudget(usize),
     /// The budgets' period ends: what was sent counts in the one before, and the jobs a
     /// budget kept back may be claimed again. Only the priced attempts' `sent_at` and those
-    /// jobs' `not_before` move (see `budgets.rs`).
+    /// jobs' `not_before` move (see `priced.rs`).
     PeriodEnds,
 }
 

@@ -15,7 +15,7 @@ use onejob_engine::{
 };
 use serde_json::{json, Value};
 
-use super::budgets::BUDGET_SLOTS;
+use super::priced::BUDGET_SLOTS;
 use super::reference::{Claimed, Expect, Model};
 use super::schedule::{JobRef, Op};
 use super::{LONG_LEASE, LONG_WAIT, OWNER, PAST, STRANGER};
@@ -68,7 +68,7 @@ impl Prov {
             config["key_retention_s"] = json!(KEY_RETENTION_H * 3600);
             config["hard_timeout_ms"] = json!(600_000);
         }
-        if let Some(price) = super::budgets::price(self) {
+        if let Some(price) = super::priced::price(self) {
             config["price"] = price;
         }
         if self == Prov::Ai {
@@ -586,7 +586,7 @@ impl Ledger {
                 }
                 let lease = if lapsing { Duration::ZERO } else { LONG_LEASE };
                 let executor = by.id(m.lives[by.index()]);
-                let body = super::budgets::body(m.jobs[m.attempts[attempt].job].key);
+                let body = super::priced::body(m.jobs[m.attempts[attempt].job].key);
                 match engine.mark_sent_priced(id, &executor, lease, &body).await {
                     // Kept back by a budget (SPEC §17): nothing was sent.
                     Ok(kept) if kept.state == AttemptState::Failed => {
