@@ -96,6 +96,32 @@ pub async fn covering(
     })
 }
 
+/// The names of the budgets that cover any of `sending` (those with a charge), each one's row
+/// taken until the transaction ends, in name order (PostgreSQL, before a run of sends:
+/// `attempts/send_many.sql`); none on SQLite, where the writer holds the whole file.
+pub async fn lock_covering_many(
+    h: &mut impl Handle,
+    sending: &[super::attempts::Sending<'_>],
+) -> sqlx::Result<Vec<String>> {
+    let super::Conn::Postgres(conn, watch) = h.conn() else {
+        return Ok(Vec::new());
+    };
+    let sql = crate::store::query!(postgres, "budgets/lock_covering_many");
+    let names = sqlx::query_scalar(sql)
+        .bind(sending.iter().map(|s| s.id).collect::<Vec<_>>())
+        .bind(currencies(sending))
+        .fetch_all(conn);
+    watch.guard(names).await
+}
+
+/// Each of `sending`'s currency, `None` where it is not charged.
+pub(super) fn currencies<'a>(sending: &[super::attempts::Sending<'a>]) -> Vec<Option<&'a str>> {
+    sending
+        .iter()
+        .map(|s| s.charge.map(|c| c.currency.as_str()))
+        .collect()
+}
+
 /// What budget `name` holds in its period now, in billionths (`budgets/used.sql`): the totals
 /// the ledger keeps per day of what attempts hold (docs/adr/0064).
 pub async fn used(h: &mut impl Handle, name: &str) -> sqlx::Result<i64> {

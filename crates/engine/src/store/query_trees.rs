@@ -16,13 +16,15 @@ const SQLITE_ONLY: [&str; 4] = [
     // A job and its attempts in one call; PostgreSQL reads them in two.
     "jobs/with_attempts.sql",
 ];
-const POSTGRES_ONLY: [&str; 10] = [
+const POSTGRES_ONLY: [&str; 11] = [
     // The standbys streaming from the server: an embedded file has none.
     "doctor/standbys.sql",
     // A group's writes, several jobs in one statement each.
     "attempts/insert_first_many.sql",
     "attempts/send_many.sql",
     "jobs/claim_answers.sql",
+    // The budgets a run of sends is reserved against, taken before the run's statement.
+    "budgets/lock_covering_many.sql",
     // Row locks and hosts that share the ledger: SQLite's one writer needs neither.
     "attempts/lock_expired.sql",
     "attempts/pending_left.sql",

@@ -9,7 +9,7 @@ use std::time::Duration;
 use onejob_engine::executor::{Executor, ExecutorOptions};
 use onejob_engine::sandbox::Sandbox;
 use onejob_engine::testing::{Claim, ExecutorSteps as _, InternalCalls as _};
-use onejob_engine::{Engine, Error, JobStatus};
+use onejob_engine::{AttemptState, Engine, Error, JobStatus};
 use onejob_testkit::{Postgres, Relay};
 use serde_json::json;
 
@@ -931,6 +931,108 @@ async fn a_group_moves_its_attempts_in_flight_and_claims_their_answers_one_state
     assert!(sent > sends && sent >= jobs / 4, "{summary:#?}");
     assert!(claimed > claims && claimed >= jobs / 4, "{summary:#?}");
     assert!(started > passes && started >= jobs / 4, "{summary:#?}");
+}
+
+/// SPEC §17 in a group's run: priced attempts sent at once move to `in_flight` in the group's
+/// one statement, each charged, and reserved against every budget that covers it after the run
+/// has taken the budgets' rows. A budget of exactly 25 requests lets 25 of 60 attempts sent
+/// together go and keeps the rest back with `budget_reached`; the 60 attempts at a priced
+/// provider no budget covers all go, charged. Most of them move in runs of more than one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_of_priced_sends_charges_each_and_passes_no_budget() {
+    let cluster = a_cluster_counting_statements(false);
+    let url = cluster.database("priced_runs").expect("a database");
+    let engine = Engine::open(&url).await.expect("open");
+    for name in ["capped", "uncapped"] {
+        let provider = json!({"name": name, "kind": "sandbox", "soft_timeout_ms": 30_000,
+            "hard_timeout_ms": 60_000, "honours_idempotency_key": true,
+            "dials": {"latency_ms": 0, "jitter_ms": 0},
+            "price": {"currency": "USD", "per_request": "0.01"}});
+        crate::common::add_provider(&engine, &provider).await;
+    }
+    let budget = r#"{"provider": "capped", "limit": "0.25", "currency": "USD", "period": "day"}"#;
+    engine
+        .set_budget("capped-a-day", budget, None)
+        .await
+        .expect("a budget");
+    let jobs = 60;
+    let mut claimed = Vec::new();
+    for i in 0..jobs {
+        for provider in ["capped", "uncapped"] {
+            let key = format!("{provider}-{i}");
+            let intent = json!({"route": [provider], "input": {"i": i}, "max_attempts": 1});
+            let id = crate::common::submit_intent(&engine, &key, &intent).await;
+            claimed.push((provider, claim(&engine, &id).await.id));
+        }
+    }
+    let stats = counting_statements(&url, &[]).await;
+    let sends: Vec<_> = claimed
+        .iter()
+        .map(|(provider, attempt)| {
+            let (engine, attempt) = (engine.clone(), attempt.clone());
+            let send = async move {
+                let lease = Duration::from_secs(60);
+                engine.mark_sent_priced(&attempt, "x", lease, "{}").await
+            };
+            (*provider, tokio::spawn(send))
+        })
+        .collect();
+    let (mut sent, mut kept_back) = (0, 0);
+    for (provider, send) in sends {
+        let attempt = send.await.expect("joined").expect("sent or kept back");
+        match attempt.state {
+            AttemptState::InFlight => {
+                sent += usize::from(provider == "capped");
+                let cost = attempt.cost.as_ref().expect("charged");
+                assert_eq!(cost.currency, "USD", "{attempt:?}");
+            }
+            AttemptState::Failed if provider == "capped" => {
+                kept_back += 1;
+                let error = attempt.error.as_ref().expect("why");
+                assert_eq!(error.kind, "budget_reached", "{attempt:?}");
+                assert!(attempt.sent_at.is_none(), "{attempt:?}");
+            }
+            _ => panic!("{provider}: {attempt:?}"),
+        }
+    }
+    assert_eq!(
+        (sent, kept_back),
+        (25, jobs - 25),
+        "the budget's 25 requests and no more"
+    );
+    let budgets = engine.budgets(None).await.expect("budgets");
+    assert_eq!(budgets[0].used, "0.25");
+    engine.close().await;
+
+    let rows: Vec<(String, i64, i64)> = sqlx::query_as(
+        "SELECT query, calls, rows FROM pg_stat_statements \
+         WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())",
+    )
+    .fetch_all(&stats)
+    .await
+    .expect("statement statistics");
+    stats.close().await;
+    let ran = |start: &str| {
+        rows.iter()
+            .filter(|(query, ..)| query.contains(start))
+            .fold((0, 0), |(calls, done), (_, c, r)| (calls + c, done + r))
+    };
+    let (runs, moved) =
+        ran("`move.sql` from `pending` to `in_flight` for the executor, for several");
+    let (locks, _) = ran("the budgets that cover any of attempts");
+    let summary: Vec<String> = rows
+        .iter()
+        .map(|(query, calls, done)| {
+            let first: String = query.lines().take(1).collect();
+            format!("{calls} runs, {done} rows: {first}")
+        })
+        .collect();
+    // Of the 85 that went, most in runs of more than one, each run taking the budgets first.
+    assert!(
+        moved > runs && moved >= 85 / 2,
+        "{runs} runs moved {moved}: {summary:#?}"
+    );
+    assert!(locks >= runs, "{summary:#?}");
 }
 
 /// SPEC §14: a host that froze inside a transaction moving an attempt to `in_flight` holds that

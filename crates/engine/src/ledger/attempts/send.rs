@@ -100,7 +100,8 @@ impl Engine {
     /// [`Engine::mark_sent`] as the executor sends a request of `body`: at a provider with a
     /// price (as it is configured now), the attempt is charged its worst case and reserved
     /// against every budget that covers it, or kept back as `budget_reached` where it would
-    /// pass one (SPEC §17). Only tests call it (through `testing`).
+    /// pass one (SPEC §17). Only tests call it (through `testing`); several at once may be
+    /// moved in one statement, as the executor's are (see `group/runs.rs`).
     #[cfg_attr(not(feature = "testing"), allow(dead_code))]
     pub(crate) async fn mark_sent_priced(
         &self,
@@ -115,14 +116,16 @@ impl Engine {
             .price
             .as_ref()
             .map(|price| price.charge(body, config.context_window));
-        self.mark_sent_of(None, attempt_id, executor_id, lease, charge)
+        let job_id = Some(attempt.job_id.as_str());
+        self.mark_sent_of(job_id, attempt_id, executor_id, lease, charge)
             .await
     }
 
     /// [`Engine::mark_sent`] for an attempt of `job_id`, known to the caller: on PostgreSQL
     /// the group commit may then move it in one statement with other jobs' attempts (see
     /// `group/runs.rs`). At a provider with a price, `charge` is recorded by the same write
-    /// (SPEC §17), which then runs on its own.
+    /// and reserved against the budgets that cover it (SPEC §17), in the run's statement or,
+    /// where that leaves it out, by the write's own (docs/adr/0068).
     pub(crate) async fn mark_sent_of(
         &self,
         job_id: Option<&str>,
@@ -203,15 +206,13 @@ impl GroupWrite for MarkSent {
     }
 
     fn fast(&self) -> Option<Fast> {
-        if self.charge.is_some() {
-            return None;
-        }
         Some(Fast::Send {
             job_id: self.job_id.clone()?,
             attempt_id: self.attempt_id.clone(),
             executor_id: self.executor_id.clone(),
             lease: self.lease,
             detail: self.detail.to_string(),
+            charge: self.charge.clone(),
         })
     }
 

@@ -16,7 +16,9 @@ use super::{Lock, Queued, Slot, MAX_GROUP};
 use crate::error::Result;
 use crate::events::EventKind;
 use crate::model::Actor;
+use crate::money::Charge;
 use crate::store::attempts::{self as attempt_rows, AttemptRow, Sending};
+use crate::store::budgets as budget_rows;
 use crate::store::jobs::{self as job_rows, Answering, ClaimedAnswer};
 use crate::store::Tx;
 
@@ -24,13 +26,15 @@ use crate::store::Tx;
 /// writes at once (see the module's comment). The job it concerns keeps writes of one job out
 /// of one run.
 pub(crate) enum Fast {
-    /// `pending → in_flight` for the executor, with its lease and its event's detail.
+    /// `pending → in_flight` for the executor, with its lease, its event's detail and, at a
+    /// provider with a price, what it is charged and reserved against the budgets that cover it.
     Send {
         job_id: String,
         attempt_id: String,
         executor_id: String,
         lease: std::time::Duration,
         detail: String,
+        charge: Option<Charge>,
     },
     /// An answer's compare-and-swap while its attempt is in flight or unknown, with its
     /// winning event's detail and the response head it carries.
@@ -156,18 +160,26 @@ pub(super) async fn run_together(tx: &mut Tx, run: &[&Queued]) -> Result<()> {
                         executor_id,
                         lease,
                         detail,
+                        charge,
                         ..
                     } => Some(Sending {
                         id: attempt_id,
                         executor_id,
                         lease: *lease,
                         detail,
+                        charge: charge.as_ref(),
                     }),
                     Fast::Answer { .. } => None,
                 })
                 .collect();
             let (kind, actor) = (EventKind::AttemptSent.as_str(), Actor::Executor.as_str());
-            let Some(sent) = attempt_rows::send_many(tx, &sending, kind, actor).await? else {
+            // The budgets the run's priced attempts are reserved against, taken first.
+            let locked = match sending.iter().any(|s| s.charge.is_some()) {
+                true => budget_rows::lock_covering_many(tx, &sending).await?,
+                false => Vec::new(),
+            };
+            let Some(sent) = attempt_rows::send_many(tx, &sending, &locked, kind, actor).await?
+            else {
                 return Ok(());
             };
             let mut sent: HashMap<String, AttemptRow> =
@@ -268,6 +280,7 @@ mod tests {
             executor_id: "x".into(),
             lease: std::time::Duration::from_secs(10),
             detail: "{}".into(),
+            charge: None,
         };
         queued(Touches::Job(job.into()), Some(fast))
     }

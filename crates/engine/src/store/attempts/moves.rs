@@ -74,6 +74,8 @@ pub struct Sending<'a> {
     pub lease: Duration,
     /// The move's event detail, JSON text.
     pub detail: &'a str,
+    /// What a priced attempt is charged (SPEC §17).
+    pub charge: Option<&'a crate::money::Charge>,
 }
 
 /// [`moved`] from `pending` to `in_flight` for the executor, for several attempts of different
@@ -84,6 +86,7 @@ pub struct Sending<'a> {
 pub async fn send_many(
     h: &mut impl Handle,
     sending: &[Sending<'_>],
+    locked: &[String],
     kind: &str,
     actor: &str,
 ) -> sqlx::Result<Option<Vec<AttemptRow>>> {
@@ -98,6 +101,20 @@ pub async fn send_many(
         .bind(sending.iter().map(|s| s.detail).collect::<Vec<_>>())
         .bind(kind)
         .bind(actor)
+        .bind(crate::store::budgets::currencies(sending))
+        .bind(
+            sending
+                .iter()
+                .map(|s| s.charge.map(|c| c.price.as_str()))
+                .collect::<Vec<_>>(),
+        )
+        .bind(
+            sending
+                .iter()
+                .map(|s| s.charge.map(|c| c.worst_nanos))
+                .collect::<Vec<_>>(),
+        )
+        .bind(locked)
         .fetch_all(conn);
     watch.guard(sent).await.map(Some)
 }
