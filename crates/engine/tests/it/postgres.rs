@@ -453,6 +453,47 @@ async fn counting_statements(url: &str, before: &[&str]) -> sqlx::PgPool {
     stats
 }
 
+/// The first line of `attempts/send_many.sql`, as `pg_stat_statements` keeps it.
+const SEND_MANY: &str = "`move.sql` from `pending` to `in_flight` for the executor, for several";
+
+/// What `pg_stat_statements` counted on the ledger: each statement with its calls and rows.
+struct Counted(Vec<(String, i64, i64)>);
+
+impl Counted {
+    /// Reads the counts through `stats` (from [`counting_statements`]), then closes it.
+    async fn read(stats: sqlx::PgPool) -> Counted {
+        let rows = sqlx::query_as(
+            "SELECT query, calls, rows FROM pg_stat_statements \
+             WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())",
+        )
+        .fetch_all(&stats)
+        .await
+        .expect("statement statistics");
+        stats.close().await;
+        Counted(rows)
+    }
+
+    /// The calls and rows of the statements whose text holds `text`.
+    fn ran(&self, text: &str) -> (i64, i64) {
+        self.0
+            .iter()
+            .filter(|(query, ..)| query.contains(text))
+            .fold((0, 0), |(calls, done), (_, c, r)| (calls + c, done + r))
+    }
+
+    /// Each statement called at least `min_calls` times, by its first line.
+    fn summary(&self, min_calls: i64) -> Vec<String> {
+        self.0
+            .iter()
+            .filter(|(_, calls, _)| *calls >= min_calls)
+            .map(|(query, calls, done)| {
+                let first: String = query.lines().take(1).collect();
+                format!("{calls} runs, {done} rows: {first}")
+            })
+            .collect()
+    }
+}
+
 /// A ledger of 20,000 settled jobs, its planner's statistics taken: what a team's ledger looks
 /// like to the server's planner.
 async fn a_large_ledger(url: &str) {
@@ -902,31 +943,11 @@ async fn a_group_moves_its_attempts_in_flight_and_claims_their_answers_one_state
     drop(executor);
     engine.close().await;
 
-    let rows: Vec<(String, i64, i64)> = sqlx::query_as(
-        "SELECT query, calls, rows FROM pg_stat_statements \
-         WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())",
-    )
-    .fetch_all(&stats)
-    .await
-    .expect("statement statistics");
-    stats.close().await;
-    let ran = |start: &str| {
-        rows.iter()
-            .filter(|(query, ..)| query.contains(start))
-            .fold((0, 0), |(calls, done), (_, c, r)| (calls + c, done + r))
-    };
-    let (sends, sent) =
-        ran("`move.sql` from `pending` to `in_flight` for the executor, for several");
-    let (claims, claimed) = ran("The compare-and-swap of SPEC §5 for answers");
-    let (passes, started) = ran("Queued jobs' first attempts");
-    let summary: Vec<String> = rows
-        .iter()
-        .filter(|(_, calls, _)| *calls >= 10)
-        .map(|(query, calls, done)| {
-            let first: String = query.lines().take(1).collect();
-            format!("{calls} runs, {done} rows: {first}")
-        })
-        .collect();
+    let counted = Counted::read(stats).await;
+    let (sends, sent) = counted.ran(SEND_MANY);
+    let (claims, claimed) = counted.ran("The compare-and-swap of SPEC §5 for answers");
+    let (passes, started) = counted.ran("Queued jobs' first attempts");
+    let summary = counted.summary(10);
     // Runs of more than one write, and a good share of the jobs moved in them.
     assert!(sent > sends && sent >= jobs / 4, "{summary:#?}");
     assert!(claimed > claims && claimed >= jobs / 4, "{summary:#?}");
@@ -1004,29 +1025,10 @@ async fn a_run_of_priced_sends_charges_each_and_passes_no_budget() {
     assert_eq!(budgets[0].used, "0.25");
     engine.close().await;
 
-    let rows: Vec<(String, i64, i64)> = sqlx::query_as(
-        "SELECT query, calls, rows FROM pg_stat_statements \
-         WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())",
-    )
-    .fetch_all(&stats)
-    .await
-    .expect("statement statistics");
-    stats.close().await;
-    let ran = |start: &str| {
-        rows.iter()
-            .filter(|(query, ..)| query.contains(start))
-            .fold((0, 0), |(calls, done), (_, c, r)| (calls + c, done + r))
-    };
-    let (runs, moved) =
-        ran("`move.sql` from `pending` to `in_flight` for the executor, for several");
-    let (locks, _) = ran("the budgets that cover any of attempts");
-    let summary: Vec<String> = rows
-        .iter()
-        .map(|(query, calls, done)| {
-            let first: String = query.lines().take(1).collect();
-            format!("{calls} runs, {done} rows: {first}")
-        })
-        .collect();
+    let counted = Counted::read(stats).await;
+    let (runs, moved) = counted.ran(SEND_MANY);
+    let (locks, _) = counted.ran("the budgets that cover any of attempts");
+    let summary = counted.summary(0);
     // Of the 85 that went, most in runs of more than one, each run taking the budgets first.
     assert!(
         moved > runs && moved >= 85 / 2,
