@@ -109,17 +109,9 @@ pub async fn lock_covering_many(
     let sql = crate::store::query!(postgres, "budgets/lock_covering_many");
     let names = sqlx::query_scalar(sql)
         .bind(sending.iter().map(|s| s.id).collect::<Vec<_>>())
-        .bind(currencies(sending))
+        .bind(sending.iter().map(|s| s.currency()).collect::<Vec<_>>())
         .fetch_all(conn);
     watch.guard(names).await
-}
-
-/// Each of `sending`'s currency, `None` where it is not charged.
-pub(super) fn currencies<'a>(sending: &[super::attempts::Sending<'a>]) -> Vec<Option<&'a str>> {
-    sending
-        .iter()
-        .map(|s| s.charge.map(|c| c.currency.as_str()))
-        .collect()
 }
 
 /// What budget `name` holds in its period now, in billionths (`budgets/used.sql`): the totals

@@ -174,9 +174,10 @@ pub(super) async fn run_together(tx: &mut Tx, run: &[&Queued]) -> Result<()> {
                 .collect();
             let (kind, actor) = (EventKind::AttemptSent.as_str(), Actor::Executor.as_str());
             // The budgets the run's priced attempts are reserved against, taken first.
-            let locked = match sending.iter().any(|s| s.charge.is_some()) {
-                true => budget_rows::lock_covering_many(tx, &sending).await?,
-                false => Vec::new(),
+            let locked = if sending.iter().any(|s| s.charge.is_some()) {
+                budget_rows::lock_covering_many(tx, &sending).await?
+            } else {
+                Vec::new()
             };
             let Some(sent) = attempt_rows::send_many(tx, &sending, &locked, kind, actor).await?
             else {

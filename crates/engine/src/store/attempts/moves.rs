@@ -78,6 +78,13 @@ pub struct Sending<'a> {
     pub charge: Option<&'a crate::money::Charge>,
 }
 
+impl<'a> Sending<'a> {
+    /// The currency it is charged in; `None` at a provider without a price.
+    pub fn currency(&self) -> Option<&'a str> {
+        self.charge.map(|c| c.currency.as_str())
+    }
+}
+
 /// [`moved`] from `pending` to `in_flight` for the executor, for several attempts of different
 /// jobs in one statement (PostgreSQL, `attempts/send_many`): each moves only while `pending`
 /// with its job `running` without a result, and gets its event (`kind`, `actor`). The
@@ -101,7 +108,7 @@ pub async fn send_many(
         .bind(sending.iter().map(|s| s.detail).collect::<Vec<_>>())
         .bind(kind)
         .bind(actor)
-        .bind(crate::store::budgets::currencies(sending))
+        .bind(sending.iter().map(|s| s.currency()).collect::<Vec<_>>())
         .bind(
             sending
                 .iter()
