@@ -90,7 +90,19 @@ pub struct Engine {
     /// Where the executor's writes wait for theirs (see `ledger/group/`).
     writes: Arc<ledger::WriteQueue>,
     /// The change feed every face of this engine shares (see [`Engine::changes`]).
-    feed: Arc<tokio::sync::Mutex<Option<Feed>>>,
+    feed: Arc<tokio::sync::Mutex<Feeds>>,
+}
+
+/// The change feed handed out now, and the task of every feed started and not yet ended, with
+/// the sender that asks it to stop: closing the engine stops them and waits for them before it
+/// closes the ledger's other connections, so none of a feed's outlives `close`.
+#[derive(Default)]
+struct Feeds {
+    current: Option<Feed>,
+    tasks: Vec<(
+        tokio::sync::oneshot::Sender<()>,
+        tokio::task::JoinHandle<()>,
+    )>,
 }
 
 /// A running change feed: how often it checks a SQLite file (zero on PostgreSQL, which
@@ -288,8 +300,8 @@ impl Engine {
     /// changes after the call, not before. The feed ends when the engine is closed (every
     /// copy's `changed` then returns an error), or once every copy and the engine are dropped.
     pub async fn changes(&self, every: Duration) -> Result<tokio::sync::watch::Receiver<u64>> {
-        let mut feed = self.feed.lock().await;
-        if let Some(running) = feed.as_ref() {
+        let mut feeds = self.feed.lock().await;
+        if let Some(running) = feeds.current.as_ref() {
             // A feed whose task ended (its connection failed for good) is not handed out.
             if running.every <= every && running.changes.has_changed().is_ok() {
                 let mut copy = running.changes.clone();
@@ -297,21 +309,35 @@ impl Engine {
                 return Ok(copy);
             }
         }
-        let (changes, every) = match &self.db {
-            Db::Sqlite(db) => (db.changes(every).await?, every),
-            Db::Postgres(db) => (db.changes().await?, Duration::ZERO),
+        let (stop, stopped) = store::FeedStop::new();
+        let ((changes, task), every) = match &self.db {
+            Db::Sqlite(db) => (db.changes(every, stopped).await?, every),
+            Db::Postgres(db) => (db.changes(stopped).await?, Duration::ZERO),
         };
-        *feed = Some(Feed {
+        feeds.tasks.retain(|(_, task)| !task.is_finished());
+        feeds.tasks.push((stop, task));
+        feeds.current = Some(Feed {
             every,
             changes: changes.clone(),
         });
         Ok(changes)
     }
 
-    /// Closes every connection, waiting for running statements.
+    /// Closes every connection, waiting for running statements, and returns once every
+    /// connection is closed, a change feed's too. The feeds end first, then the ledger's other
+    /// connections one by one: on SQLite the last to close then finds itself alone and removes
+    /// the WAL and its index, so nothing of the ledger changes after `close` returns.
     pub async fn close(&self) {
-        // The feed ends with the ledger's connections; a later call starts another.
-        self.feed.lock().await.take();
+        // A later call to `changes` starts another feed.
+        let tasks = {
+            let mut feeds = self.feed.lock().await;
+            feeds.current = None;
+            std::mem::take(&mut feeds.tasks)
+        };
+        for (stop, task) in tasks {
+            let _ = stop.send(());
+            let _ = task.await;
+        }
         self.db.close().await;
     }
 

@@ -50,6 +50,27 @@ use postgres::{PgConn, PgTx, Watch};
 
 use crate::error::{Error, Result};
 
+/// How a change feed's task is told to stop before the ledger's other connections close (see
+/// `Engine::close`). A feed whose sender is dropped unsent runs on, until every receiver of its
+/// changes is gone or the ledger is closed.
+pub(crate) struct FeedStop(tokio::sync::oneshot::Receiver<()>);
+
+impl FeedStop {
+    /// A signal and the sender that gives it.
+    pub(crate) fn new() -> (tokio::sync::oneshot::Sender<()>, FeedStop) {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        (tx, FeedStop(rx))
+    }
+
+    /// Returns once asked to stop; never when the sender was dropped unsent. Not awaited again
+    /// after it returned.
+    pub(crate) async fn asked(&mut self) {
+        if (&mut self.0).await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    }
+}
+
 /// The current time in the ledger's fixed-width UTC text form.
 pub(crate) fn now() -> String {
     Utc::now().to_rfc3339_opts(SecondsFormat::Millis, true)

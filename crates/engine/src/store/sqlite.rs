@@ -83,8 +83,13 @@ impl SqliteDb {
 
     /// A counter that rises whenever the file changes, whoever changed it: SQLite's
     /// `data_version`, read on a connection of its own every `every`, until every receiver is
-    /// gone or the ledger is closed.
-    pub async fn changes(&self, every: Duration) -> Result<watch::Receiver<u64>> {
+    /// gone, `stop` is asked, or the ledger is closed; and the task reading it, which closes
+    /// that connection before it ends.
+    pub(crate) async fn changes(
+        &self,
+        every: Duration,
+        mut stop: super::FeedStop,
+    ) -> Result<(watch::Receiver<u64>, tokio::task::JoinHandle<()>)> {
         use sqlx::{ConnectOptions, Connection};
         let mut conn = self
             .options
@@ -93,7 +98,7 @@ impl SqliteDb {
             .map_err(|e| named(&self.location, e))?;
         let (tx, rx) = watch::channel(0u64);
         let closed = self.reader.close_event();
-        tokio::spawn(async move {
+        let task = tokio::spawn(async move {
             tokio::pin!(closed);
             let mut seen: Option<i64> = None;
             loop {
@@ -115,12 +120,13 @@ impl SqliteDb {
                 }
                 tokio::select! {
                     () = &mut closed => break,
+                    () = stop.asked() => break,
                     () = tokio::time::sleep(every) => {}
                 }
             }
             let _ = conn.close().await;
         });
-        Ok(rx)
+        Ok((rx, task))
     }
 }
 

@@ -882,6 +882,39 @@ async fn a_new_ledger_can_submit_to_the_sandbox_at_once() {
     assert_eq!(code(reopened.provider("sandbox").await), "not_found");
 }
 
+/// `close` returns once every connection is closed, the change feed's too. On SQLite the last
+/// connection to close removes the WAL and its index, so after `close` the ledger is one file
+/// that nothing changes any more under whoever reads it next (a copy, a backup, a test looking
+/// for a secret in what the ledger wrote).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn close_returns_once_the_change_feeds_connection_is_closed() {
+    if onejob_testkit::sqlite_only("the files a SQLite ledger's last connection removes") {
+        return;
+    }
+    for round in 0..20 {
+        let ledger = Ledger::new().await;
+        let e = &ledger.engine;
+        let _changes = e.changes(Duration::from_millis(5)).await.expect("changes");
+        ledger.submit("one").await;
+        e.close().await;
+        let left: Vec<String> = std::fs::read_dir(ledger.dir.path())
+            .expect("list")
+            .map(|entry| {
+                entry
+                    .expect("entry")
+                    .file_name()
+                    .to_string_lossy()
+                    .into_owned()
+            })
+            .filter(|name| name != "onejob.db")
+            .collect();
+        assert!(
+            left.is_empty(),
+            "round {round}: still there after close: {left:?}"
+        );
+    }
+}
+
 #[tokio::test]
 async fn changes_are_announced_whoever_writes() {
     let ledger = Ledger::new().await;

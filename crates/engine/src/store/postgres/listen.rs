@@ -23,13 +23,17 @@ impl PgDb {
     /// connection of its own. When that connection drops, or stays quiet for [`LISTEN_QUIET`]
     /// and then does not answer a ping within [`PROBE_TIMEOUT`], it is dropped and another is
     /// made, with backoff; a change is counted once it listens again, since notifications sent
-    /// meanwhile are lost.
-    pub async fn changes(&self) -> Result<watch::Receiver<u64>> {
+    /// meanwhile are lost. Also the task that listens, which ends soon after `stop` is asked or
+    /// the ledger is closed, without waiting out a connection being made.
+    pub(crate) async fn changes(
+        &self,
+        stop: crate::store::FeedStop,
+    ) -> Result<(watch::Receiver<u64>, tokio::task::JoinHandle<()>)> {
         let listener = listen(&self.live.hosts.options()).await?;
         let (tx, rx) = watch::channel(0u64);
         let closed = self.pool.close_event();
-        tokio::spawn(follow(listener, self.live.clone(), tx, closed));
-        Ok(rx)
+        let task = tokio::spawn(follow(listener, self.live.clone(), tx, closed, stop));
+        Ok((rx, task))
     }
 }
 
@@ -61,6 +65,7 @@ async fn follow(
     live: Arc<Liveness>,
     tx: watch::Sender<u64>,
     closed: sqlx::pool::CloseEvent,
+    mut stop: crate::store::FeedStop,
 ) {
     tokio::pin!(closed);
     let mut listener = Some(listener);
@@ -74,12 +79,22 @@ async fn follow(
             tokio::select! {
                 () = tx.closed() => break,
                 () = &mut closed => break,
+                () = stop.asked() => break,
                 () = tokio::time::sleep(wait) => {}
             }
-            if live.hosts.suspected() {
-                let _ = live.hosts.find().await;
-            }
-            match listen(&live.hosts.options()).await {
+            let again = async {
+                if live.hosts.suspected() {
+                    let _ = live.hosts.find().await;
+                }
+                listen(&live.hosts.options()).await
+            };
+            let again = tokio::select! {
+                () = tx.closed() => break,
+                () = &mut closed => break,
+                () = stop.asked() => break,
+                again = again => again,
+            };
+            match again {
                 Ok(again) => {
                     listener = Some(again);
                     failures = 0;
@@ -92,6 +107,7 @@ async fn follow(
         let next = tokio::select! {
             () = tx.closed() => break,
             () = &mut closed => break,
+            () = stop.asked() => break,
             next = tokio::time::timeout(LISTEN_QUIET, listening.try_recv()) => next,
         };
         match next {
