@@ -25,9 +25,7 @@ WITH i AS (
     FROM i
     JOIN attempts a ON a.id = i.id
     JOIN jobs j ON j.id = a.job_id
-    JOIN budgets b ON b.currency = i.currency
-                  AND (b.provider IS NULL OR b.provider = a.provider)
-                  AND (b.owner_id IS NULL OR b.owner_id = j.owner_id)
+    JOIN budgets b ON onejob_budget_covers(b, i.currency, a.provider, j.owner_id)
     WHERE i.currency IS NOT NULL
 ), held AS (
     SELECT n.name, onejob_budget_used(n.name) AS used

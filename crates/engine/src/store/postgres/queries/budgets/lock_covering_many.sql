@@ -10,8 +10,6 @@ WHERE EXISTS (
     FROM unnest((SELECT $1::uuid[]), (SELECT $2::text[])) AS i (id, currency)
     JOIN attempts a ON a.id = i.id
     JOIN jobs j ON j.id = a.job_id
-    WHERE b.currency = i.currency
-      AND (b.provider IS NULL OR b.provider = a.provider)
-      AND (b.owner_id IS NULL OR b.owner_id = j.owner_id))
+    WHERE onejob_budget_covers(b, i.currency, a.provider, j.owner_id))
 ORDER BY b.name
 FOR UPDATE OF b
